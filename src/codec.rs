@@ -1,0 +1,92 @@
+//! Literal codecs (DESIGN §4; paper §3.2, "Physical literal coding").
+//!
+//! A `Lit` node stores a word stream in the smallest complete encoding among four codecs:
+//! raw words, fixed-width bit packing, canonical Huffman and rANS. Each codec module keeps
+//! its encoder and decoder side by side. The *body* of an encoding is everything the codec
+//! needs besides the stream's type (width `b` in bits and length `n` in words, which the
+//! program's type rules supply): parameters, tables and payload. Its length in bytes is
+//! framed by the wire format, so a decoder is always handed exactly its body and must
+//! consume all of it.
+//!
+//! Every decoder is total: on a body that is inconsistent with `(b, n)` it returns a
+//! [`CodecError`], never panics, and never allocates more than `n` words plus what the
+//! body's own length justifies.
+
+pub mod bitio;
+pub mod bitpack;
+pub mod huffman;
+pub mod rans;
+pub mod raw;
+pub mod select;
+
+pub use select::{all_sizes, decode, encode_best, Encoded};
+
+/// Stable numeric identity of a literal codec, as stored in the wire format. The numeric
+/// order is also the tie-break order when two codecs produce bodies of equal size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CodecId {
+    /// Each word in `ceil(b/8)` little-endian bytes.
+    Raw = 0,
+    /// One byte `k` (bits per word), then every word in `k` bits, LSB first.
+    BitPack = 1,
+    /// Canonical Huffman code over the distinct words (at most [`MAX_TABLE_SYMBOLS`]).
+    Huffman = 2,
+    /// Static rANS over the distinct words (at most [`MAX_TABLE_SYMBOLS`]).
+    Rans = 3,
+}
+
+/// All codecs in tie-break order.
+pub const ALL_CODECS: [CodecId; 4] = [
+    CodecId::Raw,
+    CodecId::BitPack,
+    CodecId::Huffman,
+    CodecId::Rans,
+];
+
+impl CodecId {
+    /// Inverse of `as u8`; `None` for an unknown tag.
+    pub fn from_u8(tag: u8) -> Option<CodecId> {
+        ALL_CODECS.get(usize::from(tag)).copied()
+    }
+
+    /// Lowercase name used in the program text form (`raw`, `bitpack`, `huffman`, `rans`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CodecId::Raw => "raw",
+            CodecId::BitPack => "bitpack",
+            CodecId::Huffman => "huffman",
+            CodecId::Rans => "rans",
+        }
+    }
+
+    /// Inverse of [`CodecId::name`].
+    pub fn from_name(name: &str) -> Option<CodecId> {
+        ALL_CODECS.iter().copied().find(|c| c.name() == name)
+    }
+}
+
+/// Table-based codecs (Huffman, rANS) apply only to streams with at most this many
+/// distinct words (DESIGN §4).
+pub const MAX_TABLE_SYMBOLS: usize = 65_536;
+
+/// Why a literal body could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    /// The body ended before the decoder had what it needed.
+    #[error("{codec} body truncated: needed {needed} bytes, had {available}")]
+    Truncated {
+        codec: &'static str,
+        needed: u64,
+        available: u64,
+    },
+    /// The body holds bytes the decoder did not consume.
+    #[error("{codec} body has {extra} trailing bytes")]
+    TrailingBytes { codec: &'static str, extra: u64 },
+    /// A table, parameter or payload contradicts itself or the stream's type.
+    #[error("{codec} body invalid: {what}")]
+    Invalid {
+        codec: &'static str,
+        what: String,
+    },
+}

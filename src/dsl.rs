@@ -1,0 +1,11 @@
+//! The program language (DESIGN §3, §5): operators and type rules, execution, the wire
+//! format and the text form.
+
+pub mod exec;
+pub mod program;
+pub mod text;
+pub mod wire;
+
+pub use exec::{execute, ExecError};
+pub use program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty, TypeError};
+pub use wire::{program_bytes, program_len, read_program, size_report, NodeSize, WireError};

@@ -1,0 +1,279 @@
+//! Execution of programs on packed word streams (DESIGN §3).
+//!
+//! Every operator works on [`Words`] in their narrowest container; nothing widens a
+//! stream to one `u64` per word. The forward direction (run a program) and the inverse
+//! pieces the synthesizer needs (split a word into fields, take differences) live side
+//! by side so they are tested as pairs.
+
+use super::program::{MapFn, Node, Op, ScanFn, Ty};
+use crate::codec::CodecError;
+use crate::tensor::{container_bytes, mask, WordBuf, Words};
+use crate::with_buf;
+
+/// Why a program could not be executed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    /// A literal's body did not decode to its type.
+    #[error("literal {ty}: {source}")]
+    Lit {
+        ty: Ty,
+        #[source]
+        source: CodecError,
+    },
+    /// The program's output would exceed the words the caller allowed.
+    #[error("program output of {len} words exceeds the limit of {limit}")]
+    TooLarge { len: u64, limit: u64 },
+}
+
+/// Runs a program and returns its `ty().len` words of `ty().width` bits.
+///
+/// # Errors
+/// [`ExecError::Lit`] if a literal body is inconsistent with its type;
+/// [`ExecError::TooLarge`] if the output has more than `max_words` words (checked before
+/// anything is allocated).
+pub fn execute(node: &Node, max_words: u64) -> Result<Words, ExecError> {
+    let ty = node.ty();
+    if ty.len > max_words {
+        return Err(ExecError::TooLarge {
+            len: ty.len,
+            limit: max_words,
+        });
+    }
+    run(node)
+}
+
+fn run(node: &Node) -> Result<Words, ExecError> {
+    let ty = node.ty();
+    let n = ty.len as usize;
+    Ok(match node.op() {
+        Op::Lit(lit) => lit.decode(ty).map_err(|source| ExecError::Lit { ty, source })?,
+        Op::Const(v) => Words::filled(ty.width, *v, n),
+        Op::Concat(children) => {
+            let mut out = Words::with_capacity(ty.width, n);
+            for c in children {
+                out.extend_from(&run(c)?);
+            }
+            out
+        }
+        Op::Repeat(k, child) => repeat(&run(child)?, *k as usize),
+        Op::Map(f, child) => map_words(&run(child)?, *f, false),
+        Op::Scan(f, first, child) => scan(*f, *first, &run(child)?),
+        Op::Merge(f, children) => {
+            let widths = f.widths(ty.width).expect("constructors checked merge widths");
+            let parts = children.iter().map(run).collect::<Result<Vec<_>, _>>()?;
+            merge_fields(&parts, &widths)
+        }
+    })
+}
+
+/// The stream repeated `k` times.
+pub fn repeat(words: &Words, k: usize) -> Words {
+    let mut out = Words::with_capacity(words.width(), words.len() * k);
+    for _ in 0..k {
+        out.extend_from(words);
+    }
+    out
+}
+
+/// Applies the bijection `f` (or its inverse when `inverse`) to every word.
+pub fn map_words(words: &Words, f: MapFn, inverse: bool) -> Words {
+    let w = words.width();
+    let m = mask(w);
+    // One closure per family so the inner loop has no dispatch.
+    match (f, inverse) {
+        (MapFn::Xor(c), _) => words.map_to(w, |x| x ^ c),
+        (MapFn::Add(c), false) => words.map_to(w, |x| x.wrapping_add(c) & m),
+        (MapFn::Add(c), true) => words.map_to(w, |x| x.wrapping_sub(c) & m),
+        (f, false) => words.map_to(w, |x| f.apply(x, w)),
+        (f, true) => words.map_to(w, |x| f.invert(x, w)),
+    }
+}
+
+/// `Scan_q(first, u)`: `first`, then `y_i = q(y_{i-1}, u_i)`; `u.len() + 1` words.
+pub fn scan(f: ScanFn, first: u64, u: &Words) -> Words {
+    let w = u.width();
+    let m = mask(w);
+    macro_rules! go {
+        ($v:expr, $t:ty) => {{
+            let mut out: Vec<$t> = Vec::with_capacity($v.len() + 1);
+            let mut prev = first as $t;
+            out.push(prev);
+            match f {
+                ScanFn::Xor => {
+                    for &x in $v.iter() {
+                        prev ^= x;
+                        out.push(prev);
+                    }
+                }
+                ScanFn::Add => {
+                    for &x in $v.iter() {
+                        prev = ((prev as u64).wrapping_add(x as u64) & m) as $t;
+                        out.push(prev);
+                    }
+                }
+            }
+            out
+        }};
+    }
+    let buf = match u.buf() {
+        WordBuf::U8(v) => WordBuf::U8(go!(v, u8)),
+        WordBuf::U16(v) => WordBuf::U16(go!(v, u16)),
+        WordBuf::U32(v) => WordBuf::U32(go!(v, u32)),
+        WordBuf::U64(v) => WordBuf::U64(go!(v, u64)),
+    };
+    Words::from_buf(w, buf).expect("scan keeps words in width")
+}
+
+/// The inverse of [`scan`]: for `y` with at least one word, returns `(y_0, u)` with
+/// `u_i = q^{-1}(y_{i-1}, y_i)`.
+pub fn unscan(f: ScanFn, y: &Words) -> Option<(u64, Words)> {
+    if y.is_empty() {
+        return None;
+    }
+    let w = y.width();
+    let m = mask(w);
+    macro_rules! go {
+        ($v:expr) => {
+            $v.windows(2)
+                .map(|p| match f {
+                    ScanFn::Xor => p[0] ^ p[1],
+                    ScanFn::Add => ((p[1] as u64).wrapping_sub(p[0] as u64) & m) as _,
+                })
+                .collect()
+        };
+    }
+    let buf = match y.buf() {
+        WordBuf::U8(v) => WordBuf::U8(go!(v)),
+        WordBuf::U16(v) => WordBuf::U16(go!(v)),
+        WordBuf::U32(v) => WordBuf::U32(go!(v)),
+        WordBuf::U64(v) => WordBuf::U64(go!(v)),
+    };
+    Some((y.get(0), Words::from_buf(w, buf).expect("differences keep width")))
+}
+
+/// Combines equal-length streams of the given widths (most significant first) into one
+/// stream of their summed width. `parts[i].width()` must equal `widths[i]`.
+///
+/// # Panics
+/// If the parts' lengths or widths disagree with `widths` (the type rules prevent it).
+pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
+    let total: u32 = widths.iter().sum();
+    let n = parts.first().map_or(0, Words::len);
+    let mut out = Words::filled(total, 0, n).into_buf();
+    let mut shift = total;
+    for (p, &w) in parts.iter().zip(widths) {
+        assert_eq!(p.width(), w, "merge part width");
+        assert_eq!(p.len(), n, "merge part length");
+        shift -= w;
+        or_shifted(&mut out, p.buf(), shift);
+    }
+    Words::from_buf(total, out).expect("merged words fit the summed width")
+}
+
+/// Splits each word into fields of the given widths (most significant first); the
+/// widths must sum to the stream's width. Inverse of [`merge_fields`].
+///
+/// # Panics
+/// If the widths do not sum to `words.width()`.
+pub fn split_fields(words: &Words, widths: &[u32]) -> Vec<Words> {
+    let total: u32 = widths.iter().sum();
+    assert_eq!(total, words.width(), "split widths must sum to the width");
+    let mut shift = total;
+    widths
+        .iter()
+        .map(|&w| {
+            shift -= w;
+            extract(words.buf(), shift, w)
+        })
+        .collect()
+}
+
+/// Field `(x >> shift) & mask(width)` of every word, in the narrowest container.
+pub fn extract(src: &WordBuf, shift: u32, width: u32) -> Words {
+    let m = mask(width);
+    macro_rules! go {
+        ($v:expr) => {
+            match container_bytes(width) {
+                1 => WordBuf::U8($v.iter().map(|&x| ((x as u64 >> shift) & m) as u8).collect()),
+                2 => WordBuf::U16($v.iter().map(|&x| ((x as u64 >> shift) & m) as u16).collect()),
+                4 => WordBuf::U32($v.iter().map(|&x| ((x as u64 >> shift) & m) as u32).collect()),
+                _ => WordBuf::U64($v.iter().map(|&x| (x as u64 >> shift) & m).collect()),
+            }
+        };
+    }
+    let buf = with_buf!(src, v => go!(v));
+    Words::from_buf(width, buf).expect("extracted fields fit their width")
+}
+
+/// `out[i] |= part[i] << shift` for every word.
+fn or_shifted(out: &mut WordBuf, part: &WordBuf, shift: u32) {
+    macro_rules! inner {
+        ($o:expr, $t:ty) => {
+            with_buf!(part, p => {
+                for (o, &x) in $o.iter_mut().zip(p.iter()) {
+                    *o |= ((x as u64) << shift) as $t;
+                }
+            })
+        };
+    }
+    match out {
+        WordBuf::U8(o) => inner!(o, u8),
+        WordBuf::U16(o) => inner!(o, u16),
+        WordBuf::U32(o) => inner!(o, u32),
+        WordBuf::U64(o) => inner!(o, u64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_split_and_merge_bf16() {
+        // 1.0 in BF16 is 0x3F80: sign 0, exponent 127, mantissa 0.
+        let w = Words::from_u64s(16, &[0x3F80, 0xBF80, 0x0001]);
+        let parts = split_fields(&w, &[1, 8, 7]);
+        assert_eq!(parts[0].to_u64s(), vec![0, 1, 0]);
+        assert_eq!(parts[1].to_u64s(), vec![127, 127, 0]);
+        assert_eq!(parts[2].to_u64s(), vec![0, 0, 1]);
+        assert_eq!(merge_fields(&parts, &[1, 8, 7]), w);
+    }
+
+    #[test]
+    fn scan_and_unscan_are_inverse() {
+        let y = Words::from_u64s(8, &[5, 7, 6, 255, 0, 3]);
+        for f in [ScanFn::Xor, ScanFn::Add] {
+            let (first, u) = unscan(f, &y).unwrap();
+            assert_eq!(scan(f, first, &u), y);
+        }
+        let (_, d) = unscan(ScanFn::Add, &y).unwrap();
+        assert_eq!(d.to_u64s(), vec![2, 255, 249, 1, 3]);
+    }
+
+    #[test]
+    fn map_families_are_bijections_on_small_widths() {
+        for w in 1..=8u32 {
+            let all = Words::from_fn(w, 1 << w, |i| i as u64);
+            let mut fams = vec![
+                MapFn::Xor(mask(w) / 3),
+                MapFn::Add(1),
+                MapFn::ZigZag,
+                MapFn::Gray,
+                MapFn::BitRev,
+            ];
+            if w > 1 {
+                fams.push(MapFn::RotL(1));
+            }
+            for f in fams {
+                let y = map_words(&all, f, false);
+                let mut seen = y.to_u64s();
+                seen.sort_unstable();
+                assert_eq!(seen, all.to_u64s(), "{f:?} is a permutation at width {w}");
+                assert_eq!(map_words(&y, f, true), all, "{f:?} inverts at width {w}");
+            }
+        }
+        // ZigZag on 8 bits: 0, -1, 1, -2 -> 0, 1, 2, 3.
+        let z = map_words(&Words::from_u64s(8, &[0, 255, 1, 254]), MapFn::ZigZag, false);
+        assert_eq!(z.to_u64s(), vec![0, 1, 2, 3]);
+    }
+}
