@@ -1,8 +1,13 @@
 //! Synthesis: target-directed decomposition and bounded A* search (DESIGN §6; paper §3.3,
 //! Algorithm 1).
 
+pub mod astar;
+pub mod decompose;
+pub mod prior;
+
 use crate::dsl::Node;
 use crate::tensor::{Dtype, Words};
+pub use prior::Prior;
 
 /// Limits and budget of one search (DESIGN §6). Defaults are the paper's main run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +45,8 @@ pub struct SearchStats {
     pub budget_exhausted: bool,
     /// Whether the result is the literal fallback `Lit(target)`.
     pub literal_fallback: bool,
+    /// Whether a proposal was skipped because open targets would exceed the memory limit.
+    pub memory_limited: bool,
 }
 
 /// A synthesized program and how it was found.
@@ -53,18 +60,19 @@ pub struct Synthesis {
     pub stats: SearchStats,
 }
 
-/// Finds a small program whose output is exactly `target`. `dtype` (the tensor's dtype,
-/// when the target is a whole tensor) lets the search propose the float field layouts.
+/// Finds a small program whose output is exactly `target`, with uniform production
+/// costs. `dtype` (the tensor's dtype, when the target is a whole tensor) lets the search
+/// propose the float field layouts. The result is never larger than `Lit(target)`.
 pub fn synthesize(target: &Words, dtype: Option<Dtype>, opts: &SearchOptions) -> Synthesis {
-    let _ = (dtype, opts);
-    let program = Node::lit(target);
-    let bytes = crate::dsl::program_len(&program);
-    Synthesis {
-        program,
-        bytes,
-        stats: SearchStats {
-            literal_fallback: true,
-            ..SearchStats::default()
-        },
-    }
+    astar::search(target, dtype, opts, &Prior::uniform())
+}
+
+/// Like [`synthesize`], ordering the search by a production prior.
+pub fn synthesize_with_prior(
+    target: &Words,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
+    astar::search(target, dtype, opts, prior)
 }

@@ -1,0 +1,424 @@
+//! Target-directed decompositions (DESIGN §6; paper §3.3).
+//!
+//! A hole is a type and the exact words it must produce. For each operator, a
+//! decomposition looks at the target and proposes child targets whose recomposition is
+//! the target exactly: `Const` only on constant streams, `Repeat` only on exact copies,
+//! `Map` by inverting the bijection, `Scan` by taking differences, `Merge` by splitting
+//! fields, `Concat` at boundaries derived from the target. Proposals are gated by cheap
+//! tests on the data so that the search does not pay for children that cannot help.
+
+use crate::dsl::exec::{map_words, split_fields, unscan};
+use crate::dsl::{MapFn, MergeFn, Node, ScanFn, Ty};
+use crate::stats;
+use crate::tensor::{mask, Dtype, Words};
+
+/// Which production a proposal applies; the unit the production prior counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ProdKind {
+    Lit,
+    Const,
+    Concat,
+    Repeat,
+    MapXor,
+    MapAdd,
+    MapZigZag,
+    MapGray,
+    MapBitRev,
+    MapRotL,
+    ScanXor,
+    ScanAdd,
+    MergeFields,
+    MergeBitPlanes,
+    MergeBytePlanes,
+}
+
+/// Every production kind, in a fixed order.
+pub const ALL_PRODS: [ProdKind; 15] = [
+    ProdKind::Lit,
+    ProdKind::Const,
+    ProdKind::Concat,
+    ProdKind::Repeat,
+    ProdKind::MapXor,
+    ProdKind::MapAdd,
+    ProdKind::MapZigZag,
+    ProdKind::MapGray,
+    ProdKind::MapBitRev,
+    ProdKind::MapRotL,
+    ProdKind::ScanXor,
+    ProdKind::ScanAdd,
+    ProdKind::MergeFields,
+    ProdKind::MergeBitPlanes,
+    ProdKind::MergeBytePlanes,
+];
+
+impl ProdKind {
+    /// Stable lowercase name (used in prior files and reports).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProdKind::Lit => "lit",
+            ProdKind::Const => "const",
+            ProdKind::Concat => "concat",
+            ProdKind::Repeat => "repeat",
+            ProdKind::MapXor => "map_xor",
+            ProdKind::MapAdd => "map_add",
+            ProdKind::MapZigZag => "map_zigzag",
+            ProdKind::MapGray => "map_gray",
+            ProdKind::MapBitRev => "map_bitrev",
+            ProdKind::MapRotL => "map_rotl",
+            ProdKind::ScanXor => "scan_xor",
+            ProdKind::ScanAdd => "scan_add",
+            ProdKind::MergeFields => "merge_fields",
+            ProdKind::MergeBitPlanes => "merge_bitplanes",
+            ProdKind::MergeBytePlanes => "merge_byteplanes",
+        }
+    }
+
+    /// Inverse of [`ProdKind::name`].
+    pub fn from_name(s: &str) -> Option<ProdKind> {
+        ALL_PRODS.iter().copied().find(|p| p.name() == s)
+    }
+
+    /// The production kind of a complete node's root.
+    pub fn of(node: &Node) -> ProdKind {
+        use crate::dsl::Op;
+        match node.op() {
+            Op::Lit(_) => ProdKind::Lit,
+            Op::Const(_) => ProdKind::Const,
+            Op::Concat(_) => ProdKind::Concat,
+            Op::Repeat(..) => ProdKind::Repeat,
+            Op::Map(f, _) => match f {
+                MapFn::Xor(_) => ProdKind::MapXor,
+                MapFn::Add(_) => ProdKind::MapAdd,
+                MapFn::ZigZag => ProdKind::MapZigZag,
+                MapFn::Gray => ProdKind::MapGray,
+                MapFn::BitRev => ProdKind::MapBitRev,
+                MapFn::RotL(_) => ProdKind::MapRotL,
+            },
+            Op::Scan(f, ..) => match f {
+                ScanFn::Xor => ProdKind::ScanXor,
+                ScanFn::Add => ProdKind::ScanAdd,
+            },
+            Op::Merge(f, _) => match f {
+                MergeFn::Fields(_) => ProdKind::MergeFields,
+                MergeFn::BitPlanes => ProdKind::MergeBitPlanes,
+                MergeFn::BytePlanes => ProdKind::MergeBytePlanes,
+            },
+        }
+    }
+}
+
+/// What the operator applied to a hole does with its children.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shell {
+    Concat,
+    Repeat(u64),
+    Map(MapFn),
+    Scan(ScanFn, u64),
+    Merge(MergeFn),
+}
+
+impl Shell {
+    /// Builds the node from complete children.
+    pub fn build(&self, children: Vec<Node>) -> Result<Node, crate::dsl::TypeError> {
+        let mut it = children.into_iter();
+        let mut one = || {
+            it.next()
+                .ok_or_else(|| crate::dsl::TypeError("missing child".into()))
+        };
+        match self {
+            Shell::Concat => Node::concat(std::iter::from_fn(|| one().ok()).collect()),
+            Shell::Repeat(k) => Node::repeat(*k, one()?),
+            Shell::Map(f) => Node::map(*f, one()?),
+            Shell::Scan(f, first) => Node::scan(*f, *first, one()?),
+            Shell::Merge(f) => Node::merge(f.clone(), std::iter::from_fn(|| one().ok()).collect()),
+        }
+    }
+}
+
+/// One way to fill a hole.
+#[derive(Clone, Debug)]
+pub enum Proposal {
+    /// A complete node (`Lit` or `Const`).
+    Leaf(ProdKind, Node),
+    /// An operator whose children are new holes with these exact targets, left to right.
+    Split(ProdKind, Shell, Vec<Words>),
+}
+
+/// What a decomposition knows about the hole besides its words.
+#[derive(Clone, Copy, Debug)]
+pub struct HoleInfo {
+    /// The tensor's dtype when the hole is the whole tensor (the root).
+    pub dtype: Option<Dtype>,
+    /// Whether operator children may be proposed (false at the depth or node limit).
+    pub may_split: bool,
+}
+
+/// Minimum words before `Concat` at a run boundary is worth proposing.
+const MIN_RUN: usize = 32;
+
+/// All proposals for a hole with target `t`, in a fixed order. `Lit` is not included
+/// (the search always has it); `Const` is, when the stream is constant.
+pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
+    let mut out = Vec::new();
+    let n = t.len();
+    let b = t.width();
+    if n == 0 {
+        return out;
+    }
+    if t.is_constant() {
+        if let Ok(node) = Node::constant(Ty::new(b, n as u64), t.get(0)) {
+            out.push(Proposal::Leaf(ProdKind::Const, node));
+        }
+        return out;
+    }
+    if !info.may_split {
+        return out;
+    }
+    // Repeat: the smallest exact period that divides n.
+    if let Some(p) = smallest_period(t, 64) {
+        out.push(Proposal::Split(
+            ProdKind::Repeat,
+            Shell::Repeat((n / p) as u64),
+            vec![t.slice(0, p)],
+        ));
+    }
+    // Concat at the boundary of a long constant run at either end.
+    if let Some(cut) = run_boundary(t) {
+        out.push(Proposal::Split(
+            ProdKind::Concat,
+            Shell::Concat,
+            vec![t.slice(0, cut), t.slice(cut, n)],
+        ));
+    }
+    // Merge: field splits. Float layouts (and the wider-exponent variants that keep the
+    // top mantissa bits with the exponent, see BITS.md) at a float root; byte planes on
+    // wide words; bit planes on narrow ones.
+    for widths in field_splits(b, info.dtype) {
+        out.push(Proposal::Split(
+            ProdKind::MergeFields,
+            Shell::Merge(MergeFn::Fields(widths.clone())),
+            split_fields(t, &widths),
+        ));
+    }
+    if b >= 16 && b % 8 == 0 {
+        let widths = vec![8; (b / 8) as usize];
+        out.push(Proposal::Split(
+            ProdKind::MergeBytePlanes,
+            Shell::Merge(MergeFn::BytePlanes),
+            split_fields(t, &widths),
+        ));
+    }
+    if (2..=8).contains(&b) && info.dtype.is_none() {
+        let widths = vec![1; b as usize];
+        out.push(Proposal::Split(
+            ProdKind::MergeBitPlanes,
+            Shell::Merge(MergeFn::BitPlanes),
+            split_fields(t, &widths),
+        ));
+    }
+    // Map: bijections whose parameters come from the data.
+    for f in map_candidates(t) {
+        let child = map_words(t, f, true);
+        let kind = match f {
+            MapFn::Xor(_) => ProdKind::MapXor,
+            MapFn::Add(_) => ProdKind::MapAdd,
+            MapFn::ZigZag => ProdKind::MapZigZag,
+            MapFn::Gray => ProdKind::MapGray,
+            MapFn::BitRev => ProdKind::MapBitRev,
+            MapFn::RotL(_) => ProdKind::MapRotL,
+        };
+        out.push(Proposal::Split(kind, Shell::Map(f), vec![child]));
+    }
+    // Scan: differences, when a sample says they are more predictable than the words.
+    if n >= 2 {
+        for f in scan_candidates(t) {
+            if let Some((first, u)) = unscan(f, t) {
+                let kind = match f {
+                    ScanFn::Xor => ProdKind::ScanXor,
+                    ScanFn::Add => ProdKind::ScanAdd,
+                };
+                out.push(Proposal::Split(kind, Shell::Scan(f, first), vec![u]));
+            }
+        }
+    }
+    out
+}
+
+/// The smallest period `p < n` with `n % p == 0` and `t[i] == t[i % p]`, trying the
+/// first `max_tries` candidate periods (those where `t[p] == t[0]`).
+pub fn smallest_period(t: &Words, max_tries: usize) -> Option<usize> {
+    let n = t.len();
+    let first = t.get(0);
+    let mut tries = 0;
+    for p in 1..=n / 2 {
+        if n % p != 0 || t.get(p) != first {
+            continue;
+        }
+        tries += 1;
+        if tries > max_tries {
+            return None;
+        }
+        if (p..n).all(|i| t.get(i) == t.get(i - p)) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// Where a run of at least `max(MIN_RUN, n/16)` equal words at the start or end of the
+/// stream ends (or begins); `None` if there is none or it covers everything.
+fn run_boundary(t: &Words) -> Option<usize> {
+    let n = t.len();
+    let need = MIN_RUN.max(n / 16);
+    let first = t.get(0);
+    let lead = (0..n).take_while(|&i| t.get(i) == first).count();
+    if lead >= need && lead < n {
+        return Some(lead);
+    }
+    let last = t.get(n - 1);
+    let trail = (0..n).rev().take_while(|&i| t.get(i) == last).count();
+    if trail >= need && trail < n {
+        return Some(n - trail);
+    }
+    None
+}
+
+/// Field splits worth proposing for a word of width `b`: the float layout of `dtype`
+/// when the word is a whole float, the variants that move the top 1-3 mantissa bits
+/// into the exponent field (BITS.md), and sign+exponent | mantissa.
+pub fn field_splits(b: u32, dtype: Option<Dtype>) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    let layout = dtype
+        .and_then(Dtype::float_layout)
+        .filter(|l| l.iter().sum::<u32>() == b);
+    if let Some([s, e, m]) = layout {
+        out.push(vec![s, e, m]);
+        for k in 1..=3 {
+            if m > k {
+                out.push(vec![s, e + k, m - k]);
+            }
+        }
+        out.push(vec![s + e, m]);
+        if m > 2 {
+            out.push(vec![s + e + 2, m - 2]);
+        }
+    }
+    out
+}
+
+/// Map bijections whose parameters are read off the data.
+fn map_candidates(t: &Words) -> Vec<MapFn> {
+    let b = t.width();
+    let mut out = Vec::new();
+    let (min, max) = (t.min().unwrap_or(0), t.max().unwrap_or(0));
+    let bits = |v: u64| 64 - v.leading_zeros();
+    // Add: shift the range down to start at 0 when that narrows the words.
+    if min > 0 && bits(max - min) < bits(max) {
+        out.push(MapFn::Add(min));
+    }
+    // Xor: clear the bits every word has set.
+    let all_and = with_all(t, u64::MAX, |acc, x| acc & x);
+    if all_and != 0 && all_and != min {
+        out.push(MapFn::Xor(all_and));
+    }
+    // RotL: low bits that are zero in every word move to the top.
+    let all_or = with_all(t, 0, |acc, x| acc | x);
+    let tz = all_or.trailing_zeros();
+    if b >= 2 && tz > 0 && tz < b {
+        out.push(MapFn::RotL(tz));
+    }
+    // ZigZag: small signed values (most words near 0 or near 2^b).
+    if b >= 2 {
+        let m = mask(b);
+        let near = t
+            .iter()
+            .take(4096)
+            .filter(|&x| x < m / 16 || x > m - m / 16)
+            .count();
+        let sample = t.len().min(4096);
+        let wraps = t.iter().take(4096).any(|x| x > m - m / 16);
+        if wraps && near * 10 >= sample * 9 {
+            out.push(MapFn::ZigZag);
+        }
+    }
+    // Gray: monotone counters change few bits between neighbours in Gray code.
+    if t.len() >= 4 && (1..t.len().min(4096)).all(|i| t.get(i) >= t.get(i - 1)) {
+        out.push(MapFn::Gray);
+    }
+    let _ = MapFn::BitRev; // available to programs; not proposed by any data test yet
+    out
+}
+
+fn with_all(t: &Words, init: u64, f: impl Fn(u64, u64) -> u64) -> u64 {
+    t.iter().fold(init, f)
+}
+
+/// Scan families whose differences look more predictable than the words, judged on a
+/// sample of the first 4,096 words by order-0 entropy.
+fn scan_candidates(t: &Words) -> Vec<ScanFn> {
+    let sample = t.slice(0, t.len().min(4096));
+    let h = |w: &Words| stats::stream_entropy_bits(w, 4096).unwrap_or(f64::INFINITY);
+    let base = h(&sample);
+    let mut out = Vec::new();
+    for f in [ScanFn::Add, ScanFn::Xor] {
+        if let Some((_, d)) = unscan(f, &sample) {
+            if h(&d) + 0.25 < base {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn period_found_only_on_exact_copies() {
+        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(smallest_period(&t, 64), Some(3));
+        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2, 4]);
+        assert_eq!(smallest_period(&t, 64), None);
+        let t = Words::from_u64s(8, &[1, 2, 1, 2, 1]);
+        assert_eq!(smallest_period(&t, 64), None);
+    }
+
+    #[test]
+    fn bf16_splits_include_exponent_plus_mantissa_bits() {
+        let s = field_splits(16, Some(Dtype::BF16));
+        assert_eq!(
+            s,
+            vec![
+                vec![1, 8, 7],
+                vec![1, 9, 6],
+                vec![1, 10, 5],
+                vec![1, 11, 4],
+                vec![9, 7],
+                vec![11, 5]
+            ]
+        );
+        assert!(field_splits(16, Some(Dtype::F32)).is_empty());
+        assert!(field_splits(16, None).is_empty());
+    }
+
+    #[test]
+    fn every_proposal_recomposes_to_its_target() {
+        let t = Words::from_u64s(16, &[0x3F80, 0xBF80, 0x3F80, 0xBF80, 0x4000, 0x4000]);
+        let props = propose(
+            &t,
+            HoleInfo {
+                dtype: Some(Dtype::BF16),
+                may_split: true,
+            },
+        );
+        assert!(!props.is_empty());
+        for p in props {
+            if let Proposal::Split(_, shell, children) = p {
+                let kids: Vec<Node> = children.iter().map(Node::lit).collect();
+                let node = shell.build(kids).unwrap();
+                assert_eq!(crate::dsl::execute(&node, 1 << 20).unwrap(), t, "{shell:?}");
+            }
+        }
+    }
+}

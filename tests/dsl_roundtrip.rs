@@ -1,0 +1,216 @@
+//! Property tests of the language: every operator round-trips, the wire format is the
+//! identity on random valid programs, the per-node size report adds up, and hostile
+//! program bytes are refused without panicking.
+
+use brevis::dsl::exec::{map_words, merge_fields, scan, split_fields, unscan};
+use brevis::dsl::wire::{program_bytes, program_len, read_program, size_report};
+use brevis::dsl::{execute, MapFn, MergeFn, Node, ScanFn, Ty};
+use brevis::tensor::{mask, Words};
+use proptest::prelude::*;
+
+/// A small deterministic generator (xorshift64*), so one proptest seed gives one program.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+    fn word(&mut self, width: u32) -> u64 {
+        // Mix of small values, extremes and arbitrary bit patterns.
+        let v = match self.below(4) {
+            0 => self.below(4),
+            1 => mask(width) - self.below(2).min(mask(width)),
+            _ => self.next(),
+        };
+        v & mask(width)
+    }
+}
+
+fn random_words(rng: &mut Rng, width: u32, n: u64) -> Words {
+    let distinct = 1 + rng.below(6);
+    let pool: Vec<u64> = (0..distinct).map(|_| rng.word(width)).collect();
+    let wild = rng.below(2) == 0;
+    Words::from_fn(width, n as usize, |_| {
+        if wild {
+            rng.word(width)
+        } else {
+            pool[rng.below(distinct) as usize]
+        }
+    })
+}
+
+/// A random well-typed program of type `ty`.
+fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
+    let leaf = depth >= 4 || rng.below(3) == 0;
+    if leaf || ty.len == 0 {
+        if ty.len >= 1 && rng.below(3) == 0 {
+            return Node::constant(ty, rng.word(ty.width)).unwrap();
+        }
+        return Node::lit(&random_words(rng, ty.width, ty.len));
+    }
+    let b = ty.width;
+    let n = ty.len;
+    loop {
+        match rng.below(6) {
+            0 if n >= 2 => {
+                let cut = 1 + rng.below(n - 1);
+                let a = random_program(rng, Ty::new(b, cut), depth + 1);
+                let c = random_program(rng, Ty::new(b, n - cut), depth + 1);
+                return Node::concat(vec![a, c]).unwrap();
+            }
+            1 => {
+                let divisors: Vec<u64> = (2..=n).filter(|k| n % k == 0).collect();
+                if let Some(&k) = divisors.get(rng.below(divisors.len() as u64) as usize) {
+                    let child = random_program(rng, Ty::new(b, n / k), depth + 1);
+                    return Node::repeat(k, child).unwrap();
+                }
+            }
+            2 => {
+                let f = match rng.below(6) {
+                    0 => MapFn::Xor(rng.word(b)),
+                    1 => MapFn::Add(rng.word(b)),
+                    2 => MapFn::ZigZag,
+                    3 => MapFn::Gray,
+                    4 => MapFn::BitRev,
+                    _ if b >= 2 => MapFn::RotL(1 + rng.below(u64::from(b) - 1) as u32),
+                    _ => MapFn::Gray,
+                };
+                return Node::map(f, random_program(rng, ty, depth + 1)).unwrap();
+            }
+            3 if n >= 2 => {
+                let f = if rng.below(2) == 0 { ScanFn::Xor } else { ScanFn::Add };
+                let child = random_program(rng, Ty::new(b, n - 1), depth + 1);
+                return Node::scan(f, rng.word(b), child).unwrap();
+            }
+            4 if b >= 2 => {
+                let (f, widths) = if b % 8 == 0 && b >= 16 && rng.below(2) == 0 {
+                    (MergeFn::BytePlanes, vec![8; (b / 8) as usize])
+                } else if b <= 8 && rng.below(2) == 0 {
+                    (MergeFn::BitPlanes, vec![1; b as usize])
+                } else {
+                    let cut = 1 + rng.below(u64::from(b) - 1) as u32;
+                    (MergeFn::Fields(vec![b - cut, cut]), vec![b - cut, cut])
+                };
+                let kids = widths
+                    .iter()
+                    .map(|&w| random_program(rng, Ty::new(w, n), depth + 1))
+                    .collect();
+                return Node::merge(f, kids).unwrap();
+            }
+            5 => return Node::lit(&random_words(rng, b, n)),
+            _ => {}
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn wire_round_trip_is_identity(seed in 1u64.., width in 1u32..=64, n in 0u64..40) {
+        let mut rng = Rng(seed);
+        let ty = Ty::new(width, n);
+        let p = random_program(&mut rng, ty, 0);
+        let bytes = program_bytes(&p);
+        prop_assert_eq!(bytes.len() as u64, program_len(&p));
+        let back = read_program(&bytes, ty).unwrap();
+        prop_assert_eq!(&back, &p);
+        // Executing the read program gives the same words.
+        prop_assert_eq!(execute(&back, 1 << 20).unwrap(), execute(&p, 1 << 20).unwrap());
+        // The per-node report sums to the serialized length.
+        let report = size_report(&p);
+        prop_assert_eq!(report.len(), p.node_count());
+        prop_assert_eq!(report.iter().map(|r| r.own_bytes).sum::<u64>(), bytes.len() as u64);
+        prop_assert_eq!(report[0].subtree_bytes, bytes.len() as u64);
+    }
+
+    #[test]
+    fn hostile_program_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64),
+                                         width in 1u32..=64, n in 0u64..1000) {
+        if let Ok(p) = read_program(&bytes, Ty::new(width, n)) {
+            prop_assert_eq!(p.ty(), Ty::new(width, n));
+            let _ = execute(&p, 1 << 16);
+        }
+    }
+
+    #[test]
+    fn map_and_scan_invert(seed in 1u64.., width in 1u32..=64, n in 1usize..100) {
+        let mut rng = Rng(seed);
+        let w = random_words(&mut rng, width, n as u64);
+        let mut fams = vec![MapFn::Xor(rng.word(width)), MapFn::Add(rng.word(width)),
+                            MapFn::ZigZag, MapFn::Gray, MapFn::BitRev];
+        if width >= 2 {
+            fams.push(MapFn::RotL(1 + rng.below(u64::from(width) - 1) as u32));
+        }
+        for f in fams {
+            prop_assert_eq!(map_words(&map_words(&w, f, true), f, false), w.clone());
+        }
+        for f in [ScanFn::Xor, ScanFn::Add] {
+            let (first, u) = unscan(f, &w).unwrap();
+            prop_assert_eq!(scan(f, first, &u), w.clone());
+        }
+        if width >= 2 {
+            let cut = 1 + rng.below(u64::from(width) - 1) as u32;
+            let widths = [width - cut, cut];
+            prop_assert_eq!(merge_fields(&split_fields(&w, &widths), &widths), w.clone());
+        }
+    }
+}
+
+#[test]
+fn wire_bytes_of_a_worked_program_are_exact() {
+    // merge fields[1,8,7] : u16[6] of (sign repeat, const 127, const 0).
+    let sign = Node::repeat(3, Node::lit(&Words::from_u64s(1, &[0, 1]))).unwrap();
+    let e = Node::constant(Ty::new(8, 6), 127).unwrap();
+    let m = Node::constant(Ty::new(7, 6), 0).unwrap();
+    let p = Node::merge(MergeFn::Fields(vec![1, 8, 7]), vec![sign, e, m]).unwrap();
+    let bytes = program_bytes(&p);
+    // merge tag, k=3, widths 1 and 8; repeat tag, k=3; lit (raw) tag, body length 2,
+    // body [0, 1]; const tag, 127; const tag, 0.
+    assert_eq!(
+        bytes,
+        vec![0x70, 3, 1, 8, 0x40, 3, 0x10, 2, 0, 1, 0x20, 127, 0x20, 0]
+    );
+    assert_eq!(
+        p.to_string(),
+        "merge fields[1,8,7] : u16[6]\n  repeat 3 : u1[6]\n    lit raw : u1[2] = [0, 1]\n  const 127 : u8[6]\n  const 0 : u7[6]\n"
+    );
+    let out = execute(&p, 100).unwrap();
+    assert_eq!(
+        out.to_u64s(),
+        vec![0x3F80, 0xBF80, 0x3F80, 0xBF80, 0x3F80, 0xBF80]
+    );
+}
+
+#[test]
+fn reader_rejects_each_kind_of_bad_program() {
+    use brevis::dsl::WireError;
+    let ty = Ty::new(8, 4);
+    assert!(matches!(read_program(&[], ty), Err(WireError::Truncated { .. })));
+    assert!(matches!(read_program(&[0x20, 5, 0], ty), Err(WireError::Trailing { extra: 1, .. })));
+    assert!(matches!(read_program(&[0x80], ty), Err(WireError::UnknownTag { tag: 0x80, .. })));
+    assert!(matches!(read_program(&[0x21, 0], ty), Err(WireError::UnknownTag { .. })));
+    // Const 256 does not fit in 8 bits.
+    assert!(matches!(read_program(&[0x20, 0x80, 0x02], ty), Err(WireError::Type { .. })));
+    // Repeat 3 does not divide 4.
+    assert!(matches!(read_program(&[0x40, 3, 0x20, 1], ty), Err(WireError::Type { .. })));
+    // LEB128 longer than 64 bits.
+    let mut over = vec![0x20];
+    over.extend_from_slice(&[0xff; 10]);
+    over.push(0x01);
+    assert!(matches!(read_program(&over, ty), Err(WireError::Overflow { .. })));
+    // Lit body length past the end.
+    assert!(matches!(read_program(&[0x10, 100, 1], ty), Err(WireError::Truncated { .. })));
+    // A chain of maps deeper than the limit.
+    let deep: Vec<u8> = std::iter::repeat_n(0x52u8, 100).chain([0x20, 1]).collect();
+    assert!(matches!(read_program(&deep, ty), Err(WireError::Limit { what: "depth", .. })));
+}
