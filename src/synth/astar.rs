@@ -21,6 +21,7 @@ use crate::dsl::{Lit, Node, Ty};
 use crate::tensor::{container_bytes, Dtype, Words};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 /// Exact bytes of the node `Lit(words)` with the smallest codec: tag, length, body.
 pub fn lit_node_len(words: &Words) -> u64 {
@@ -33,7 +34,7 @@ pub fn lit_node_len(words: &Words) -> u64 {
 }
 
 struct Hole {
-    target: Words,
+    target: Arc<Words>,
     depth: u32,
     dtype: Option<Dtype>,
     parent: Option<ProdKind>,
@@ -104,9 +105,26 @@ fn words_bytes(w: &Words) -> u64 {
 }
 
 impl Search<'_> {
-    fn add_hole(&mut self, target: Words, depth: u32, dtype: Option<Dtype>, parent: Option<ProdKind>) -> usize {
-        self.memory += words_bytes(&target);
-        let lit_bytes = lit_node_len(&target);
+    /// Adds a hole. `made` holds the targets created in the current expansion: an equal
+    /// target (the sign field of several field splits, say) shares its words and size.
+    fn add_hole(
+        &mut self,
+        target: Words,
+        depth: u32,
+        dtype: Option<Dtype>,
+        parent: Option<ProdKind>,
+        made: &mut Vec<(Arc<Words>, u64)>,
+    ) -> usize {
+        let (target, lit_bytes) = match made.iter().find(|(w, _)| **w == target) {
+            Some((w, l)) => (Arc::clone(w), *l),
+            None => {
+                self.memory += words_bytes(&target);
+                let lit_bytes = lit_node_len(&target);
+                let w = Arc::new(target);
+                made.push((Arc::clone(&w), lit_bytes));
+                (w, lit_bytes)
+            }
+        };
         self.holes.push(Hole {
             target,
             depth,
@@ -158,6 +176,7 @@ impl Search<'_> {
         self.push_or_finish(lit_state, queue);
 
         let may_split = depth < self.opts.max_depth && s.nodes + 2 <= self.opts.max_nodes;
+        let mut made = Vec::new();
         let proposals = propose(
             &self.holes[hid].target,
             HoleInfo { dtype, may_split },
@@ -194,7 +213,7 @@ impl Search<'_> {
                     let mut rollout = rest_rollout + own;
                     for t in targets {
                         h += self.prior.min_cost(t.width());
-                        let id = self.add_hole(t, depth + 1, None, Some(kind));
+                        let id = self.add_hole(t, depth + 1, None, Some(kind), &mut made);
                         rollout += self.holes[id].lit_bytes;
                         ids.push(id);
                     }
@@ -302,7 +321,7 @@ pub fn search(target: &Words, dtype: Option<Dtype>, opts: &SearchOptions, prior:
         stats,
         best: (u64::MAX, root_state.clone()),
     };
-    search.add_hole(target.clone(), 1, dtype, None);
+    search.add_hole(target.clone(), 1, dtype, None, &mut Vec::new());
     let mut root = root_state;
     root.rollout = search.holes[0].lit_bytes;
     search.best = (root.rollout, root.clone());
