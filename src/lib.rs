@@ -7,10 +7,16 @@
 //! of four codecs ([`codec`]). The archive ([`archive`]) restores the original file byte
 //! for byte.
 
+pub mod archive;
 pub mod codec;
 pub mod dsl;
+pub mod error;
 pub mod stats;
 pub mod synth;
 pub mod tensor;
+#[cfg(feature = "tui")]
+pub mod tui;
 
+pub use archive::{compress_file, verify, Archive, CompressOptions};
+pub use error::{Error, Result};
 pub use tensor::{Dtype, Words};

@@ -35,10 +35,12 @@ pub enum Dtype {
     F64,
     I64,
     U64,
+    F8E4M3Fnuz,
+    F8E5M2Fnuz,
 }
 
-/// Every dtype, in the order of their stable archive codes.
-pub const ALL_DTYPES: [Dtype; 20] = [
+/// Every dtype, in the order of their stable archive codes (new dtypes are appended).
+pub const ALL_DTYPES: [Dtype; 22] = [
     Dtype::Bool,
     Dtype::U8,
     Dtype::I8,
@@ -59,6 +61,8 @@ pub const ALL_DTYPES: [Dtype; 20] = [
     Dtype::F64,
     Dtype::I64,
     Dtype::U64,
+    Dtype::F8E4M3Fnuz,
+    Dtype::F8E5M2Fnuz,
 ];
 
 impl Dtype {
@@ -91,6 +95,8 @@ impl Dtype {
             Dtype::F64 => "F64",
             Dtype::I64 => "I64",
             Dtype::U64 => "U64",
+            Dtype::F8E4M3Fnuz => "F8_E4M3FNUZ",
+            Dtype::F8E5M2Fnuz => "F8_E5M2FNUZ",
         }
     }
 
@@ -115,7 +121,9 @@ impl Dtype {
             | Dtype::I8
             | Dtype::F8E5M2
             | Dtype::F8E4M3
-            | Dtype::F8E8M0 => 8,
+            | Dtype::F8E8M0
+            | Dtype::F8E4M3Fnuz
+            | Dtype::F8E5M2Fnuz => 8,
             Dtype::I16 | Dtype::U16 | Dtype::F16 | Dtype::BF16 => 16,
             Dtype::I32 | Dtype::U32 | Dtype::F32 => 32,
             Dtype::C64 | Dtype::F64 | Dtype::I64 | Dtype::U64 => 64,
@@ -143,8 +151,8 @@ impl Dtype {
             Dtype::F16 => Some([1, 5, 10]),
             Dtype::F32 => Some([1, 8, 23]),
             Dtype::F64 => Some([1, 11, 52]),
-            Dtype::F8E4M3 => Some([1, 4, 3]),
-            Dtype::F8E5M2 => Some([1, 5, 2]),
+            Dtype::F8E4M3 | Dtype::F8E4M3Fnuz => Some([1, 4, 3]),
+            Dtype::F8E5M2 | Dtype::F8E5M2Fnuz => Some([1, 5, 2]),
             _ => None,
         }
     }
@@ -230,7 +238,10 @@ impl Words {
     /// # Panics
     /// If `width` is not in 1..=64.
     pub fn with_capacity(width: u32, cap: usize) -> Words {
-        assert!((1..=64).contains(&width), "word width {width} out of 1..=64");
+        assert!(
+            (1..=64).contains(&width),
+            "word width {width} out of 1..=64"
+        );
         let buf = match container_bytes(width) {
             1 => WordBuf::U8(Vec::with_capacity(cap)),
             2 => WordBuf::U16(Vec::with_capacity(cap)),
@@ -263,13 +274,17 @@ impl Words {
 
     /// Wraps a container; returns `None` if the container does not match the width or a
     /// word does not fit in `width` bits.
+    #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
     pub fn from_buf(width: u32, buf: WordBuf) -> Option<Words> {
         if !(1..=64).contains(&width) {
             return None;
         }
         let ok_container = matches!(
             (&buf, container_bytes(width)),
-            (WordBuf::U8(_), 1) | (WordBuf::U16(_), 2) | (WordBuf::U32(_), 4) | (WordBuf::U64(_), 8)
+            (WordBuf::U8(_), 1)
+                | (WordBuf::U16(_), 2)
+                | (WordBuf::U32(_), 4)
+                | (WordBuf::U64(_), 8)
         );
         if !ok_container {
             return None;
@@ -277,6 +292,16 @@ impl Words {
         let m = mask(width);
         let fits = with_buf!(&buf, v => v.iter().all(|&x| (x as u64) & !m == 0));
         fits.then_some(Words { width, buf })
+    }
+
+    /// Wraps a container whose words are known to fit in `width` bits (every word was
+    /// masked or produced by a width-preserving operation). Checked in debug builds only.
+    pub(crate) fn from_buf_trusted(width: u32, buf: WordBuf) -> Words {
+        debug_assert!(
+            Words::from_buf(width, buf.clone()).is_some(),
+            "words exceed width {width}"
+        );
+        Words { width, buf }
     }
 
     /// Reads little-endian words of `width` (8, 16, 32 or 64) bits from `bytes`.
@@ -298,9 +323,15 @@ impl Words {
     pub fn write_le_bytes(&self, out: &mut Vec<u8>) {
         match &self.buf {
             WordBuf::U8(v) => out.extend_from_slice(v),
-            WordBuf::U16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            WordBuf::U32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            WordBuf::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            WordBuf::U16(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            WordBuf::U32(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            WordBuf::U64(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         }
     }
 
@@ -337,6 +368,7 @@ impl Words {
     ///
     /// # Panics
     /// If `i >= self.len()`.
+    #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
     #[inline]
     pub fn get(&self, i: usize) -> u64 {
         with_buf!(&self.buf, v => v[i] as u64)
@@ -435,11 +467,13 @@ impl Words {
     }
 
     /// The largest word, or `None` for an empty stream.
+    #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
     pub fn max(&self) -> Option<u64> {
         with_buf!(&self.buf, v => v.iter().max().map(|&x| x as u64))
     }
 
     /// The smallest word, or `None` for an empty stream.
+    #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
     pub fn min(&self) -> Option<u64> {
         with_buf!(&self.buf, v => v.iter().min().map(|&x| x as u64))
     }
@@ -461,7 +495,7 @@ impl fmt::Debug for Words {
 }
 
 fn le_chunks<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Option<Vec<T>> {
-    if bytes.len() % N != 0 {
+    if !bytes.len().is_multiple_of(N) {
         return None;
     }
     Some(

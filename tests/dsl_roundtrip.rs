@@ -87,7 +87,11 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
                 return Node::map(f, random_program(rng, ty, depth + 1)).unwrap();
             }
             3 if n >= 2 => {
-                let f = if rng.below(2) == 0 { ScanFn::Xor } else { ScanFn::Add };
+                let f = if rng.below(2) == 0 {
+                    ScanFn::Xor
+                } else {
+                    ScanFn::Add
+                };
                 let child = random_program(rng, Ty::new(b, n - 1), depth + 1);
                 return Node::scan(f, rng.word(b), child).unwrap();
             }
@@ -195,22 +199,49 @@ fn wire_bytes_of_a_worked_program_are_exact() {
 fn reader_rejects_each_kind_of_bad_program() {
     use brevis::dsl::WireError;
     let ty = Ty::new(8, 4);
-    assert!(matches!(read_program(&[], ty), Err(WireError::Truncated { .. })));
-    assert!(matches!(read_program(&[0x20, 5, 0], ty), Err(WireError::Trailing { extra: 1, .. })));
-    assert!(matches!(read_program(&[0x80], ty), Err(WireError::UnknownTag { tag: 0x80, .. })));
-    assert!(matches!(read_program(&[0x21, 0], ty), Err(WireError::UnknownTag { .. })));
+    assert!(matches!(
+        read_program(&[], ty),
+        Err(WireError::Truncated { .. })
+    ));
+    assert!(matches!(
+        read_program(&[0x20, 5, 0], ty),
+        Err(WireError::Trailing { extra: 1, .. })
+    ));
+    assert!(matches!(
+        read_program(&[0x80], ty),
+        Err(WireError::UnknownTag { tag: 0x80, .. })
+    ));
+    assert!(matches!(
+        read_program(&[0x21, 0], ty),
+        Err(WireError::UnknownTag { .. })
+    ));
     // Const 256 does not fit in 8 bits.
-    assert!(matches!(read_program(&[0x20, 0x80, 0x02], ty), Err(WireError::Type { .. })));
+    assert!(matches!(
+        read_program(&[0x20, 0x80, 0x02], ty),
+        Err(WireError::Type { .. })
+    ));
     // Repeat 3 does not divide 4.
-    assert!(matches!(read_program(&[0x40, 3, 0x20, 1], ty), Err(WireError::Type { .. })));
+    assert!(matches!(
+        read_program(&[0x40, 3, 0x20, 1], ty),
+        Err(WireError::Type { .. })
+    ));
     // LEB128 longer than 64 bits.
     let mut over = vec![0x20];
     over.extend_from_slice(&[0xff; 10]);
     over.push(0x01);
-    assert!(matches!(read_program(&over, ty), Err(WireError::Overflow { .. })));
+    assert!(matches!(
+        read_program(&over, ty),
+        Err(WireError::Overflow { .. })
+    ));
     // Lit body length past the end.
-    assert!(matches!(read_program(&[0x10, 100, 1], ty), Err(WireError::Truncated { .. })));
+    assert!(matches!(
+        read_program(&[0x10, 100, 1], ty),
+        Err(WireError::Truncated { .. })
+    ));
     // A chain of maps deeper than the limit.
     let deep: Vec<u8> = std::iter::repeat_n(0x52u8, 100).chain([0x20, 1]).collect();
-    assert!(matches!(read_program(&deep, ty), Err(WireError::Limit { what: "depth", .. })));
+    assert!(matches!(
+        read_program(&deep, ty),
+        Err(WireError::Limit { what: "depth", .. })
+    ));
 }

@@ -14,7 +14,13 @@ fn opts(budget: u64) -> SearchOptions {
 }
 
 fn f32_words(values: &[f32]) -> Words {
-    Words::from_u64s(32, &values.iter().map(|v| u64::from(v.to_bits())).collect::<Vec<_>>())
+    Words::from_u64s(
+        32,
+        &values
+            .iter()
+            .map(|v| u64::from(v.to_bits()))
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn check(target: &Words, dtype: Option<Dtype>, budget: u64) -> String {
@@ -96,7 +102,10 @@ fn constant_tensor_becomes_const() {
 #[test]
 fn arithmetic_sequence_becomes_scan_of_const() {
     let t = Words::from_fn(64, 512, |i| i as u64);
-    assert_eq!(check(&t, Some(Dtype::I64), 4), "scan add 0 : u64[512]\n  const 1 : u64[511]\n");
+    assert_eq!(
+        check(&t, Some(Dtype::I64), 4),
+        "scan add 0 : u64[512]\n  const 1 : u64[511]\n"
+    );
 }
 
 #[test]

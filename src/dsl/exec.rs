@@ -46,7 +46,9 @@ fn run(node: &Node) -> Result<Words, ExecError> {
     let ty = node.ty();
     let n = ty.len as usize;
     Ok(match node.op() {
-        Op::Lit(lit) => lit.decode(ty).map_err(|source| ExecError::Lit { ty, source })?,
+        Op::Lit(lit) => lit
+            .decode(ty)
+            .map_err(|source| ExecError::Lit { ty, source })?,
         Op::Const(v) => Words::filled(ty.width, *v, n),
         Op::Concat(children) => {
             let mut out = Words::with_capacity(ty.width, n);
@@ -59,7 +61,9 @@ fn run(node: &Node) -> Result<Words, ExecError> {
         Op::Map(f, child) => map_words(&run(child)?, *f, false),
         Op::Scan(f, first, child) => scan(*f, *first, &run(child)?),
         Op::Merge(f, children) => {
-            let widths = f.widths(ty.width).expect("constructors checked merge widths");
+            let widths = f
+                .widths(ty.width)
+                .expect("constructors checked merge widths");
             let parts = children.iter().map(run).collect::<Result<Vec<_>, _>>()?;
             merge_fields(&parts, &widths)
         }
@@ -121,7 +125,7 @@ pub fn scan(f: ScanFn, first: u64, u: &Words) -> Words {
         WordBuf::U32(v) => WordBuf::U32(go!(v, u32)),
         WordBuf::U64(v) => WordBuf::U64(go!(v, u64)),
     };
-    Words::from_buf(w, buf).expect("scan keeps words in width")
+    Words::from_buf_trusted(w, buf)
 }
 
 /// The inverse of [`scan`]: for `y` with at least one word, returns `(y_0, u)` with
@@ -148,7 +152,7 @@ pub fn unscan(f: ScanFn, y: &Words) -> Option<(u64, Words)> {
         WordBuf::U32(v) => WordBuf::U32(go!(v)),
         WordBuf::U64(v) => WordBuf::U64(go!(v)),
     };
-    Some((y.get(0), Words::from_buf(w, buf).expect("differences keep width")))
+    Some((y.get(0), Words::from_buf_trusted(w, buf)))
 }
 
 /// Combines equal-length streams of the given widths (most significant first) into one
@@ -167,7 +171,7 @@ pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
         shift -= w;
         or_shifted(&mut out, p.buf(), shift);
     }
-    Words::from_buf(total, out).expect("merged words fit the summed width")
+    Words::from_buf_trusted(total, out)
 }
 
 /// Splits each word into fields of the given widths (most significant first); the
@@ -194,15 +198,27 @@ pub fn extract(src: &WordBuf, shift: u32, width: u32) -> Words {
     macro_rules! go {
         ($v:expr) => {
             match container_bytes(width) {
-                1 => WordBuf::U8($v.iter().map(|&x| ((x as u64 >> shift) & m) as u8).collect()),
-                2 => WordBuf::U16($v.iter().map(|&x| ((x as u64 >> shift) & m) as u16).collect()),
-                4 => WordBuf::U32($v.iter().map(|&x| ((x as u64 >> shift) & m) as u32).collect()),
+                1 => WordBuf::U8(
+                    $v.iter()
+                        .map(|&x| ((x as u64 >> shift) & m) as u8)
+                        .collect(),
+                ),
+                2 => WordBuf::U16(
+                    $v.iter()
+                        .map(|&x| ((x as u64 >> shift) & m) as u16)
+                        .collect(),
+                ),
+                4 => WordBuf::U32(
+                    $v.iter()
+                        .map(|&x| ((x as u64 >> shift) & m) as u32)
+                        .collect(),
+                ),
                 _ => WordBuf::U64($v.iter().map(|&x| (x as u64 >> shift) & m).collect()),
             }
         };
     }
     let buf = with_buf!(src, v => go!(v));
-    Words::from_buf(width, buf).expect("extracted fields fit their width")
+    Words::from_buf_trusted(width, buf)
 }
 
 /// `out[i] |= part[i] << shift` for every word.
@@ -273,7 +289,11 @@ mod tests {
             }
         }
         // ZigZag on 8 bits: 0, -1, 1, -2 -> 0, 1, 2, 3.
-        let z = map_words(&Words::from_u64s(8, &[0, 255, 1, 254]), MapFn::ZigZag, false);
+        let z = map_words(
+            &Words::from_u64s(8, &[0, 255, 1, 254]),
+            MapFn::ZigZag,
+            false,
+        );
         assert_eq!(z.to_u64s(), vec![0, 1, 2, 3]);
     }
 }

@@ -29,7 +29,10 @@ impl Ty {
         if (1..=64).contains(&self.width) {
             Ok(self)
         } else {
-            Err(TypeError::new(format!("width {} out of 1..=64", self.width)))
+            Err(TypeError::new(format!(
+                "width {} out of 1..=64",
+                self.width
+            )))
         }
     }
 
@@ -93,9 +96,9 @@ impl MapFn {
             MapFn::Xor(c) | MapFn::Add(c) if c > mask(width) => Err(TypeError::new(format!(
                 "map constant {c} does not fit in {width} bits"
             ))),
-            MapFn::RotL(r) if r == 0 || r >= width => Err(TypeError::new(format!(
-                "rotation {r} out of 1..{width}"
-            ))),
+            MapFn::RotL(r) if r == 0 || r >= width => {
+                Err(TypeError::new(format!("rotation {r} out of 1..{width}")))
+            }
             _ => Ok(()),
         }
     }
@@ -224,7 +227,7 @@ impl MergeFn {
                 Ok(vec![1; width as usize])
             }
             MergeFn::BytePlanes => {
-                if width < 16 || width % 8 != 0 {
+                if width < 16 || !width.is_multiple_of(8) {
                     return Err(TypeError::new(format!(
                         "byte planes need a width that is a multiple of 8 and >= 16, got {width}"
                     )));

@@ -367,7 +367,7 @@ impl Reader<'_> {
                     return Err(unknown);
                 }
                 let k = self.uleb()?;
-                if k < 2 || ty.len == 0 || ty.len % k != 0 {
+                if k < 2 || ty.len == 0 || !ty.len.is_multiple_of(k) {
                     return Err(self.type_err(offset, format!("repeat {k} into {ty}")));
                 }
                 let child = self.node(Ty::new(ty.width, ty.len / k), depth + 1)?;
@@ -441,7 +441,10 @@ impl Reader<'_> {
             _ => return Err(unknown),
         };
         if node.ty() != ty {
-            return Err(self.type_err(offset, format!("node has type {}, expected {ty}", node.ty())));
+            return Err(self.type_err(
+                offset,
+                format!("node has type {}, expected {ty}", node.ty()),
+            ));
         }
         Ok(node)
     }

@@ -177,10 +177,7 @@ impl Search<'_> {
 
         let may_split = depth < self.opts.max_depth && s.nodes + 2 <= self.opts.max_nodes;
         let mut made = Vec::new();
-        let proposals = propose(
-            &self.holes[hid].target,
-            HoleInfo { dtype, may_split },
-        );
+        let proposals = propose(&self.holes[hid].target, HoleInfo { dtype, may_split });
         for p in proposals {
             match p {
                 Proposal::Leaf(kind, node) => {
@@ -270,7 +267,9 @@ fn shell_own_len(shell: &Shell, targets: &[Words]) -> u64 {
             .expect("targets have valid widths")
         })
         .collect();
-    let node = shell.build(placeholders).expect("decompositions are well typed");
+    let node = shell
+        .build(placeholders)
+        .expect("decompositions are well typed");
     own_len(&node)
 }
 
@@ -290,7 +289,12 @@ fn replace_hole(tree: &PNode, id: usize, with: PNode) -> PNode {
 }
 
 /// Runs the bounded search (see the module doc) with the given prior.
-pub fn search(target: &Words, dtype: Option<Dtype>, opts: &SearchOptions, prior: &Prior) -> Synthesis {
+pub fn search(
+    target: &Words,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
     let mut stats = SearchStats::default();
     if opts.budget == 0 || target.is_empty() {
         let program = Node::lit(target);

@@ -200,7 +200,7 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
             split_fields(t, &widths),
         ));
     }
-    if b >= 16 && b % 8 == 0 {
+    if b >= 16 && b.is_multiple_of(8) {
         let widths = vec![8; (b / 8) as usize];
         out.push(Proposal::Split(
             ProdKind::MergeBytePlanes,
@@ -251,7 +251,7 @@ pub fn smallest_period(t: &Words, max_tries: usize) -> Option<usize> {
     let first = t.get(0);
     let mut tries = 0;
     for p in 1..=n / 2 {
-        if n % p != 0 || t.get(p) != first {
+        if !n.is_multiple_of(p) || t.get(p) != first {
             continue;
         }
         tries += 1;

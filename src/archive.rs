@@ -1,0 +1,259 @@
+//! The `.brv` archive (DESIGN §7, §8; paper §3.4): restores a `.safetensors` file byte
+//! for byte from one program per tensor.
+//!
+//! - [`safetensors`]: the strict source file model ([`safetensors::parse`]).
+//! - [`format`](mod@format): the archive layout, documented in its module doc.
+//! - [`writer`]: [`compress_file`] (and [`writer::write_archive`] to any `Write`).
+//! - [`reader`]: [`Archive::open`], listing, per-tensor decoding, [`Archive::decompress_to`].
+//! - [`verify`](mod@verify): [`verify()`] against the stored checksums, [`verify_against`] a file.
+//!
+//! Files are memory-mapped; tensors are compressed and decoded in parallel on a rayon
+//! pool of `jobs` threads, with a bounded window of regions in flight, and written in
+//! source order, so the output bytes never depend on the number of threads.
+//!
+//! ```no_run
+//! use brevis::archive::{compress_file, no_progress, verify, Archive, CompressOptions};
+//! use std::path::Path;
+//!
+//! # fn main() -> brevis::Result<()> {
+//! let opts = CompressOptions::default();
+//! compress_file(Path::new("model.safetensors"), Path::new("model.brv"), &opts, &no_progress)?;
+//! let archive = Archive::open(Path::new("model.brv"))?;
+//! for t in archive.tensors() {
+//!     println!("{} {} -> {} bytes ({})", t.name, t.original_bytes(), t.archive_bytes(), t.root_op);
+//! }
+//! assert!(verify(&archive, None, &no_progress)?.is_ok());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod format;
+pub mod reader;
+pub mod safetensors;
+pub mod verify;
+pub mod writer;
+
+pub use reader::{Archive, DecompressOptions, DecompressSummary, GapEntry, TensorEntry};
+pub use verify::{verify, verify_against, CheckStatus, CompareReport, RegionCheck, VerifyReport};
+pub use writer::{compress_file, CompressOptions, CompressSummary, RegionStat};
+
+use crate::tensor::{WordBuf, Words};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Progress of a long operation, reported in file order from the calling thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressEvent<'a> {
+    /// Work starts: `items` regions holding `bytes` bytes of the original file.
+    Begin {
+        /// Number of regions (header, tensors, gaps).
+        items: usize,
+        /// Original bytes in all regions.
+        bytes: u64,
+    },
+    /// One region is done.
+    Item {
+        /// Its label (a tensor name, `(header)` or `(gap)`); may hold control characters.
+        label: &'a str,
+        /// Its original bytes.
+        bytes: u64,
+    },
+    /// All regions are done.
+    End,
+}
+
+/// A progress callback that ignores every event.
+pub fn no_progress(_: ProgressEvent<'_>) {}
+
+/// Memory-maps a whole file for reading. The file must not be empty.
+///
+/// # Errors
+/// The operating system's error if the mapping fails.
+pub(crate) fn map_file(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only and private to this process. Memory-mapped reads
+    // are only sound while no other process truncates or rewrites the file; we cannot
+    // prevent that, as every mmap-based tool cannot. A concurrent change can at worst
+    // make us read changed bytes (caught by the stored checksums) or fault on truncation;
+    // the output is written to a separate temporary file either way.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+/// Number of worker threads for `jobs` (`None` or `Some(0)` = all cores).
+pub fn resolve_jobs(jobs: Option<usize>) -> usize {
+    match jobs {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+pub(crate) fn build_pool(jobs: usize) -> Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .thread_name(|i| format!("brevis-{i}"))
+        .build()
+        .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))
+}
+
+/// Regions in flight per worker thread: bounds memory to a few tensors per thread.
+const WINDOW_PER_THREAD: usize = 3;
+
+/// Runs `work(i)` for `i` in `0..count` on `pool`, at most a window of items in flight,
+/// and hands each result to `sink` in index order on the calling thread. Stops at the
+/// first error (of `work` or `sink`); a panic in `work` becomes `panicked(i)`.
+pub(crate) fn ordered_pipeline<T: Send, E: Send>(
+    pool: &rayon::ThreadPool,
+    count: usize,
+    work: impl Fn(usize) -> Result<T, E> + Sync,
+    mut sink: impl FnMut(usize, T) -> Result<(), E>,
+    panicked: impl Fn(usize) -> E,
+) -> Result<(), E> {
+    let window = pool.current_num_threads().max(1) * WINDOW_PER_THREAD;
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<Result<T, E>>)>();
+    let work = &work;
+    let stop_ref = &stop;
+    pool.in_place_scope(|scope| {
+        let mut next_submit = 0usize;
+        let mut next_sink = 0usize;
+        // Results wait here until every earlier one has been handed on, so the first
+        // error reported is the first in index order, whatever the thread count.
+        let mut ready: BTreeMap<usize, Option<Result<T, E>>> = BTreeMap::new();
+        let result = (|| {
+            while next_sink < count {
+                while next_submit < count && next_submit - next_sink < window {
+                    let tx = tx.clone();
+                    let i = next_submit;
+                    scope.spawn(move |_| {
+                        if stop_ref.load(Ordering::Relaxed) {
+                            let _ = tx.send((i, None));
+                            return;
+                        }
+                        let r = catch_unwind(AssertUnwindSafe(|| work(i))).ok();
+                        let _ = tx.send((i, r));
+                    });
+                    next_submit += 1;
+                }
+                // A sender lives in this frame, so `recv` only returns a message; every
+                // spawned task sends exactly one.
+                let Ok((i, r)) = rx.recv() else {
+                    return Err(panicked(next_sink));
+                };
+                ready.insert(i, r);
+                while let Some(r) = ready.remove(&next_sink) {
+                    match r {
+                        Some(Ok(v)) => sink(next_sink, v)?,
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(panicked(next_sink)),
+                    }
+                    next_sink += 1;
+                }
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        result
+    })
+}
+
+/// The words as little-endian bytes of their container (8, 16, 32 or 64 bits), reusing
+/// the buffer for bytes.
+pub(crate) fn words_into_le_bytes(words: Words) -> Vec<u8> {
+    fn go<const N: usize, T: Copy>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        let mut out = vec![0u8; v.len() * N];
+        for (c, &x) in out.chunks_exact_mut(N).zip(v) {
+            c.copy_from_slice(&f(x));
+        }
+        out
+    }
+    match words.into_buf() {
+        WordBuf::U8(v) => v,
+        WordBuf::U16(v) => go(&v, u16::to_le_bytes),
+        WordBuf::U32(v) => go(&v, u32::to_le_bytes),
+        WordBuf::U64(v) => go(&v, u64::to_le_bytes),
+    }
+}
+
+/// A tensor name made safe to print on a terminal: control characters (C0, DEL, C1) and
+/// backslashes are escaped (`\n`, `\x1b`, `\u{9b}`, `\\`); everything else is kept.
+pub fn escape_name(name: &str) -> Cow<'_, str> {
+    if !name.chars().any(|c| c.is_control() || c == '\\') {
+        return Cow::Borrowed(name);
+    }
+    let mut s = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            '\0' => s.push_str("\\0"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                s.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => s.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => s.push(c),
+        }
+    }
+    Cow::Owned(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_name_neutralises_terminal_controls() {
+        assert_eq!(escape_name("a.weight"), "a.weight");
+        assert_eq!(
+            escape_name("x\u{1b}]0;t\u{7}\u{9b}2J\0\\"),
+            "x\\x1b]0;t\\x07\\u{9b}2J\\0\\\\"
+        );
+    }
+
+    #[test]
+    fn pipeline_keeps_order_for_any_thread_count() {
+        for threads in [1, 2, 3] {
+            let pool = build_pool(threads).unwrap();
+            let mut seen = Vec::new();
+            ordered_pipeline(
+                &pool,
+                50,
+                |i| Ok::<_, String>(i * 2),
+                |i, v| {
+                    assert_eq!(v, i * 2);
+                    seen.push(i);
+                    Ok(())
+                },
+                |i| format!("panic {i}"),
+            )
+            .unwrap();
+            assert_eq!(seen, (0..50).collect::<Vec<_>>());
+        }
+        let pool = build_pool(2).unwrap();
+        let r = ordered_pipeline(
+            &pool,
+            20,
+            |i| {
+                if i == 7 {
+                    Err(format!("bad {i}"))
+                } else {
+                    Ok(i)
+                }
+            },
+            |_, _| Ok(()),
+            |i| format!("panic {i}"),
+        );
+        assert_eq!(r, Err("bad 7".to_string()));
+    }
+
+    #[test]
+    fn words_to_bytes_is_little_endian() {
+        let w = Words::from_u64s(16, &[0x0102, 0xa0b0]);
+        assert_eq!(words_into_le_bytes(w), vec![2, 1, 0xb0, 0xa0]);
+    }
+}

@@ -1,0 +1,859 @@
+//! Reading archives (DESIGN §7): open, list, decode one tensor, restore the original.
+//!
+//! [`Archive::open`] memory-maps the file and validates its structure — file header,
+//! trailer, index and every record's fields — without decoding any program. The archive
+//! is treated as hostile: every length, count and offset is checked against the bytes
+//! present before it is used, nothing is allocated from an unchecked number, and nothing
+//! panics. Programs are read ([`crate::dsl::read_program`]) and run only when a tensor is
+//! decoded, against the type its dtype and byte length give, and the result is compared
+//! with the stored xxh3-64 checksum.
+
+use super::format::{self, Record};
+use super::writer::{check_output, persist, temp_beside};
+use super::{build_pool, ordered_pipeline, resolve_jobs, words_into_le_bytes, ProgressEvent};
+use crate::dsl::{execute, read_program, Node, Ty};
+use crate::error::{ArchiveError, Error, Result};
+use crate::tensor::Dtype;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::ops::{Deref, Range};
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
+
+/// One tensor of an archive, as listed by its record (its program is not decoded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorEntry {
+    /// The tensor's name (may hold control characters; see [`super::escape_name`]).
+    pub name: String,
+    /// Its dtype.
+    pub dtype: Dtype,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// Its position among the source header's tensor entries.
+    pub header_index: u64,
+    /// Start of its bytes in the source's data region.
+    pub begin: u64,
+    /// End (exclusive).
+    pub end: u64,
+    /// xxh3-64 of its original bytes.
+    pub checksum: u64,
+    /// Byte range of its record in the archive.
+    pub record: Range<usize>,
+    /// Byte range of its program in the archive.
+    pub program: Range<usize>,
+    /// Name of the program's root operator (`lit`, `merge`, ...), read from its tag.
+    pub root_op: &'static str,
+}
+
+impl TensorEntry {
+    /// Bytes of the tensor in the original file.
+    pub fn original_bytes(&self) -> u64 {
+        self.end - self.begin
+    }
+
+    /// Bytes of its record in the archive (name, shape, offsets, checksum, program).
+    pub fn archive_bytes(&self) -> u64 {
+        self.record.len() as u64
+    }
+
+    /// Bytes of its program (part of [`TensorEntry::archive_bytes`]).
+    pub fn program_bytes(&self) -> u64 {
+        self.program.len() as u64
+    }
+
+    /// The program's type: the tensor's bytes as little-endian words of
+    /// `dtype.word_bits()` bits (DESIGN §2).
+    pub fn ty(&self) -> Ty {
+        let width = self.dtype.word_bits();
+        Ty::new(width, self.original_bytes() / u64::from(width / 8))
+    }
+}
+
+/// Bytes of the source's data region that no tensor owns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GapEntry {
+    /// Start in the data region.
+    pub begin: u64,
+    /// End (exclusive).
+    pub end: u64,
+    /// xxh3-64 of the bytes.
+    pub checksum: u64,
+    /// Byte range of its record in the archive.
+    pub record: Range<usize>,
+    /// Byte range of its program in the archive.
+    pub program: Range<usize>,
+}
+
+/// A region in record order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Item {
+    Header,
+    Tensor(usize),
+    Gap(usize),
+}
+
+enum Backing {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Deref for Backing {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Backing::Map(m) => m,
+            Backing::Owned(v) => v,
+        }
+    }
+}
+
+/// How to decompress.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecompressOptions {
+    /// Worker threads (`None` = all cores).
+    pub jobs: Option<usize>,
+    /// Replace an existing output file.
+    pub force: bool,
+}
+
+/// What [`Archive::decompress_to`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecompressSummary {
+    /// The file written.
+    pub output: PathBuf,
+    /// Its length in bytes.
+    pub original_bytes: u64,
+}
+
+/// An opened, structurally validated archive.
+pub struct Archive {
+    path: PathBuf,
+    bytes: Backing,
+    header_len: u64,
+    header_checksum: u64,
+    header_record: Range<usize>,
+    header_program: Range<usize>,
+    original_len: u64,
+    file_checksum: u64,
+    records_checksum: u64,
+    records_end: usize,
+    tensors: Vec<TensorEntry>,
+    gaps: Vec<GapEntry>,
+    items: Vec<Item>,
+}
+
+impl std::fmt::Debug for Archive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Archive")
+            .field("path", &self.path)
+            .field("archive_len", &self.bytes.len())
+            .field("original_len", &self.original_len)
+            .field("tensors", &self.tensors.len())
+            .finish()
+    }
+}
+
+impl Archive {
+    /// Opens and validates the archive at `path` (memory-mapped).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if it cannot be read; [`Error::Archive`] if it is not an archive,
+    /// has an unsupported version, or its structure is inconsistent.
+    pub fn open(path: &Path) -> Result<Archive> {
+        let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(path, "cannot read", e))?;
+        if meta.is_dir() {
+            return Err(Error::io(
+                path,
+                "cannot read",
+                std::io::Error::other("is a directory"),
+            ));
+        }
+        let bytes = if meta.len() == 0 {
+            Backing::Owned(Vec::new())
+        } else {
+            Backing::Map(super::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?)
+        };
+        Archive::validate(path.to_path_buf(), bytes)
+    }
+
+    /// Validates an archive held in memory; `path` only labels errors.
+    ///
+    /// # Errors
+    /// As [`Archive::open`].
+    pub fn from_bytes(bytes: Vec<u8>, path: impl Into<PathBuf>) -> Result<Archive> {
+        Archive::validate(path.into(), Backing::Owned(bytes))
+    }
+
+    fn validate(path: PathBuf, bytes: Backing) -> Result<Archive> {
+        match parse_structure(&bytes) {
+            Ok(s) => Ok(Archive {
+                path,
+                bytes,
+                header_len: s.header_len,
+                header_checksum: s.header_checksum,
+                header_record: s.header_record,
+                header_program: s.header_program,
+                original_len: s.original_len,
+                file_checksum: s.file_checksum,
+                records_checksum: s.records_checksum,
+                records_end: s.records_end,
+                tensors: s.tensors,
+                gaps: s.gaps,
+                items: s.items,
+            }),
+            Err(e) => Err(Error::archive(&path, e)),
+        }
+    }
+
+    /// The archive's path (or the label given to [`Archive::from_bytes`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Length of the archive in bytes.
+    pub fn archive_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// Length of the original file in bytes.
+    pub fn original_len(&self) -> u64 {
+        self.original_len
+    }
+
+    /// xxh3-64 of the whole original file.
+    pub fn file_checksum(&self) -> u64 {
+        self.file_checksum
+    }
+
+    /// Whether the archive's record bytes (names, shapes, programs: everything but the
+    /// index) still hash to the checksum stored when it was written. Reads every record.
+    pub fn records_intact(&self) -> bool {
+        let records = &self.bytes[format::FILE_HEADER_LEN..self.records_end];
+        xxh3_64(records) == self.records_checksum
+    }
+
+    /// Length of the source's JSON header in bytes (its 8-byte length field's value).
+    pub fn header_len(&self) -> u64 {
+        self.header_len
+    }
+
+    /// Bytes of the header record in the archive.
+    pub fn header_archive_bytes(&self) -> u64 {
+        self.header_record.len() as u64
+    }
+
+    /// The tensors, in record (data-offset) order.
+    pub fn tensors(&self) -> &[TensorEntry] {
+        &self.tensors
+    }
+
+    /// The gaps (bytes no tensor owns), in offset order.
+    pub fn gaps(&self) -> &[GapEntry] {
+        &self.gaps
+    }
+
+    /// Index in [`Archive::tensors`] of the first tensor named `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.tensors.iter().position(|t| t.name == name)
+    }
+
+    fn tensor(&self, i: usize) -> Result<&TensorEntry> {
+        self.tensors.get(i).ok_or_else(|| {
+            Error::archive(
+                &self.path,
+                ArchiveError::NoSuchTensor {
+                    index: i,
+                    count: self.tensors.len(),
+                },
+            )
+        })
+    }
+
+    /// Reads (without running) the program of tensor `i`.
+    ///
+    /// # Errors
+    /// [`ArchiveError::NoSuchTensor`] for a bad index; [`ArchiveError::Decode`] if the
+    /// program bytes are malformed or do not have the tensor's type.
+    pub fn program(&self, i: usize) -> Result<Node> {
+        let t = self.tensor(i)?;
+        self.read(&t.program, t.ty(), Item::Tensor(i))
+    }
+
+    /// The program of the source header (type `u8[header_len]`).
+    ///
+    /// # Errors
+    /// [`ArchiveError::Decode`] if it is malformed.
+    pub fn header_program(&self) -> Result<Node> {
+        self.read(&self.header_program, self.header_ty(), Item::Header)
+    }
+
+    /// Decodes tensor `i` into its original bytes and checks them against the stored
+    /// checksum.
+    ///
+    /// # Errors
+    /// As [`Archive::program`], plus [`ArchiveError::Decode`] if the program does not run
+    /// and [`Error::Mismatch`] if the bytes differ from the stored checksum.
+    pub fn decode_tensor(&self, i: usize) -> Result<Vec<u8>> {
+        self.tensor(i)?;
+        self.decode_checked(Item::Tensor(i))
+    }
+
+    /// Decodes the source's JSON header and checks it against the stored checksum.
+    ///
+    /// # Errors
+    /// As [`Archive::decode_tensor`].
+    pub fn header_bytes(&self) -> Result<Vec<u8>> {
+        self.decode_checked(Item::Header)
+    }
+
+    fn header_ty(&self) -> Ty {
+        Ty::new(8, self.header_len)
+    }
+
+    pub(crate) fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    /// Description of an item for messages: `header`, `tensor "w"`, `gap at ...`.
+    pub(crate) fn item_region(&self, item: Item) -> String {
+        match item {
+            Item::Header => "header".to_string(),
+            Item::Tensor(i) => format!("tensor {:?}", self.tensors[i].name),
+            Item::Gap(g) => {
+                let g = &self.gaps[g];
+                format!("gap at data bytes [{}, {})", g.begin, g.end)
+            }
+        }
+    }
+
+    /// Label of an item for progress: the tensor name, `(header)` or `(gap)`.
+    pub(crate) fn item_label(&self, item: Item) -> &str {
+        match item {
+            Item::Header => "(header)",
+            Item::Tensor(i) => &self.tensors[i].name,
+            Item::Gap(_) => "(gap)",
+        }
+    }
+
+    /// Original bytes an item restores (the header's include the 8-byte length field).
+    pub(crate) fn item_original_bytes(&self, item: Item) -> u64 {
+        match item {
+            Item::Header => 8 + self.header_len,
+            Item::Tensor(i) => self.tensors[i].original_bytes(),
+            Item::Gap(g) => self.gaps[g].end - self.gaps[g].begin,
+        }
+    }
+
+    pub(crate) fn item_checksum(&self, item: Item) -> u64 {
+        match item {
+            Item::Header => self.header_checksum,
+            Item::Tensor(i) => self.tensors[i].checksum,
+            Item::Gap(g) => self.gaps[g].checksum,
+        }
+    }
+
+    fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
+        read_program(&self.bytes[program.clone()], ty).map_err(|e| self.decode_err(item, e))
+    }
+
+    fn decode_err(&self, item: Item, e: impl std::fmt::Display) -> Error {
+        Error::archive(
+            &self.path,
+            ArchiveError::Decode {
+                region: self.item_region(item),
+                what: e.to_string(),
+            },
+        )
+    }
+
+    /// Decodes an item's bytes (the JSON header without its length field) without
+    /// checking the checksum. Returns the bytes and their xxh3-64.
+    pub(crate) fn decode_item(&self, item: Item) -> Result<(Vec<u8>, u64)> {
+        let (program, ty) = match item {
+            Item::Header => (&self.header_program, self.header_ty()),
+            Item::Tensor(i) => (&self.tensors[i].program, self.tensors[i].ty()),
+            Item::Gap(g) => {
+                let g = &self.gaps[g];
+                (&g.program, Ty::new(8, g.end - g.begin))
+            }
+        };
+        let node = self.read(program, ty, item)?;
+        let words = execute(&node, ty.len).map_err(|e| self.decode_err(item, e))?;
+        let bytes = words_into_le_bytes(words);
+        let sum = xxh3_64(&bytes);
+        Ok((bytes, sum))
+    }
+
+    fn decode_checked(&self, item: Item) -> Result<Vec<u8>> {
+        let (bytes, actual) = self.decode_item(item)?;
+        let expected = self.item_checksum(item);
+        if actual != expected {
+            return Err(Error::Mismatch {
+                path: self.path.clone(),
+                region: self.item_region(item),
+                expected,
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Streams the original file into `out`: the 8-byte header length, the header, then
+    /// every region, decoded in parallel on `jobs` threads (`None` = all cores) and
+    /// checked against the per-region and whole-file checksums.
+    ///
+    /// # Errors
+    /// [`Error::Archive`] if a program is malformed; [`Error::Mismatch`] if decoded bytes
+    /// differ from a stored checksum; [`Error::Io`] (labelled `name`) if `out` fails.
+    pub fn write_original<W: Write>(
+        &self,
+        out: &mut W,
+        jobs: Option<usize>,
+        progress: &dyn Fn(ProgressEvent<'_>),
+        name: &Path,
+    ) -> Result<()> {
+        let pool = build_pool(resolve_jobs(jobs)).map_err(|what| Error::Internal {
+            path: self.path.clone(),
+            what,
+        })?;
+        let write_err = |e| Error::io(name, "cannot write", e);
+        let mut hasher = Xxh3Default::new();
+        progress(ProgressEvent::Begin {
+            items: self.items.len(),
+            bytes: self.original_len,
+        });
+        ordered_pipeline(
+            &pool,
+            self.items.len(),
+            |k| self.decode_checked(self.items[k]),
+            |k, bytes| {
+                let item = self.items[k];
+                if item == Item::Header {
+                    let field = self.header_len.to_le_bytes();
+                    hasher.update(&field);
+                    out.write_all(&field).map_err(write_err)?;
+                }
+                hasher.update(&bytes);
+                out.write_all(&bytes).map_err(write_err)?;
+                progress(ProgressEvent::Item {
+                    label: self.item_label(item),
+                    bytes: self.item_original_bytes(item),
+                });
+                Ok(())
+            },
+            |k| Error::Internal {
+                path: self.path.clone(),
+                what: format!("worker panicked on {}", self.item_region(self.items[k])),
+            },
+        )?;
+        let actual = hasher.digest();
+        if actual != self.file_checksum {
+            return Err(Error::Mismatch {
+                path: self.path.clone(),
+                region: "whole file".to_string(),
+                expected: self.file_checksum,
+                actual,
+            });
+        }
+        progress(ProgressEvent::End);
+        Ok(())
+    }
+
+    /// Restores the original file at `output` through a temporary file in its folder,
+    /// synced and renamed into place only when every checksum matched.
+    ///
+    /// # Errors
+    /// [`Error::SameFile`] if `output` is this archive; [`Error::OutputExists`] if it
+    /// exists and `opts.force` is false; otherwise as [`Archive::write_original`].
+    pub fn decompress_to(
+        &self,
+        output: &Path,
+        opts: &DecompressOptions,
+        progress: &dyn Fn(ProgressEvent<'_>),
+    ) -> Result<DecompressSummary> {
+        check_output(&self.path, output, opts.force)?;
+        let mut tmp = temp_beside(output)?;
+        {
+            let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+            self.write_original(&mut w, opts.jobs, progress, output)?;
+            w.flush()
+                .map_err(|e| Error::io(output, "cannot write", e))?;
+        }
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(output, "cannot sync", e))?;
+        persist(tmp, output, opts.force)?;
+        Ok(DecompressSummary {
+            output: output.to_path_buf(),
+            original_bytes: self.original_len,
+        })
+    }
+}
+
+/// Everything [`parse_structure`] learns from an archive.
+struct Structure {
+    header_len: u64,
+    header_checksum: u64,
+    header_record: Range<usize>,
+    header_program: Range<usize>,
+    original_len: u64,
+    file_checksum: u64,
+    records_checksum: u64,
+    records_end: usize,
+    tensors: Vec<TensorEntry>,
+    gaps: Vec<GapEntry>,
+    items: Vec<Item>,
+}
+
+fn corrupt(what: impl Into<String>) -> ArchiveError {
+    ArchiveError::Corrupt { what: what.into() }
+}
+
+/// What a file that is not an archive looks like, for the error message.
+fn describe_foreign(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "the file is empty (0 bytes)".to_string();
+    }
+    if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return "it is a zstd frame".to_string();
+    }
+    if let Some(len) = bytes
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    {
+        let json_follows = bytes
+            .get(8..)
+            .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()));
+        if len > 0 && len <= bytes.len() as u64 - 8 && json_follows == Some(&b'{') {
+            return "it looks like an uncompressed .safetensors file".to_string();
+        }
+    }
+    let shown: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "wrong magic bytes [{}] (expected \"BREVIS\\0\\0\")",
+        shown.join(" ")
+    )
+}
+
+fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
+    let len = bytes.len();
+    if !bytes.starts_with(&format::MAGIC) {
+        return Err(ArchiveError::NotArchive {
+            what: describe_foreign(bytes),
+        });
+    }
+    let min = format::FILE_HEADER_LEN + format::TRAILER_LEN;
+    if len < min {
+        return Err(corrupt(format!(
+            "truncated: {len} bytes, fewer than the {min} of an empty archive"
+        )));
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
+    let version = u16_at(8);
+    if version != format::FORMAT_VERSION {
+        return Err(ArchiveError::Version {
+            what: "format",
+            found: version.into(),
+            supported: format::FORMAT_VERSION.into(),
+        });
+    }
+    let wire = u16_at(10);
+    if u32::from(wire) != crate::dsl::wire::WIRE_VERSION {
+        return Err(ArchiveError::Version {
+            what: "program wire",
+            found: wire.into(),
+            supported: crate::dsl::wire::WIRE_VERSION.into(),
+        });
+    }
+    let flags = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
+    if flags != 0 {
+        return Err(corrupt(format!(
+            "unknown flags {flags:#x} in the file header"
+        )));
+    }
+
+    let trailer_start = len - format::TRAILER_LEN;
+    let mut t = format::Cursor::new(&bytes[trailer_start..], "trailer");
+    let (index_offset, index_len, index_sum) = (t.u64(), t.u64(), t.u64());
+    let (index_offset, index_len, index_sum) = (
+        index_offset.map_err(corrupt)?,
+        index_len.map_err(corrupt)?,
+        index_sum.map_err(corrupt)?,
+    );
+    if bytes[len - 8..] != format::END_MAGIC {
+        return Err(corrupt(
+            "the end marker is missing (truncated or damaged archive)",
+        ));
+    }
+    let index_ok = index_offset >= format::FILE_HEADER_LEN as u64
+        && index_offset.checked_add(index_len) == Some(trailer_start as u64);
+    if !index_ok {
+        return Err(corrupt(format!(
+            "the trailer places the index at [{index_offset}, +{index_len}), which does not \
+             end at the trailer (byte {trailer_start})"
+        )));
+    }
+    let index_bytes = &bytes[index_offset as usize..trailer_start];
+    let actual = xxh3_64(index_bytes);
+    if actual != index_sum {
+        return Err(corrupt(format!(
+            "index checksum mismatch: stored {index_sum:016x}, computed {actual:016x}"
+        )));
+    }
+    let index = format::read_index(index_bytes).map_err(corrupt)?;
+
+    // Records tile [16, index_offset).
+    let mut ranges = Vec::with_capacity(index.record_lens.len());
+    let mut at = format::FILE_HEADER_LEN as u64;
+    for (i, &l) in index.record_lens.iter().enumerate() {
+        let end = at
+            .checked_add(l)
+            .filter(|&e| e <= index_offset)
+            .ok_or_else(|| corrupt(format!("record {i} of {l} bytes runs past the index")))?;
+        ranges.push(at as usize..end as usize);
+        at = end;
+    }
+    if at != index_offset {
+        return Err(corrupt(format!(
+            "records end at byte {at} but the index starts at byte {index_offset}"
+        )));
+    }
+
+    let rec = |i: usize| -> Result<Record, ArchiveError> {
+        format::read_record(&bytes[ranges[i].clone()])
+            .map_err(|e| corrupt(format!("record {i} at byte {}: {e}", ranges[i].start)))
+    };
+    let abs = |i: usize, r: Range<usize>| ranges[i].start + r.start..ranges[i].start + r.end;
+
+    let Record::Header {
+        header_len,
+        checksum: header_checksum,
+        program,
+    } = rec(0)?
+    else {
+        return Err(corrupt("record 0 is not the header record"));
+    };
+    let header_program = abs(0, program);
+    // The writer only stores headers its parser accepted: bound the header's decoded size.
+    let max_header = super::safetensors::MAX_HEADER_LEN;
+    if header_len > max_header {
+        return Err(corrupt(format!(
+            "header record declares {header_len} bytes, over the limit of {max_header}"
+        )));
+    }
+    let data_len = index
+        .original_len
+        .checked_sub(8)
+        .and_then(|r| r.checked_sub(header_len))
+        .filter(|_| header_len > 0)
+        .ok_or_else(|| {
+            corrupt(format!(
+                "header of {header_len} bytes does not fit an original file of {} bytes",
+                index.original_len
+            ))
+        })?;
+
+    let mut tensors = Vec::new();
+    let mut gaps = Vec::new();
+    let mut items = Vec::with_capacity(ranges.len());
+    items.push(Item::Header);
+    let mut cursor = 0u64;
+    for (i, range) in ranges.iter().enumerate().skip(1) {
+        match rec(i)? {
+            Record::Header { .. } => {
+                return Err(corrupt(format!("record {i} is a second header record")))
+            }
+            Record::Tensor { meta, program } => {
+                let bad =
+                    |what: String| corrupt(format!("record {i} (tensor {:?}): {what}", meta.name));
+                if meta.begin > meta.end || meta.end > data_len {
+                    return Err(bad(format!(
+                        "offsets [{}, {}) do not fit the data region of {data_len} bytes",
+                        meta.begin, meta.end
+                    )));
+                }
+                let need = meta
+                    .shape
+                    .iter()
+                    .try_fold(1u64, |a, &d| a.checked_mul(d))
+                    .and_then(|n| meta.dtype.byte_len(n));
+                if need != Some(meta.end - meta.begin) {
+                    return Err(bad(format!(
+                        "shape {:?} of {} does not match offsets [{}, {})",
+                        meta.shape, meta.dtype, meta.begin, meta.end
+                    )));
+                }
+                if meta.begin != meta.end {
+                    if meta.begin != cursor {
+                        return Err(bad(format!(
+                            "starts at data byte {} but the previous region ends at {cursor}",
+                            meta.begin
+                        )));
+                    }
+                    cursor = meta.end;
+                }
+                let program = abs(i, program);
+                let root_op = format::root_op_name(&bytes[program.clone()]);
+                items.push(Item::Tensor(tensors.len()));
+                tensors.push(TensorEntry {
+                    name: meta.name,
+                    dtype: meta.dtype,
+                    shape: meta.shape,
+                    header_index: meta.header_index,
+                    begin: meta.begin,
+                    end: meta.end,
+                    checksum: meta.checksum,
+                    record: range.clone(),
+                    program,
+                    root_op,
+                });
+            }
+            Record::Gap {
+                begin,
+                end,
+                checksum,
+                program,
+            } => {
+                if begin >= end || begin != cursor || end > data_len {
+                    return Err(corrupt(format!(
+                        "record {i}: gap [{begin}, {end}) does not continue the data region at \
+                         byte {cursor} of {data_len}"
+                    )));
+                }
+                cursor = end;
+                items.push(Item::Gap(gaps.len()));
+                gaps.push(GapEntry {
+                    begin,
+                    end,
+                    checksum,
+                    record: range.clone(),
+                    program: abs(i, program),
+                });
+            }
+        }
+    }
+    if cursor != data_len {
+        return Err(corrupt(format!(
+            "records restore {cursor} of the {data_len} bytes of the data region"
+        )));
+    }
+    if tensors.len() as u64 != index.tensor_count {
+        return Err(corrupt(format!(
+            "index counts {} tensors, records hold {}",
+            index.tensor_count,
+            tensors.len()
+        )));
+    }
+    Ok(Structure {
+        header_len,
+        header_checksum,
+        header_record: ranges[0].clone(),
+        header_program,
+        original_len: index.original_len,
+        file_checksum: index.file_checksum,
+        records_checksum: index.records_checksum,
+        records_end: index_offset as usize,
+        tensors,
+        gaps,
+        items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::safetensors::parse;
+    use crate::archive::writer::write_archive;
+    use crate::archive::{no_progress, verify, CompressOptions};
+
+    /// A small source with a leading gap, an empty tensor, two dtypes and trailing bytes.
+    fn source() -> Vec<u8> {
+        let header = r#"{"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"e":{"dtype":"BF16","shape":[0,3],"data_offsets":[12,12]},"a":{"dtype":"BF16","shape":[3],"data_offsets":[12,18]}}  "#;
+        let mut v = (header.len() as u64).to_le_bytes().to_vec();
+        v.extend_from_slice(header.as_bytes());
+        v.extend_from_slice(&[9, 9, 9, 9]);
+        v.extend_from_slice(&1.5f32.to_le_bytes());
+        v.extend_from_slice(&(-0.0f32).to_le_bytes());
+        v.extend_from_slice(&[0x80, 0x3f, 0x00, 0x80, 0xc0, 0x7f]);
+        v.extend_from_slice(b"tail");
+        v
+    }
+
+    fn archive_of(src: &[u8], jobs: usize) -> Vec<u8> {
+        let parsed = parse(src).unwrap();
+        let opts = CompressOptions {
+            jobs: Some(jobs),
+            ..CompressOptions::default()
+        };
+        let mut out = Vec::new();
+        write_archive(&parsed, &mut out, &opts, &no_progress, Path::new("mem")).unwrap();
+        out
+    }
+
+    #[test]
+    fn round_trips_in_memory_and_decodes_tensors_alone() {
+        let src = source();
+        let bytes = archive_of(&src, 1);
+        assert_eq!(
+            bytes,
+            archive_of(&src, 3),
+            "thread count changed the archive"
+        );
+        let a = Archive::from_bytes(bytes, "mem").unwrap();
+        let names: Vec<&str> = a.tensors().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["b", "e", "a"]);
+        assert_eq!(a.gaps().len(), 2);
+        assert_eq!(a.original_len(), src.len() as u64);
+        let i = a.find("a").unwrap();
+        assert_eq!(
+            a.decode_tensor(i).unwrap(),
+            [0x80, 0x3f, 0x00, 0x80, 0xc0, 0x7f]
+        );
+        assert_eq!(
+            a.decode_tensor(a.find("e").unwrap()).unwrap(),
+            Vec::<u8>::new()
+        );
+        assert_eq!(a.program(i).unwrap().ty(), Ty::new(16, 3));
+        assert!(a.decode_tensor(99).is_err());
+        let mut out = Vec::new();
+        a.write_original(&mut out, Some(2), &no_progress, Path::new("out"))
+            .unwrap();
+        assert_eq!(out, src);
+        assert!(verify(&a, Some(1), &no_progress).unwrap().is_ok());
+    }
+
+    #[test]
+    fn hostile_archives_are_refused_without_panics() {
+        let good = archive_of(&source(), 1);
+        // Every truncation is refused at open.
+        for n in 0..good.len() {
+            assert!(
+                Archive::from_bytes(good[..n].to_vec(), "t").is_err(),
+                "prefix {n}"
+            );
+        }
+        // Every single-byte change is refused at open, or caught by decoding and the
+        // checksums; nothing panics.
+        for pos in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[pos] ^= flip;
+                let Ok(a) = Archive::from_bytes(bad, "t") else {
+                    continue;
+                };
+                // Every byte is covered by a checksum: verification must fail.
+                let report = verify(&a, Some(1), &no_progress).unwrap();
+                assert!(!report.is_ok(), "byte {pos} ^ {flip:#x} went unnoticed");
+                // Restoring checks the original bytes only: it either fails or is exact.
+                let mut out = Vec::new();
+                let restored = a.write_original(&mut out, Some(1), &no_progress, Path::new("o"));
+                if restored.is_ok() {
+                    assert_eq!(out, source(), "byte {pos} ^ {flip:#x} decoded wrongly");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Verification (DESIGN §7, §9): prove a decode bit-exact from the stored checksums alone,
+//! or byte-compare it with the original file. The CLI and the TUI both call these.
+
+use super::reader::{Archive, Item};
+use super::{build_pool, ordered_pipeline, resolve_jobs, ProgressEvent};
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::path::Path;
+use xxhash_rust::xxh3::Xxh3Default;
+
+/// Outcome of decoding one region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckStatus {
+    /// The decoded bytes match the stored checksum.
+    Ok,
+    /// The decoded bytes differ from the stored checksum.
+    Mismatch {
+        /// Checksum (xxh3-64) stored in the archive.
+        expected: u64,
+        /// Checksum of the decoded bytes.
+        actual: u64,
+    },
+    /// The program could not be read or run.
+    Undecodable {
+        /// Why.
+        what: String,
+    },
+}
+
+/// One region's check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionCheck {
+    /// `header`, `tensor "name"` or `gap at data bytes [b, e)`.
+    pub region: String,
+    /// Index in [`Archive::tensors`] for a tensor, else `None`.
+    pub tensor: Option<usize>,
+    /// Original bytes of the region.
+    pub bytes: u64,
+    /// The outcome.
+    pub status: CheckStatus,
+}
+
+/// What [`verify`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// One check per record, in archive order (header first).
+    pub regions: Vec<RegionCheck>,
+    /// Whether the whole restored file matches the stored whole-file checksum (false if
+    /// any region could not be decoded).
+    pub file_checksum_ok: bool,
+    /// Whether the archive's records (names, shapes, offsets, programs) are intact, by
+    /// the archive's own checksum of them.
+    pub records_intact: bool,
+    /// Length of the original file in bytes.
+    pub original_bytes: u64,
+}
+
+impl VerifyReport {
+    /// Whether every region and the whole file matched.
+    pub fn is_ok(&self) -> bool {
+        self.file_checksum_ok
+            && self.records_intact
+            && self.regions.iter().all(|r| r.status == CheckStatus::Ok)
+    }
+
+    /// The regions that did not match.
+    pub fn failures(&self) -> impl Iterator<Item = &RegionCheck> {
+        self.regions.iter().filter(|r| r.status != CheckStatus::Ok)
+    }
+}
+
+/// Decodes every region of `archive` on `jobs` threads (`None` = all cores) and compares
+/// it with the stored per-region and whole-file checksums. Damage is reported in the
+/// [`VerifyReport`], not as an error.
+///
+/// # Errors
+/// [`Error::Internal`] only if the worker pool cannot start or a worker panics.
+pub fn verify(
+    archive: &Archive,
+    jobs: Option<usize>,
+    progress: &dyn Fn(ProgressEvent<'_>),
+) -> Result<VerifyReport> {
+    let pool = pool_for(archive, jobs)?;
+    let items = archive.items();
+    let mut regions = Vec::with_capacity(items.len());
+    let mut hasher = Xxh3Default::new();
+    let mut whole_ok = true;
+    progress(ProgressEvent::Begin {
+        items: items.len(),
+        bytes: archive.original_len(),
+    });
+    ordered_pipeline(
+        &pool,
+        items.len(),
+        |k| Ok(archive.decode_item(items[k])),
+        |k, decoded| {
+            let item = items[k];
+            let status = match decoded {
+                Ok((bytes, actual)) => {
+                    if item == Item::Header {
+                        hasher.update(&archive.header_len().to_le_bytes());
+                    }
+                    hasher.update(&bytes);
+                    let expected = archive.item_checksum(item);
+                    if actual == expected {
+                        CheckStatus::Ok
+                    } else {
+                        CheckStatus::Mismatch { expected, actual }
+                    }
+                }
+                Err(e) => {
+                    whole_ok = false;
+                    CheckStatus::Undecodable {
+                        what: undecodable_reason(&e),
+                    }
+                }
+            };
+            let bytes = archive.item_original_bytes(item);
+            progress(ProgressEvent::Item {
+                label: archive.item_label(item),
+                bytes,
+            });
+            regions.push(RegionCheck {
+                region: archive.item_region(item),
+                tensor: match item {
+                    Item::Tensor(i) => Some(i),
+                    _ => None,
+                },
+                bytes,
+                status,
+            });
+            Ok(())
+        },
+        |k| panicked(archive, k),
+    )?;
+    progress(ProgressEvent::End);
+    Ok(VerifyReport {
+        regions,
+        file_checksum_ok: whole_ok && hasher.digest() == archive.file_checksum(),
+        records_intact: archive.records_intact(),
+        original_bytes: archive.original_len(),
+    })
+}
+
+/// What [`verify_against`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompareReport {
+    /// Whether the decoded archive equals the file byte for byte.
+    pub identical: bool,
+    /// Offset of the first differing byte (or of the end of the shorter one).
+    pub first_difference: Option<u64>,
+    /// Length of the given file in bytes.
+    pub file_bytes: u64,
+    /// Length of the decoded archive in bytes.
+    pub decoded_bytes: u64,
+}
+
+/// Decodes `archive` and compares it byte for byte with the file at `original`.
+///
+/// # Errors
+/// [`Error::Io`] if `original` cannot be read; [`Error::Archive`] if a program cannot be
+/// decoded (a checksum mismatch shows up as a difference, not an error).
+pub fn verify_against(
+    archive: &Archive,
+    original: &Path,
+    jobs: Option<usize>,
+    progress: &dyn Fn(ProgressEvent<'_>),
+) -> Result<CompareReport> {
+    let file = File::open(original).map_err(|e| Error::io(original, "cannot open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(original, "cannot read", e))?
+        .len();
+    let map = if len == 0 {
+        None
+    } else {
+        Some(super::map_file(&file).map_err(|e| Error::io(original, "cannot map", e))?)
+    };
+    let theirs: &[u8] = map.as_deref().unwrap_or(&[]);
+    let pool = pool_for(archive, jobs)?;
+    let items = archive.items();
+    let mut at = 0u64;
+    let mut first_difference = None;
+    let mut compare = |ours: &[u8], at: &mut u64| {
+        if first_difference.is_none() {
+            let start = (*at).min(theirs.len() as u64) as usize;
+            let rest = &theirs[start..];
+            let n = ours.len().min(rest.len());
+            if let Some(p) = ours[..n].iter().zip(&rest[..n]).position(|(a, b)| a != b) {
+                first_difference = Some(*at + p as u64);
+            } else if n < ours.len() {
+                first_difference = Some(*at + n as u64);
+            }
+        }
+        *at += ours.len() as u64;
+    };
+    progress(ProgressEvent::Begin {
+        items: items.len(),
+        bytes: archive.original_len(),
+    });
+    ordered_pipeline(
+        &pool,
+        items.len(),
+        |k| archive.decode_item(items[k]).map(|(bytes, _)| bytes),
+        |k, bytes| {
+            let item = items[k];
+            if item == Item::Header {
+                compare(&archive.header_len().to_le_bytes(), &mut at);
+            }
+            compare(&bytes, &mut at);
+            progress(ProgressEvent::Item {
+                label: archive.item_label(item),
+                bytes: archive.item_original_bytes(item),
+            });
+            Ok(())
+        },
+        |k| panicked(archive, k),
+    )?;
+    progress(ProgressEvent::End);
+    let first_difference = first_difference.or((at != len).then_some(at.min(len)));
+    Ok(CompareReport {
+        identical: first_difference.is_none(),
+        first_difference,
+        file_bytes: len,
+        decoded_bytes: at,
+    })
+}
+
+fn pool_for(archive: &Archive, jobs: Option<usize>) -> Result<rayon::ThreadPool> {
+    build_pool(resolve_jobs(jobs)).map_err(|what| Error::Internal {
+        path: archive.path().to_path_buf(),
+        what,
+    })
+}
+
+fn panicked(archive: &Archive, k: usize) -> Error {
+    Error::Internal {
+        path: archive.path().to_path_buf(),
+        what: format!(
+            "worker panicked on {}",
+            archive.item_region(archive.items()[k])
+        ),
+    }
+}
+
+/// The reason of a decode error, without the archive path (the report names it).
+fn undecodable_reason(e: &Error) -> String {
+    match e {
+        Error::Archive { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}

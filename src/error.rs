@@ -1,0 +1,377 @@
+//! Typed errors and warnings of the archive layer (STYLE habit 4).
+//!
+//! Every error names the file it is about and says what is wrong in a lowercase sentence
+//! without a trailing period, carrying the numbers a person needs (offsets, expected and
+//! actual sizes). The binaries print them as `error: <file>: <what>`. Tensor names are
+//! printed with Rust's debug escaping, so control characters in a name never reach a
+//! terminal raw.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Result of the archive layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error of the archive layer: reading a `.safetensors` source, writing or reading a
+/// `.brv` archive, or the files around them.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system error on a file.
+    #[error("{}: {what}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done (`cannot open`, `cannot write`, ...).
+        what: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The source file is not a valid `.safetensors` file.
+    #[error("{}: {source}", path.display())]
+    Source {
+        /// The source file.
+        path: PathBuf,
+        /// What is wrong with it (boxed: some variants carry names and shapes).
+        #[source]
+        source: Box<SourceError>,
+    },
+    /// The archive is damaged, truncated, or not a `.brv` archive.
+    #[error("{}: {source}", path.display())]
+    Archive {
+        /// The archive file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: ArchiveError,
+    },
+    /// Decoded bytes do not match the checksum stored when the archive was written.
+    #[error(
+        "{}: {region}: checksum mismatch: stored {expected:016x}, decoded {actual:016x}",
+        path.display()
+    )]
+    Mismatch {
+        /// The archive file.
+        path: PathBuf,
+        /// The region (`tensor "w"`, `header`, `gap at data bytes [8, 10)`, `whole file`).
+        region: String,
+        /// Checksum (xxh3-64) stored in the archive.
+        expected: u64,
+        /// Checksum (xxh3-64) of the decoded bytes.
+        actual: u64,
+    },
+    /// The output file exists and replacing it was not allowed.
+    #[error("{}: already exists", path.display())]
+    OutputExists {
+        /// The output file.
+        path: PathBuf,
+    },
+    /// The output would overwrite the input.
+    #[error("{}: output is the input file", path.display())]
+    SameFile {
+        /// The file given as both input and output.
+        path: PathBuf,
+    },
+    /// Something that should never happen: a bug, reported instead of a panic.
+    #[error("{}: internal error: {what}", path.display())]
+    Internal {
+        /// The file being processed.
+        path: PathBuf,
+        /// What went wrong.
+        what: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: &Path, what: &'static str, source: io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            what,
+            source,
+        }
+    }
+
+    /// An [`Error::Source`] for `path`.
+    pub fn source(path: &Path, source: SourceError) -> Error {
+        Error::Source {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        }
+    }
+
+    /// An [`Error::Archive`] for `path`.
+    pub fn archive(path: &Path, source: ArchiveError) -> Error {
+        Error::Archive {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether this error says that decoded bytes differ from what was stored (a failed
+    /// verification) rather than that something could not be done.
+    pub fn is_mismatch(&self) -> bool {
+        matches!(self, Error::Mismatch { .. })
+    }
+}
+
+/// What is wrong with a `.safetensors` source file.
+///
+/// Offsets named `data_offsets` are relative to the start of the data region (the byte
+/// after the JSON header), as in the file format.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The file cannot hold the 8-byte header length field.
+    #[error("file is {len} bytes, shorter than the 8-byte header length field")]
+    TooShort {
+        /// File length in bytes.
+        len: u64,
+    },
+    /// The header length field is 0.
+    #[error("header length field is 0: an empty header is not JSON")]
+    HeaderLenZero,
+    /// The header length field points past the end of the file.
+    #[error(
+        "header length field says {declared} bytes but only {available} bytes follow it \
+         (truncated, or not a safetensors file)"
+    )]
+    HeaderPastEof {
+        /// Declared header length in bytes.
+        declared: u64,
+        /// Bytes present after the length field.
+        available: u64,
+    },
+    /// The header is larger than the parser accepts.
+    #[error("header length {declared} bytes exceeds the limit of {limit} bytes")]
+    HeaderTooLarge {
+        /// Declared header length in bytes.
+        declared: u64,
+        /// The limit in bytes ([`crate::archive::safetensors::MAX_HEADER_LEN`]).
+        limit: u64,
+    },
+    /// The header is not UTF-8.
+    #[error("header is not UTF-8: invalid byte sequence at header byte {offset}")]
+    NotUtf8 {
+        /// Offset of the first invalid byte, from the start of the JSON header.
+        offset: u64,
+    },
+    /// The header is not one JSON object of the expected shape.
+    #[error("header is not valid safetensors JSON{}: {what}", context_suffix(.context))]
+    Json {
+        /// The key being read when the error was found, if any.
+        context: Option<String>,
+        /// The parser's message, with line and column.
+        what: String,
+    },
+    /// A tensor's dtype is not one of the format's dtypes.
+    #[error("tensor {tensor:?}: unknown dtype {dtype:?}")]
+    UnknownDtype {
+        /// The tensor's name.
+        tensor: String,
+        /// The dtype string as written.
+        dtype: String,
+    },
+    /// A tensor's `data_offsets` are reversed (`begin > end`).
+    #[error("tensor {tensor:?}: data_offsets [{begin}, {end}] are reversed")]
+    ReversedOffsets {
+        /// The tensor's name.
+        tensor: String,
+        /// First offset.
+        begin: u64,
+        /// Second offset.
+        end: u64,
+    },
+    /// A tensor's shape and dtype do not match the size of its byte range.
+    #[error(
+        "tensor {tensor:?}: shape {shape:?} of {dtype} needs {expected} bytes but \
+         data_offsets [{begin}, {end}] give {actual} bytes"
+    )]
+    SizeMismatch {
+        /// The tensor's name.
+        tensor: String,
+        /// The dtype name.
+        dtype: String,
+        /// The shape as written.
+        shape: Vec<u64>,
+        /// Bytes the shape and dtype need (`None` when that overflows 64 bits).
+        expected: ExpectedBytes,
+        /// Bytes the offsets give.
+        actual: u64,
+        /// First offset.
+        begin: u64,
+        /// Second offset.
+        end: u64,
+    },
+    /// A tensor's byte range ends past the end of the data region.
+    #[error(
+        "tensor {tensor:?}: data_offsets [{begin}, {end}] end past the data region \
+         ({data_len} bytes; file truncated?)"
+    )]
+    PastEnd {
+        /// The tensor's name.
+        tensor: String,
+        /// First offset.
+        begin: u64,
+        /// Second offset.
+        end: u64,
+        /// Length of the data region in bytes.
+        data_len: u64,
+    },
+    /// Two tensors own exactly the same non-empty byte range.
+    #[error(
+        "tensors {first:?} and {second:?} share the byte range [{begin}, {end}) \
+         (aliased tensors are not allowed)"
+    )]
+    Aliased {
+        /// One tensor.
+        first: String,
+        /// The other.
+        second: String,
+        /// Start of the shared range.
+        begin: u64,
+        /// End of the shared range.
+        end: u64,
+    },
+    /// Two tensors' non-empty byte ranges overlap.
+    #[error(
+        "tensors {first:?} [{first_begin}, {first_end}) and {second:?} \
+         [{second_begin}, {second_end}) overlap"
+    )]
+    Overlap {
+        /// The tensor that starts first.
+        first: String,
+        /// Its start.
+        first_begin: u64,
+        /// Its end.
+        first_end: u64,
+        /// The other tensor.
+        second: String,
+        /// Its start.
+        second_begin: u64,
+        /// Its end.
+        second_end: u64,
+    },
+    /// `__metadata__` is not a map of strings to strings.
+    #[error("__metadata__ must map strings to strings: {what}")]
+    BadMetadata {
+        /// What it holds instead.
+        what: String,
+    },
+}
+
+/// Bytes a shape needs: a number, or more than 64 bits can count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpectedBytes {
+    /// This many bytes.
+    Bytes(u64),
+    /// The product of the shape overflows 64 bits.
+    Overflow,
+}
+
+impl std::fmt::Display for ExpectedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpectedBytes::Bytes(n) => write!(f, "{n}"),
+            ExpectedBytes::Overflow => f.write_str("more than 2^64"),
+        }
+    }
+}
+
+fn context_suffix(context: &Option<String>) -> String {
+    match context {
+        Some(key) => format!(" (in entry {key:?})"),
+        None => String::new(),
+    }
+}
+
+/// What is wrong with a `.brv` archive.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArchiveError {
+    /// The file does not start with the archive magic.
+    #[error("not a brevis archive: {what}")]
+    NotArchive {
+        /// What the file looks like instead.
+        what: String,
+    },
+    /// The archive was written by a newer or unknown format version.
+    #[error("unsupported {what} version {found} (this build reads version {supported})")]
+    Version {
+        /// Which version (`format` or `program wire`).
+        what: &'static str,
+        /// The version in the file.
+        found: u64,
+        /// The version this build reads.
+        supported: u64,
+    },
+    /// The archive is truncated or its structure is inconsistent.
+    #[error("damaged archive: {what}")]
+    Corrupt {
+        /// What is inconsistent, with offsets and sizes.
+        what: String,
+    },
+    /// A record's program could not be read or run.
+    #[error("damaged archive: {region}: {what}")]
+    Decode {
+        /// The region (`tensor "w"`, `header`, ...).
+        region: String,
+        /// Why its program failed.
+        what: String,
+    },
+    /// A tensor index out of range.
+    #[error("no tensor number {index} (the archive has {count})")]
+    NoSuchTensor {
+        /// The index asked for.
+        index: usize,
+        /// Number of tensors.
+        count: usize,
+    },
+}
+
+/// Something unusual but allowed in a source file, or a recoverable event while
+/// compressing. Everything a warning describes is preserved byte for byte.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Warning {
+    /// Bytes of the data region that no tensor owns.
+    #[error("{} bytes at data offsets [{begin}, {end}) belong to no tensor ({kind}); preserved", end - begin)]
+    Gap {
+        /// Start of the gap in the data region.
+        begin: u64,
+        /// End of the gap.
+        end: u64,
+        /// `leading`, `between tensors` or `trailing`.
+        kind: &'static str,
+    },
+    /// Whitespace before the opening `{` of the header.
+    #[error("header starts with {bytes} bytes of whitespace; preserved")]
+    LeadingWhitespace {
+        /// Number of whitespace bytes.
+        bytes: u64,
+    },
+    /// The data region does not start at a multiple of 8 bytes.
+    #[error(
+        "header length {header_len} is not a multiple of 8, so tensor data is unaligned; preserved"
+    )]
+    Unaligned {
+        /// Length of the JSON header in bytes.
+        header_len: u64,
+    },
+    /// A tensor entry has a field the format does not define.
+    #[error("tensor {tensor:?}: unknown field {field:?} in its header entry; preserved")]
+    UnknownField {
+        /// The tensor's name.
+        tensor: String,
+        /// The field's name.
+        field: String,
+    },
+    /// The synthesized program did not reproduce its target, so the target was stored
+    /// as a literal instead (a synthesizer bug; the archive is still exact).
+    #[error(
+        "{region}: synthesized program did not reproduce the data ({what}); stored as a literal"
+    )]
+    Fallback {
+        /// The region.
+        region: String,
+        /// What went wrong.
+        what: String,
+    },
+}

@@ -1,0 +1,437 @@
+//! The terminal program `brevis-tui` (DESIGN §9): look inside `.brv` archives.
+//!
+//! Split as STYLE habit 3 asks: [`app`] holds the state and applies [`action::Action`]s;
+//! [`event`] maps keys to actions (pure); [`ui`] draws the state; [`worker`] runs long
+//! work (compress, analyse, search, verify) on threads that report over a channel. The
+//! data comes from a [`model::Source`]: an opened archive ([`archive_source`]) or, in
+//! tests, tensors held in memory ([`model::MemorySource`]).
+//!
+//! [`main_entry`] is the binary: it parses the arguments, opens or makes the archive,
+//! sets up the terminal with a panic hook that restores it, and runs [`run`].
+
+pub mod action;
+pub mod app;
+pub mod archive_source;
+pub mod event;
+pub mod highlight;
+pub mod inspect;
+pub mod learn;
+pub mod model;
+pub mod ui;
+pub mod worker;
+
+use app::App;
+use archive_source::ArchiveSource;
+use crossterm::event::{DisableMouseCapture, Event};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use model::Source;
+use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::Terminal;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The built-in demo checkpoint: the embeddings, first encoder layer and pooler of
+/// all-MiniLM-L6-v2 in BF16 (Apache-2.0), compressed when `brevis-tui` runs without a
+/// path.
+pub const DEMO: &[u8] = include_bytes!("../assets/demo.safetensors");
+
+/// A name made safe for the terminal: control characters (C0, DEL, C1) and backslashes
+/// are escaped by the library's [`crate::archive::escape_name`], and bidirectional
+/// formatting characters, which reorder what follows them, as `\u{..}`. Wide and
+/// zero-width characters are kept; the layout measures them by display width.
+pub fn escape_name(name: &str) -> Cow<'_, str> {
+    let base = crate::archive::escape_name(name);
+    if !base.chars().any(is_bidi) {
+        return base;
+    }
+    let mut s = String::with_capacity(base.len() + 8);
+    for c in base.chars() {
+        if is_bidi(c) {
+            s.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            s.push(c);
+        }
+    }
+    Cow::Owned(s)
+}
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Reads one event, waiting at most a timeout; `None` when none came.
+pub type EventSource<'a> = dyn FnMut(Duration) -> io::Result<Option<Event>> + 'a;
+
+/// Runs the app until it quits: draw, read one event, apply it, take the workers'
+/// messages. Generic over the backend so tests can drive it with `TestBackend`.
+///
+/// # Errors
+/// When drawing or reading events fails.
+pub fn run<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    events: &mut EventSource<'_>,
+) -> io::Result<()>
+where
+    B::Error: Into<io::Error>,
+{
+    let mut dirty = true;
+    while !app.quit {
+        if dirty || app.busy() {
+            terminal.draw(|f| ui::draw(f, app)).map_err(Into::into)?;
+            test_panic_hook();
+        }
+        dirty = false;
+        if let Some(ev) = events(Duration::from_millis(100))? {
+            dirty = true;
+            if let Some(a) = event::map_event(app.key_context(), &ev) {
+                app.apply(a);
+            }
+        }
+        dirty |= app.pump();
+    }
+    Ok(())
+}
+
+/// For the end-to-end test of the panic path: `BREVIS_TUI_TEST_PANIC=1` panics after the
+/// first frame is drawn.
+fn test_panic_hook() {
+    thread_local!(static DONE: Cell<bool> = const { Cell::new(false) });
+    if std::env::var_os("BREVIS_TUI_TEST_PANIC").is_some() && !DONE.with(|d| d.replace(true)) {
+        panic!("test panic requested by BREVIS_TUI_TEST_PANIC");
+    }
+}
+
+/// Puts the terminal back: cooked mode, main screen, cursor visible, no mouse capture.
+/// Safe to call more than once.
+pub fn restore_terminal() {
+    let _ = disable_raw_mode();
+    let _ = crossterm::execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let on_job = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with(worker::JOB_THREAD_PREFIX));
+        if on_job {
+            // Caught by the job and shown in the status line; printing here would
+            // scribble over the screen.
+            return;
+        }
+        restore_terminal();
+        previous(info);
+    }));
+}
+
+const USAGE: &str = "\
+usage: brevis-tui [PATH]
+
+Look inside a Brevis archive.
+
+  PATH.brv           open the archive (only its index is read up front)
+  PATH.safetensors   compress it first (written next to it as a new .brv, never
+                     replacing a file; in a temporary folder if that one is read-only)
+  (no PATH)          the built-in demo: a 4 MB BF16 checkpoint, compressed on start
+
+Keys are shown at the bottom of the screen; ? lists them all; q quits.";
+
+/// What to show, decided from the arguments before the terminal is touched.
+enum Plan {
+    Open(Arc<dyn Source>),
+    Compress {
+        input: PathBuf,
+        label: String,
+        dir: Option<tempfile::TempDir>,
+        keep: bool,
+    },
+}
+
+/// Entry point of the binary; returns the process exit code (0 on a normal quit, 1 when
+/// the file cannot be opened or made, 2 on bad arguments).
+pub fn main_entry() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let path = match args.as_slice() {
+        [] => None,
+        [a] if a == "-h" || a == "--help" => {
+            println!("{USAGE}");
+            return 0;
+        }
+        [a] if a == "-V" || a == "--version" => {
+            println!("brevis-tui {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        [a] => Some(PathBuf::from(a)),
+        _ => {
+            eprintln!("error: expected at most one PATH\n\n{USAGE}");
+            return 2;
+        }
+    };
+    let plan = match plan(path.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {}", escape_name(&e));
+            return 1;
+        }
+    };
+    install_panic_hook();
+    let result = run_terminal(plan);
+    restore_terminal();
+    match result {
+        Ok(None) => 0,
+        Ok(Some(msg)) => {
+            eprintln!("error: {}", escape_name(&msg));
+            1
+        }
+        Err(e) => {
+            eprintln!("error: terminal: {e}");
+            1
+        }
+    }
+}
+
+fn plan(path: Option<&Path>) -> Result<Plan, String> {
+    match path {
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("brevis-tui-demo-")
+                .tempdir()
+                .map_err(|e| format!("cannot create a temporary folder for the demo: {e}"))?;
+            let input = dir.path().join("demo.safetensors");
+            std::fs::write(&input, DEMO)
+                .map_err(|e| format!("{}: cannot write the demo: {e}", input.display()))?;
+            Ok(Plan::Compress {
+                input,
+                label: "the built-in demo (minilm-l6-v2-bf16-layer0)".into(),
+                dir: Some(dir),
+                keep: false,
+            })
+        }
+        Some(p) if p.extension().is_some_and(|e| e == "safetensors") => Ok(Plan::Compress {
+            input: p.to_path_buf(),
+            label: p.display().to_string(),
+            dir: None,
+            keep: true,
+        }),
+        Some(p) => Ok(Plan::Open(Arc::new(ArchiveSource::open(p)?))),
+    }
+}
+
+/// A name for the archive of `input` in `dir` that does not exist yet:
+/// `stem.brv`, then `stem-1.brv`, `stem-2.brv`, ...
+pub fn fresh_output(dir: &Path, input: &Path) -> PathBuf {
+    let stem = input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "archive".into());
+    let mut k = 0u32;
+    loop {
+        let name = if k == 0 {
+            format!("{stem}.brv")
+        } else {
+            format!("{stem}-{k}.brv")
+        };
+        let p = dir.join(name);
+        if std::fs::symlink_metadata(&p).is_err() {
+            return p;
+        }
+        k += 1;
+    }
+}
+
+/// Where a compress job writes: a private staging folder (removed on cancel, so nothing
+/// half-written is left) and the final path next to the input, or a kept temporary
+/// folder when the input's folder is read-only.
+struct Staging {
+    dir: tempfile::TempDir,
+    staged: PathBuf,
+    target: Option<PathBuf>,
+}
+
+fn staging(input: &Path, dir: Option<tempfile::TempDir>) -> Result<Staging, String> {
+    if let Some(dir) = dir {
+        let staged = dir.path().join("demo.brv");
+        return Ok(Staging {
+            dir,
+            staged,
+            target: None,
+        });
+    }
+    let parent = match input.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file = input
+        .file_name()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "archive".into());
+    match tempfile::Builder::new()
+        .prefix(".brevis-tui-")
+        .tempdir_in(&parent)
+    {
+        Ok(dir) => Ok(Staging {
+            staged: dir.path().join(&file).with_extension("brv"),
+            dir,
+            target: Some(fresh_output(&parent, input)),
+        }),
+        Err(_) => {
+            let dir = tempfile::Builder::new()
+                .prefix("brevis-tui-")
+                .tempdir()
+                .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+            Ok(Staging {
+                staged: dir.path().join(&file).with_extension("brv"),
+                dir,
+                target: None,
+            })
+        }
+    }
+}
+
+/// Moves the finished archive to a fresh name in the target folder without replacing
+/// anything (a hard link fails if the name exists; then the next name is tried).
+fn publish(staged: &Path, input: &Path, target: &Path) -> Result<PathBuf, String> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let mut candidate = target.to_path_buf();
+    for _ in 0..1000 {
+        match std::fs::hard_link(staged, &candidate) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(staged);
+                return Ok(candidate);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                candidate = fresh_output(dir, input);
+            }
+            Err(_) => {
+                // No hard links on this file system: rename after a fresh check.
+                candidate = fresh_output(dir, input);
+                return std::fs::rename(staged, &candidate)
+                    .map(|()| candidate.clone())
+                    .map_err(|e| {
+                        format!(
+                            "{}: cannot move the archive into place: {e}",
+                            candidate.display()
+                        )
+                    });
+            }
+        }
+    }
+    Err(format!("{}: no free name for the archive", dir.display()))
+}
+
+fn run_terminal(plan: Plan) -> io::Result<Option<String>> {
+    let mut app;
+    let mut staging_dir = None;
+    match plan {
+        Plan::Open(source) => app = App::new(source),
+        Plan::Compress {
+            input,
+            label,
+            dir,
+            keep,
+        } => {
+            let st = match staging(&input, dir) {
+                Ok(s) => s,
+                Err(e) => return Ok(Some(e)),
+            };
+            let shown_output = st
+                .target
+                .clone()
+                .unwrap_or_else(|| st.staged.clone())
+                .display()
+                .to_string();
+            let staged = st.staged.clone();
+            let target = st.target.clone();
+            let keep_dir = keep && target.is_none();
+            app = App::empty();
+            app.start_loading(label, shown_output, move |ctx| {
+                compress_and_open(&input, &staged, target.as_deref(), ctx)
+            });
+            staging_dir = Some((st.dir, keep_dir));
+        }
+    }
+    enable_raw_mode()?;
+    let _guard = TerminalGuard;
+    crossterm::execute!(io::stdout(), EnterAlternateScreen, crossterm::cursor::Hide)?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    let mut events = |timeout: Duration| -> io::Result<Option<Event>> {
+        if crossterm::event::poll(timeout)? {
+            crossterm::event::read().map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    run(&mut terminal, &mut app, &mut events)?;
+    drop(terminal);
+    restore_terminal();
+    if let Some((dir, keep)) = staging_dir {
+        // The demo's folder and a cancelled job's staging folder go; a read-only
+        // input's archive stays in its temporary folder, which the user was shown.
+        let finished = app.source.is_some();
+        if keep && finished {
+            let _ = dir.keep();
+        } else {
+            drop(dir);
+        }
+    }
+    Ok(app.load_error.take())
+}
+
+fn compress_and_open(
+    input: &Path,
+    staged: &Path,
+    target: Option<&Path>,
+    ctx: &worker::JobCtx,
+) -> Result<Arc<dyn Source>, String> {
+    let total = Cell::new(0u64);
+    let done = Cell::new(0u64);
+    let opts = crate::archive::CompressOptions::default();
+    crate::archive::compress_file(input, staged, &opts, &|ev| match ev {
+        crate::archive::ProgressEvent::Begin { items, .. } => {
+            total.set(items as u64);
+            ctx.progress(0, items as u64, "");
+        }
+        crate::archive::ProgressEvent::Item { label, .. } => {
+            done.set(done.get() + 1);
+            ctx.progress(done.get(), total.get(), label);
+        }
+        crate::archive::ProgressEvent::End => {}
+    })
+    .map_err(|e| e.to_string())?;
+    if ctx.cancelled() {
+        return Err("cancelled".into());
+    }
+    let path = match target {
+        Some(t) => {
+            let p = publish(staged, input, t)?;
+            // The staging folder is empty now; remove it at once rather than at exit.
+            if let Some(dir) = staged.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+            p
+        }
+        None => staged.to_path_buf(),
+    };
+    Ok(Arc::new(ArchiveSource::open(&path)?))
+}

@@ -1,0 +1,146 @@
+//! What a key can ask the app to do. Keys map to actions in [`super::event`]; the app
+//! applies them in [`super::app::App::apply`].
+
+/// The screens of the app, in tab order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum View {
+    /// The tensor table.
+    Table,
+    /// The program tree of the selected tensor.
+    Tree,
+    /// The program in the highlighted text form.
+    Text,
+    /// "Why this size".
+    Why,
+    /// Histogram and bytes per node.
+    Plots,
+    /// Re-run the search with other limits.
+    Search,
+    /// Verify against stored checksums.
+    Verify,
+    /// Keys and the operator lessons.
+    Help,
+}
+
+impl View {
+    /// Views reachable with Tab, in order.
+    pub const TABS: [View; 8] = [
+        View::Table,
+        View::Tree,
+        View::Text,
+        View::Why,
+        View::Plots,
+        View::Search,
+        View::Verify,
+        View::Help,
+    ];
+
+    /// Tab title.
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Table => "Tensors",
+            View::Tree => "Tree",
+            View::Text => "Text",
+            View::Why => "Why",
+            View::Plots => "Plots",
+            View::Search => "Search",
+            View::Verify => "Verify",
+            View::Help => "Help",
+        }
+    }
+
+    /// Position in [`View::TABS`].
+    pub fn index(self) -> usize {
+        View::TABS.iter().position(|&v| v == self).unwrap_or(0)
+    }
+}
+
+/// Which search limit a form field edits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// Expansion budget.
+    Budget,
+    /// Deepest program.
+    Depth,
+    /// Most nodes.
+    Nodes,
+}
+
+/// Something the user asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Leave the program.
+    Quit,
+    /// Show a view.
+    Show(View),
+    /// Next tab.
+    NextView,
+    /// Previous tab.
+    PrevView,
+    /// Back: close the help, leave a detail view for the table.
+    Back,
+    /// Cursor up one line.
+    Up,
+    /// Cursor down one line.
+    Down,
+    /// Cursor up one page.
+    PageUp,
+    /// Cursor down one page.
+    PageDown,
+    /// Cursor to the first line.
+    Home,
+    /// Cursor to the last line.
+    End,
+    /// Open the selected tensor's tree (table) or toggle a node (tree).
+    Enter,
+    /// Expand the node under the cursor.
+    Expand,
+    /// Collapse the node under the cursor (or go to its parent).
+    Collapse,
+    /// Expand every node.
+    ExpandAll,
+    /// Collapse every node.
+    CollapseAll,
+    /// Sort by the next column.
+    SortNext,
+    /// Reverse the sort order.
+    SortReverse,
+    /// Start editing the name filter.
+    FilterStart,
+    /// Type into the filter.
+    FilterChar(char),
+    /// Delete the last filter character.
+    FilterBackspace,
+    /// Keep the filter and stop editing.
+    FilterAccept,
+    /// Clear the filter and stop editing.
+    FilterClear,
+    /// Verify the selected tensor.
+    VerifyOne,
+    /// Verify the whole archive.
+    VerifyAll,
+    /// Run the search with the form's limits.
+    SearchRun,
+    /// Select a form field.
+    SearchField(Field),
+    /// Next form field.
+    SearchNextField,
+    /// Type a digit into the selected field.
+    SearchDigit(u8),
+    /// Delete the last digit of the selected field.
+    SearchBackspace,
+    /// Double the selected field.
+    SearchMore,
+    /// Halve the selected field.
+    SearchLess,
+    /// Cancel the running job.
+    Cancel,
+    /// Next lesson page.
+    NextPage,
+    /// Previous lesson page.
+    PrevPage,
+    /// Run the next node of the worked example.
+    StepNext,
+    /// Undo the last step of the worked example.
+    StepPrev,
+}

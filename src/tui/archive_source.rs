@@ -1,0 +1,131 @@
+//! The real [`Source`]: an opened `.brv` archive. Opening reads only the index and record
+//! headers ([`Archive::open`]); programs are read and run when a view asks for them, and
+//! verification goes through the library's [`verify()`], the same function the CLI uses.
+
+use super::model::{Check, Source, TensorRow, VerifyOutcome};
+use crate::archive::{verify, Archive, CheckStatus, ProgressEvent};
+use crate::dsl::Node;
+use std::cell::Cell;
+use std::path::Path;
+
+/// An opened archive and its table rows.
+pub struct ArchiveSource {
+    archive: Archive,
+    rows: Vec<TensorRow>,
+}
+
+impl ArchiveSource {
+    /// Opens the archive at `path` (memory-mapped, nothing decoded).
+    ///
+    /// # Errors
+    /// The library's error as a readable line when the file cannot be read or is not a
+    /// valid archive.
+    pub fn open(path: &Path) -> Result<ArchiveSource, String> {
+        Archive::open(path)
+            .map(ArchiveSource::new)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Wraps an opened archive.
+    pub fn new(archive: Archive) -> ArchiveSource {
+        let rows = archive
+            .tensors()
+            .iter()
+            .map(|t| TensorRow {
+                name: t.name.clone(),
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                original_bytes: t.original_bytes(),
+                archive_bytes: t.archive_bytes(),
+                root_op: t.root_op.to_string(),
+            })
+            .collect();
+        ArchiveSource { archive, rows }
+    }
+
+    /// The archive.
+    pub fn archive(&self) -> &Archive {
+        &self.archive
+    }
+}
+
+impl Source for ArchiveSource {
+    fn title(&self) -> String {
+        self.archive.path().display().to_string()
+    }
+
+    fn rows(&self) -> &[TensorRow] {
+        &self.rows
+    }
+
+    fn file_sizes(&self) -> (u64, u64) {
+        (self.archive.original_len(), self.archive.archive_len())
+    }
+
+    fn program(&self, i: usize) -> Result<Node, String> {
+        self.archive.program(i).map_err(|e| e.to_string())
+    }
+
+    fn decode(&self, i: usize) -> Result<Vec<u8>, String> {
+        self.archive.decode_tensor(i).map_err(|e| e.to_string())
+    }
+
+    fn verify_tensor(&self, i: usize) -> Check {
+        match self.archive.decode_tensor(i) {
+            Ok(_) => Check::Exact,
+            Err(e) if e.is_mismatch() => Check::Mismatch(e.to_string()),
+            Err(e) => Check::Failed(e.to_string()),
+        }
+    }
+
+    fn verify_all(
+        &self,
+        progress: &dyn Fn(u64, u64, &str),
+        _cancel: &dyn Fn() -> bool,
+    ) -> VerifyOutcome {
+        let total = Cell::new(0u64);
+        let done = Cell::new(0u64);
+        let report = verify(&self.archive, None, &|ev| match ev {
+            ProgressEvent::Begin { items, .. } => {
+                total.set(items as u64);
+                progress(0, items as u64, "");
+            }
+            ProgressEvent::Item { label, .. } => {
+                done.set(done.get() + 1);
+                progress(done.get(), total.get(), label);
+            }
+            ProgressEvent::End => {}
+        });
+        let mut out = VerifyOutcome {
+            tensor: None,
+            tensors: self.rows.len(),
+            exact: 0,
+            failures: Vec::new(),
+            whole_file: None,
+            seconds: 0.0,
+        };
+        match report {
+            Ok(r) => {
+                for c in &r.regions {
+                    match &c.status {
+                        CheckStatus::Ok => {
+                            if c.tensor.is_some() {
+                                out.exact += 1;
+                            }
+                        }
+                        CheckStatus::Mismatch { expected, actual } => out.failures.push(format!(
+                            "{}: checksum mismatch: stored {expected:016x}, decoded {actual:016x}",
+                            c.region
+                        )),
+                        CheckStatus::Undecodable { what } => out
+                            .failures
+                            .push(format!("{}: cannot decode: {what}", c.region)),
+                    }
+                }
+                out.whole_file = Some(r.file_checksum_ok);
+            }
+            Err(e) => out.failures.push(e.to_string()),
+        }
+        out
+    }
+}

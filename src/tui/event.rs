@@ -1,0 +1,192 @@
+//! Keys to actions: a pure function of the key and a little context, so key handling is
+//! tested without a terminal. Only key presses act; releases (and repeats the terminal
+//! reports as separate kinds) are ignored, so a key acts once.
+
+use super::action::{Action, Field, View};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+/// What the key mapping depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyContext {
+    /// The view shown.
+    pub view: View,
+    /// Whether the name filter is being typed.
+    pub filter_editing: bool,
+    /// Whether the archive is still being made (only cancel and quit apply).
+    pub loading: bool,
+}
+
+/// One line of the key bar: `(keys, what)`.
+pub type KeyHint = (&'static str, &'static str);
+
+/// Maps a terminal event to an action. Anything but a key press maps to `None`.
+pub fn map_event(ctx: KeyContext, event: &Event) -> Option<Action> {
+    match event {
+        Event::Key(k) => map_key(ctx, *k),
+        _ => None,
+    }
+}
+
+/// Maps a key event to an action; `None` for releases and unbound keys.
+pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
+    if key.kind != KeyEventKind::Press {
+        return None;
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('q')) {
+        return Some(Action::Quit);
+    }
+    if ctx.loading {
+        return match key.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            KeyCode::Char('x') | KeyCode::Esc => Some(Action::Cancel),
+            _ => None,
+        };
+    }
+    if ctx.filter_editing {
+        return match key.code {
+            KeyCode::Enter | KeyCode::Down | KeyCode::Up => Some(Action::FilterAccept),
+            KeyCode::Esc => Some(Action::FilterClear),
+            KeyCode::Backspace => Some(Action::FilterBackspace),
+            KeyCode::Char(c) if !ctrl => Some(Action::FilterChar(c)),
+            _ => None,
+        };
+    }
+    // Keys of the current view first, then global ones.
+    let local = match ctx.view {
+        View::Table => match key.code {
+            KeyCode::Char('s') => Some(Action::SortNext),
+            KeyCode::Char('S') => Some(Action::SortReverse),
+            KeyCode::Char('/') => Some(Action::FilterStart),
+            KeyCode::Enter => Some(Action::Enter),
+            KeyCode::Char('r') => Some(Action::Show(View::Search)),
+            _ => None,
+        },
+        View::Tree => match key.code {
+            KeyCode::Right | KeyCode::Char('l') | KeyCode::Char('+') => Some(Action::Expand),
+            KeyCode::Left | KeyCode::Char('h') | KeyCode::Char('-') => Some(Action::Collapse),
+            KeyCode::Enter | KeyCode::Char(' ') => Some(Action::Enter),
+            KeyCode::Char('e') => Some(Action::ExpandAll),
+            KeyCode::Char('c') => Some(Action::CollapseAll),
+            KeyCode::Char('r') => Some(Action::Show(View::Search)),
+            _ => None,
+        },
+        View::Search => match key.code {
+            KeyCode::Enter => Some(Action::SearchRun),
+            KeyCode::Char('b') => Some(Action::SearchField(Field::Budget)),
+            KeyCode::Char('d') => Some(Action::SearchField(Field::Depth)),
+            KeyCode::Char('n') => Some(Action::SearchField(Field::Nodes)),
+            KeyCode::Char(c @ '0'..='9') => Some(Action::SearchDigit(c as u8 - b'0')),
+            KeyCode::Backspace => Some(Action::SearchBackspace),
+            KeyCode::Char('+') | KeyCode::Char('=') | KeyCode::Right => Some(Action::SearchMore),
+            KeyCode::Char('-') | KeyCode::Left => Some(Action::SearchLess),
+            KeyCode::Char(' ') => Some(Action::SearchNextField),
+            _ => None,
+        },
+        View::Help => match key.code {
+            KeyCode::Right | KeyCode::Char('l') | KeyCode::PageDown => Some(Action::NextPage),
+            KeyCode::Left | KeyCode::Char('h') | KeyCode::PageUp => Some(Action::PrevPage),
+            KeyCode::Char('n') | KeyCode::Char(' ') | KeyCode::Enter => Some(Action::StepNext),
+            KeyCode::Char('p') | KeyCode::Backspace => Some(Action::StepPrev),
+            _ => None,
+        },
+        View::Text | View::Why | View::Plots | View::Verify => None,
+    };
+    if local.is_some() {
+        return local;
+    }
+    match key.code {
+        KeyCode::Char('q') => Some(Action::Quit),
+        KeyCode::Char('?') => Some(Action::Show(View::Help)),
+        KeyCode::Esc => Some(Action::Back),
+        KeyCode::Tab => Some(Action::NextView),
+        KeyCode::BackTab => Some(Action::PrevView),
+        KeyCode::Char(c @ '1'..='8') => View::TABS
+            .get(c as usize - '1' as usize)
+            .map(|&v| Action::Show(v)),
+        KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
+        KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
+        KeyCode::PageUp => Some(Action::PageUp),
+        KeyCode::PageDown => Some(Action::PageDown),
+        KeyCode::Home | KeyCode::Char('g') => Some(Action::Home),
+        KeyCode::End | KeyCode::Char('G') => Some(Action::End),
+        KeyCode::Char('v') => Some(Action::VerifyOne),
+        KeyCode::Char('V') => Some(Action::VerifyAll),
+        KeyCode::Char('x') => Some(Action::Cancel),
+        KeyCode::Char('r') => Some(Action::Show(View::Search)),
+        _ => None,
+    }
+}
+
+/// The keys shown at the bottom of a view.
+pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
+    if ctx.loading {
+        return &[("x/Esc", "cancel"), ("q", "quit")];
+    }
+    if ctx.filter_editing {
+        return &[
+            ("type", "filter by name"),
+            ("Enter", "keep"),
+            ("Esc", "clear"),
+        ];
+    }
+    match ctx.view {
+        View::Table => &[
+            ("↑↓", "move"),
+            ("Enter", "tree"),
+            ("s/S", "sort/rev"),
+            ("/", "filter"),
+            ("r", "search"),
+            ("v/V", "verify"),
+            ("Tab", "views"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
+        View::Tree => &[
+            ("↑↓", "move"),
+            ("→/←", "expand/collapse"),
+            ("Enter", "toggle"),
+            ("e/c", "all"),
+            ("r", "search"),
+            ("Esc", "table"),
+            ("Tab", "views"),
+            ("q", "quit"),
+        ],
+        View::Text | View::Why => &[
+            ("↑↓ PgUp PgDn", "scroll"),
+            ("Esc", "table"),
+            ("Tab", "views"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
+        View::Plots => &[
+            ("↑↓", "tensor"),
+            ("Esc", "table"),
+            ("Tab", "views"),
+            ("q", "quit"),
+        ],
+        View::Search => &[
+            ("b/d/n", "budget/depth/nodes"),
+            ("0-9 ⌫", "edit"),
+            ("+/-", "×2 ÷2"),
+            ("Enter", "run"),
+            ("x", "cancel"),
+            ("Esc", "table"),
+            ("q", "quit"),
+        ],
+        View::Verify => &[
+            ("v", "verify selected"),
+            ("V", "verify all"),
+            ("x", "cancel"),
+            ("Esc", "table"),
+            ("q", "quit"),
+        ],
+        View::Help => &[
+            ("←/→", "page"),
+            ("n/Space", "step"),
+            ("p", "step back"),
+            ("Esc", "back"),
+            ("q", "quit"),
+        ],
+    }
+}

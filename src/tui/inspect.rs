@@ -1,0 +1,621 @@
+//! Everything the tree, text, "why this size" and plot views show about one tensor,
+//! computed once on a worker thread from its program ([`inspect`]).
+//!
+//! Nothing here is estimated: node sizes are the library's exact
+//! [`crate::dsl::size_report`], codec alternatives are the exact body sizes
+//! of [`codec::all_sizes`] framed like the wire format frames a `Lit`, and entropies are
+//! order-0 empirical entropies of the actual words.
+
+use crate::codec::{self, CodecId, ALL_CODECS, MAX_TABLE_SYMBOLS};
+use crate::dsl::exec::split_fields;
+use crate::dsl::wire::uleb_len;
+use crate::dsl::{execute, program_len, size_report, text, Lit, MergeFn, Node, Op, Ty};
+use crate::stats::{entropy_bits, histogram};
+use crate::tensor::{Dtype, Words};
+
+/// Most distinct words counted for an entropy before giving up (bounds memory).
+pub const MAX_COUNTED: usize = 1 << 20;
+
+/// One node of the program, in pre-order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeInfo {
+    /// Depth (root = 0).
+    pub depth: usize,
+    /// Operator and parameters (`merge fields[1,8,7]`).
+    pub label: String,
+    /// The text-form line (label, type, small literal words).
+    pub line: String,
+    /// The node's type.
+    pub ty: Ty,
+    /// The node's own bytes (tag, parameters, framing, literal body).
+    pub own_bytes: u64,
+    /// Bytes of the node and all its descendants.
+    pub subtree_bytes: u64,
+    /// Number of direct children.
+    pub children: usize,
+    /// Pre-order index of the parent.
+    pub parent: Option<usize>,
+    /// What the node's stream is, in words a person uses (`the exponent`, `byte 1`).
+    pub role: String,
+    /// For a `Lit`: its codec alternatives and entropy.
+    pub lit: Option<LitInfo>,
+}
+
+/// What a `Lit` costs with each codec, and how much information its words carry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LitInfo {
+    /// The codec it is stored with.
+    pub chosen: CodecId,
+    /// Bytes of the whole node (tag, body length, body) with each codec, in
+    /// [`ALL_CODECS`] order; `None` where a codec does not apply.
+    pub node_bytes: [Option<u64>; 4],
+    /// Order-0 empirical entropy of its words, in bits per word; `None` when it has more
+    /// than [`MAX_COUNTED`] distinct words or could not be decoded.
+    pub entropy_bits: Option<f64>,
+    /// Number of distinct words (`None`: more than [`MAX_COUNTED`]).
+    pub distinct: Option<u64>,
+    /// Bytes of the body that are parameters and tables rather than payload
+    /// ([`codec::select::table_len`]).
+    pub table_bytes: u64,
+    /// Why the literal could not be decoded, if it could not.
+    pub error: Option<String>,
+}
+
+/// Entropy of one float field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldStat {
+    /// `sign`, `exponent` or `mantissa`.
+    pub name: &'static str,
+    /// Width in bits.
+    pub width: u32,
+    /// Order-0 entropy in bits per word (`None`: too many distinct values to count).
+    pub entropy_bits: Option<f64>,
+}
+
+/// The "why this size" analysis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Why {
+    /// Words in the tensor.
+    pub words: u64,
+    /// Width of a word in bits.
+    pub width: u32,
+    /// Bits per word the program achieves (program bytes * 8 / words).
+    pub achieved_bits: f64,
+    /// Order-0 entropy of whole words in bits per word (`None`: too many distinct).
+    pub whole_entropy: Option<f64>,
+    /// Distinct whole words (`None`: more than [`MAX_COUNTED`]).
+    pub distinct: Option<u64>,
+    /// For float dtypes: entropy of sign, exponent and mantissa.
+    pub fields: Vec<FieldStat>,
+    /// Sign and exponent entropy plus the mantissa stored raw, in bits per word.
+    pub field_bound_bits: Option<f64>,
+    /// Pre-order index of the node with the most own bytes.
+    pub largest: usize,
+    /// Plain sentences on what limits the size.
+    pub sentences: Vec<String>,
+}
+
+/// A histogram to plot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Histogram {
+    /// What is counted (`exponent of BF16 words`).
+    pub title: String,
+    /// `(value, count)` for every value between the smallest and largest present one.
+    pub bins: Vec<(u64, u64)>,
+}
+
+/// Everything shown about one tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inspection {
+    /// The tensor's index in the source.
+    pub tensor: usize,
+    /// Its program.
+    pub program: Node,
+    /// The program's text form.
+    pub text: String,
+    /// The program's serialized length in bytes (the sum of every node's own bytes).
+    pub total_bytes: u64,
+    /// Nodes in pre-order.
+    pub nodes: Vec<NodeInfo>,
+    /// The "why this size" analysis.
+    pub why: Why,
+    /// Histogram of the tensor's values (the exponent for floats).
+    pub hist: Histogram,
+}
+
+/// Analyses tensor `tensor` of dtype `dtype` whose program is `program`.
+/// `cancel` is polled between steps; returns `None` when it says stop.
+///
+/// # Errors
+/// When the program fails to run (a damaged record).
+pub fn inspect(
+    tensor: usize,
+    dtype: Dtype,
+    program: Node,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Option<Inspection>, String> {
+    let report = size_report(&program);
+    let total_bytes = program_len(&program);
+    let mut nodes = Vec::with_capacity(report.len());
+    let mut stack: Vec<(&Node, Option<usize>, String)> =
+        vec![(&program, None, "the tensor".into())];
+    // Pre-order walk matching size_report's order.
+    while let Some((node, parent, role)) = stack.pop() {
+        if cancel() {
+            return Ok(None);
+        }
+        let i = nodes.len();
+        let r = &report[i];
+        let lit = match node.op() {
+            Op::Lit(l) => Some(lit_info(l, node.ty())),
+            _ => None,
+        };
+        let roles = child_roles(node, &role, dtype, parent.is_none());
+        for (c, role) in node.children().iter().zip(roles).rev() {
+            stack.push((c, Some(i), role));
+        }
+        nodes.push(NodeInfo {
+            depth: r.depth,
+            label: text::node_label(node),
+            line: text::node_line(node),
+            ty: node.ty(),
+            own_bytes: r.own_bytes,
+            subtree_bytes: r.subtree_bytes,
+            children: node.children().len(),
+            parent,
+            role,
+            lit,
+        });
+    }
+    if cancel() {
+        return Ok(None);
+    }
+    let words = execute(&program, u64::MAX).map_err(|e| format!("program does not run: {e}"))?;
+    if cancel() {
+        return Ok(None);
+    }
+    let why = why(dtype, &program, &words, &nodes, total_bytes, cancel);
+    let Some(why) = why else { return Ok(None) };
+    let hist = value_histogram(dtype, &words);
+    Ok(Some(Inspection {
+        tensor,
+        text: program.to_string(),
+        program,
+        total_bytes,
+        nodes,
+        why,
+        hist,
+    }))
+}
+
+/// Bytes of a `Lit` node whose body is `body` bytes long: tag, LEB128 length, body.
+pub fn lit_node_bytes(body: u64) -> u64 {
+    1 + uleb_len(body) + body
+}
+
+fn lit_info(lit: &Lit, ty: Ty) -> LitInfo {
+    let table_bytes = usize::try_from(ty.len)
+        .map(|n| codec::select::table_len(lit.codec, &lit.body, ty.width, n))
+        .unwrap_or(lit.body.len() as u64);
+    match lit.decode(ty) {
+        Ok(words) => {
+            let sizes = codec::all_sizes(&words);
+            let node_bytes = sizes.map(|s| s.map(lit_node_bytes));
+            let h = histogram(&words, MAX_COUNTED);
+            LitInfo {
+                chosen: lit.codec,
+                node_bytes,
+                entropy_bits: h.as_ref().map(|h| entropy_bits(h.iter().map(|&(_, c)| c))),
+                distinct: h.map(|h| h.len() as u64),
+                table_bytes,
+                error: None,
+            }
+        }
+        Err(e) => LitInfo {
+            chosen: lit.codec,
+            node_bytes: [None; 4],
+            entropy_bits: None,
+            distinct: None,
+            table_bytes,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Names of the children's streams, from the parent's operator and role.
+fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<String> {
+    let k = node.children().len();
+    match node.op() {
+        Op::Merge(MergeFn::Fields(w), _) => {
+            let layout = dtype.float_layout();
+            let whole = is_root || role == "the tensor";
+            match layout {
+                Some(l) if whole && l.iter().sum::<u32>() == node.ty().width => {
+                    let mut hi = node.ty().width;
+                    w.iter()
+                        .map(|&b| {
+                            let lo = hi.saturating_sub(b);
+                            let r = float_bits_role(l, hi, lo);
+                            hi = lo;
+                            r
+                        })
+                        .collect()
+                }
+                _ => w
+                    .iter()
+                    .enumerate()
+                    .map(|(j, b)| format!("field {} ({b} bits) of {role}", j + 1))
+                    .collect(),
+            }
+        }
+        Op::Merge(MergeFn::BytePlanes, _) => (0..k)
+            .map(|j| match (j, k) {
+                (0, 2) => format!("the high byte of {role}"),
+                (1, 2) => format!("the low byte of {role}"),
+                _ => format!("byte {} (most significant first) of {role}", j + 1),
+            })
+            .collect(),
+        Op::Merge(MergeFn::BitPlanes, _) => (0..k)
+            .map(|j| format!("bit plane {} (most significant first) of {role}", j + 1))
+            .collect(),
+        Op::Concat(_) => (0..k)
+            .map(|j| format!("part {} of {k} of {role}", j + 1))
+            .collect(),
+        Op::Repeat(..) => vec![format!("the repeated unit of {role}")],
+        Op::Map(..) => vec![format!("{role}, mapped")],
+        Op::Scan(..) => vec![format!("the differences of {role}")],
+        Op::Lit(_) | Op::Const(_) => vec![],
+    }
+}
+
+/// Names the bits `[lo, hi)` of a float word with layout `[sign, exponent, mantissa]`:
+/// `the sign`, `the exponent and the top 3 mantissa bits`, `the low 4 mantissa bits`.
+pub fn float_bits_role(layout: [u32; 3], hi: u32, lo: u32) -> String {
+    let [s, e, m] = layout;
+    let fields = [
+        ("sign", m + e, m + e + s),
+        ("exponent", m, m + e),
+        ("mantissa", 0, m),
+    ];
+    let mut parts = Vec::new();
+    for (name, flo, fhi) in fields {
+        let (a, b) = (lo.max(flo), hi.min(fhi));
+        if a >= b {
+            continue;
+        }
+        let k = b - a;
+        parts.push(if a == flo && b == fhi {
+            format!("the {name}")
+        } else if b == fhi {
+            format!("the top {k} {name} bit{}", if k == 1 { "" } else { "s" })
+        } else if a == flo {
+            format!("the low {k} {name} bit{}", if k == 1 { "" } else { "s" })
+        } else {
+            format!("{k} middle {name} bits")
+        });
+    }
+    match parts.len() {
+        0 | 1 => parts.concat(),
+        k => format!("{} and {}", parts[..k - 1].join(", "), parts[k - 1]),
+    }
+}
+
+fn count(words: &Words) -> (Option<f64>, Option<u64>) {
+    match histogram(words, MAX_COUNTED) {
+        Some(h) => (
+            Some(entropy_bits(h.iter().map(|&(_, c)| c))),
+            Some(h.len() as u64),
+        ),
+        None => (None, None),
+    }
+}
+
+fn field_names() -> [&'static str; 3] {
+    ["sign", "exponent", "mantissa"]
+}
+
+fn why(
+    dtype: Dtype,
+    program: &Node,
+    words: &Words,
+    nodes: &[NodeInfo],
+    total_bytes: u64,
+    cancel: &dyn Fn() -> bool,
+) -> Option<Why> {
+    let n = words.len() as u64;
+    let width = words.width();
+    let achieved_bits = if n == 0 {
+        0.0
+    } else {
+        total_bytes as f64 * 8.0 / n as f64
+    };
+    let (whole_entropy, distinct) = count(words);
+    if cancel() {
+        return None;
+    }
+    let mut fields = Vec::new();
+    let mut field_bound_bits = None;
+    let layout = dtype
+        .float_layout()
+        .filter(|l| l.iter().sum::<u32>() == width);
+    if let Some(layout) = layout {
+        let parts = split_fields(words, &layout);
+        for ((name, w), part) in field_names().into_iter().zip(layout).zip(&parts) {
+            fields.push(FieldStat {
+                name,
+                width: w,
+                entropy_bits: count(part).0,
+            });
+        }
+        field_bound_bits = match (fields[0].entropy_bits, fields[1].entropy_bits) {
+            (Some(s), Some(e)) => Some(s + e + f64::from(layout[2])),
+            _ => None,
+        };
+    }
+    let largest = nodes
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.own_bytes.cmp(&b.1.own_bytes).then(b.0.cmp(&a.0)))
+        .map_or(0, |(i, _)| i);
+    let mut sentences = Vec::new();
+    if n == 0 {
+        sentences.push("the tensor is empty: its program is only the empty literal".into());
+    } else {
+        let big = &nodes[largest];
+        sentences.push(format!(
+            "most of the bytes are in {}: {} of {} ({:.1}%), node #{} `{}`",
+            big.role,
+            thousands(big.own_bytes),
+            thousands(total_bytes),
+            share(big.own_bytes, total_bytes) * 100.0,
+            largest,
+            big.label
+        ));
+        if let Some(lit) = &big.lit {
+            sentences.extend(lit_sentences(big, lit));
+        }
+        if cancel() {
+            return None;
+        }
+        if let (Op::Lit(_), Some(layout)) = (program.op(), layout) {
+            if n >= 2 {
+                let parts = split_fields(words, &layout);
+                let split = Node::merge(
+                    MergeFn::Fields(layout.to_vec()),
+                    parts.iter().map(Node::lit).collect(),
+                );
+                if let Ok(split) = split {
+                    let bytes = program_len(&split);
+                    if bytes < total_bytes {
+                        sentences.push(format!(
+                            "the search budget ran out before a split was tried: \
+                             `merge fields[{}]` with a literal per field would take {} bytes \
+                             ({} fewer)",
+                            join(&layout),
+                            thousands(bytes),
+                            thousands(total_bytes - bytes)
+                        ));
+                    } else {
+                        sentences.push(format!(
+                            "splitting into sign, exponent and mantissa would not help: \
+                             {} bytes against {}",
+                            thousands(bytes),
+                            thousands(total_bytes)
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(bound) = field_bound_bits {
+            let gap = achieved_bits - bound;
+            sentences.push(if gap <= 0.0 {
+                format!(
+                    "at {achieved_bits:.2} bits per word it beats the order-0 field bound of \
+                     {bound:.2} (it found structure beyond per-field counts)"
+                )
+            } else {
+                format!(
+                    "at {achieved_bits:.2} bits per word it is {gap:.2} bits above the order-0 \
+                     field bound of {bound:.2}"
+                )
+            });
+        } else if let Some(h) = whole_entropy {
+            sentences.push(format!(
+                "at {achieved_bits:.2} bits per word against {h:.2} bits of order-0 entropy \
+                 of whole words"
+            ));
+        }
+    }
+    Some(Why {
+        words: n,
+        width,
+        achieved_bits,
+        whole_entropy,
+        distinct,
+        fields,
+        field_bound_bits,
+        largest,
+        sentences,
+    })
+}
+
+fn lit_sentences(node: &NodeInfo, lit: &LitInfo) -> Vec<String> {
+    let w = node.ty.width;
+    let mut out = Vec::new();
+    let role = &node.role;
+    match (lit.distinct, lit.entropy_bits) {
+        (Some(d), _) if d as usize > MAX_TABLE_SYMBOLS => out.push(format!(
+            "{role} {} {} distinct words, more than {}, so no Huffman or rANS table was \
+             possible",
+            verb(role, "has", "have"),
+            thousands(d),
+            thousands(MAX_TABLE_SYMBOLS as u64)
+        )),
+        (None, _) if lit.error.is_none() => out.push(format!(
+            "{role} {} more than {} distinct words, so no Huffman or rANS table was possible",
+            verb(role, "has", "have"),
+            thousands(MAX_COUNTED as u64)
+        )),
+        (Some(_), Some(h)) if h >= 0.9 * f64::from(w) => out.push(format!(
+            "{role} {} {h:.1} bits of {w}: nearly random, stored almost raw",
+            verb(role, "is", "are")
+        )),
+        (Some(d), Some(h)) => {
+            let spent = if node.ty.len == 0 {
+                0.0
+            } else {
+                node.own_bytes as f64 * 8.0 / node.ty.len as f64
+            };
+            out.push(format!(
+                "{role} {} {h:.2} bits of entropy per {w}-bit word ({} distinct); \
+                 `{}` spends {spent:.2} bits per word, of which its table takes {} of {} bytes",
+                verb(role, "carries", "carry"),
+                thousands(d),
+                lit.chosen.name(),
+                thousands(lit.table_bytes),
+                thousands(node.own_bytes)
+            ));
+        }
+        _ => {}
+    }
+    if let Some(e) = &lit.error {
+        out.push(format!("its literal does not decode: {e}"));
+    }
+    out
+}
+
+fn value_histogram(dtype: Dtype, words: &Words) -> Histogram {
+    let width = words.width();
+    if let Some(l) = dtype
+        .float_layout()
+        .filter(|l| l.iter().sum::<u32>() == width)
+    {
+        let exp = split_fields(words, &l).swap_remove(1);
+        return Histogram {
+            title: format!("exponent field ({} bits) of the {dtype} words", l[1]),
+            bins: dense_bins(histogram(&exp, 1 << 16).unwrap_or_default()),
+        };
+    }
+    if let Some(h) = histogram(words, 256) {
+        return Histogram {
+            title: format!("values of the {width}-bit words"),
+            bins: dense_bins(h),
+        };
+    }
+    // Many distinct values: 64 equal buckets between the smallest and the largest word.
+    let (lo, hi) = (words.min().unwrap_or(0), words.max().unwrap_or(0));
+    let step = ((hi - lo) / 64).saturating_add(1);
+    let mut bins: Vec<(u64, u64)> = (0..64u64)
+        .map(|k| (lo.saturating_add(k.saturating_mul(step)), 0))
+        .take_while(|&(v, _)| v <= hi)
+        .collect();
+    for w in words.iter() {
+        let k = ((w - lo) / step) as usize;
+        if let Some(b) = bins.get_mut(k) {
+            b.1 += 1;
+        }
+    }
+    Histogram {
+        title: format!("values of the {width}-bit words, in buckets of {step}"),
+        bins,
+    }
+}
+
+/// Fills the gaps between the smallest and largest value with empty bins, when the
+/// range is small enough to plot.
+fn dense_bins(counts: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    match (counts.first(), counts.last()) {
+        (Some(&(lo, _)), Some(&(hi, _))) if hi - lo < 4096 => {
+            let mut bins: Vec<(u64, u64)> = (lo..=hi).map(|v| (v, 0)).collect();
+            for (v, c) in counts {
+                bins[(v - lo) as usize].1 = c;
+            }
+            bins
+        }
+        _ => counts,
+    }
+}
+
+/// Share `part / whole` (0 when `whole` is 0).
+pub fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// `singular` or `plural` to agree with a role such as `the mantissa` or
+/// `the low 4 mantissa bits`.
+fn verb<'a>(role: &str, singular: &'a str, plural: &'a str) -> &'a str {
+    if role.ends_with(" bits") || role.contains(" and ") || role.starts_with("the differences") {
+        plural
+    } else {
+        singular
+    }
+}
+
+fn join(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// The codec names with the node bytes each would cost, chosen first
+/// (`rans 1,234 B (chosen) · huffman 1,300 B · bitpack 1,400 B · raw 1,536 B`).
+pub fn codec_summary(lit: &LitInfo) -> String {
+    let mut parts = Vec::new();
+    for (c, b) in ALL_CODECS.iter().zip(lit.node_bytes) {
+        let s = match b {
+            Some(b) => format!("{} {} B", c.name(), thousands(b)),
+            None => format!("{} n/a", c.name()),
+        };
+        if *c == lit.chosen {
+            parts.insert(0, format!("{s} (chosen)"));
+        } else {
+            parts.push(s);
+        }
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_bits_are_named() {
+        let bf16 = [1, 8, 7];
+        assert_eq!(float_bits_role(bf16, 16, 15), "the sign");
+        assert_eq!(
+            float_bits_role(bf16, 15, 4),
+            "the exponent and the top 3 mantissa bits"
+        );
+        assert_eq!(float_bits_role(bf16, 4, 0), "the low 4 mantissa bits");
+        assert_eq!(float_bits_role(bf16, 16, 7), "the sign and the exponent");
+        assert_eq!(
+            float_bits_role(bf16, 16, 5),
+            "the sign, the exponent and the top 2 mantissa bits"
+        );
+        assert_eq!(float_bits_role(bf16, 7, 0), "the mantissa");
+    }
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(45_442_208), "45,442,208");
+    }
+}

@@ -1,0 +1,231 @@
+//! Drawing: the frame (title, tabs, status and key bar) and one module per view. Drawing
+//! reads the app's state and only stores back scroll offsets; every size is handled,
+//! down to a 1x1 terminal.
+
+mod help;
+mod loading;
+mod plots;
+mod search;
+mod table;
+mod text;
+mod tree;
+mod verify;
+mod why;
+
+use super::action::View;
+use super::app::App;
+use super::event::hints;
+use super::inspect::thousands;
+use super::model::reduction;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Tabs};
+use ratatui::Frame;
+
+/// Accent color of titles and selections.
+pub const ACCENT: Color = Color::Cyan;
+/// Style of the selected line.
+pub fn selected_style() -> Style {
+    Style::default()
+        .bg(Color::DarkGray)
+        .add_modifier(Modifier::BOLD)
+}
+
+/// Draws the whole screen.
+pub fn draw(frame: &mut Frame, app: &mut App) {
+    let area = frame.area();
+    if app.source.is_none() {
+        loading::draw(frame, area, app);
+        return;
+    }
+    let [title, tabs, body, status, keys] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_title(frame, title, app);
+    draw_tabs(frame, tabs, app);
+    match app.view {
+        View::Table => table::draw(frame, body, app),
+        View::Tree => tree::draw(frame, body, app),
+        View::Text => text::draw(frame, body, app),
+        View::Why => why::draw(frame, body, app),
+        View::Plots => plots::draw(frame, body, app),
+        View::Search => search::draw(frame, body, app),
+        View::Verify => verify::draw(frame, body, app),
+        View::Help => help::draw(frame, body, app),
+    }
+    draw_status(frame, status, app);
+    draw_keys(frame, keys, app);
+}
+
+fn draw_title(frame: &mut Frame, area: Rect, app: &App) {
+    let Some(src) = app.source.as_ref() else {
+        return;
+    };
+    let (orig, arch) = src.file_sizes();
+    let line = Line::from(vec![
+        Span::styled(
+            " brevis-tui ",
+            Style::default().fg(Color::Black).bg(ACCENT).bold(),
+        ),
+        Span::raw(" "),
+        Span::styled(
+            super::escape_name(&src.title()).into_owned(),
+            Style::default().bold(),
+        ),
+        Span::raw(format!(
+            "  {} tensors · {} → {} bytes · {:.2}% smaller",
+            src.rows().len(),
+            thousands(orig),
+            thousands(arch),
+            reduction(orig, arch) * 100.0
+        )),
+    ]);
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_tabs(frame: &mut Frame, area: Rect, app: &App) {
+    let titles: Vec<Line> = View::TABS
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let key = if *v == View::Help {
+                "?".to_string()
+            } else {
+                (i + 1).to_string()
+            };
+            Line::from(format!("{key} {}", v.title()))
+        })
+        .collect();
+    let tabs = Tabs::new(titles)
+        .select(app.view.index())
+        .highlight_style(Style::default().fg(Color::Black).bg(ACCENT).bold())
+        .divider("│");
+    frame.render_widget(tabs, area);
+}
+
+fn spinner(tick: u64) -> &'static str {
+    const S: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+    S[(tick % 8) as usize]
+}
+
+fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
+    let mut spans = Vec::new();
+    let running = [
+        app.inspecting.as_ref().map(|(_, h)| ("analysing", h)),
+        app.search.running.as_ref().map(|(_, h)| ("searching", h)),
+        app.verify.running.as_ref().map(|h| ("verifying", h)),
+    ];
+    for (what, h) in running.into_iter().flatten() {
+        spans.push(Span::styled(
+            format!(
+                "{} {what} {:.1}s  ",
+                spinner(app.tick),
+                h.elapsed().as_secs_f64()
+            ),
+            Style::default().fg(Color::Yellow),
+        ));
+    }
+    spans.push(Span::raw(super::escape_name(&app.status)));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_keys(frame: &mut Frame, area: Rect, app: &App) {
+    // Drop hints before the last (`q quit`) until the bar fits, so quitting is always shown.
+    let mut shown: Vec<_> = hints(app.key_context()).to_vec();
+    let width = |h: &[(&str, &str)]| -> usize {
+        h.iter()
+            .map(|(k, w)| k.chars().count() + w.chars().count() + 5)
+            .sum()
+    };
+    while shown.len() > 1 && width(&shown) > area.width as usize {
+        shown.remove(shown.len() - 2);
+    }
+    let mut spans = Vec::new();
+    for (k, what) in shown {
+        spans.push(Span::styled(
+            format!(" {k} "),
+            Style::default().fg(Color::Black).bg(Color::Gray),
+        ));
+        spans.push(Span::raw(format!(" {what}  ")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A horizontal bar of `width` cells filled to `ratio` (0..=1) with eighth blocks.
+pub fn bar(ratio: f64, width: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let r = if ratio.is_finite() {
+        ratio.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let eighths = (r * width as f64 * 8.0).round() as usize;
+    let full = eighths / 8;
+    let mut s = "█".repeat(full.min(width));
+    if full < width {
+        let part = PARTS[eighths % 8];
+        if part != ' ' {
+            s.push(part);
+        }
+    }
+    let used = s.chars().count();
+    s.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
+    s
+}
+
+/// A centered message in `area`.
+pub fn message(frame: &mut Frame, area: Rect, text: &str) {
+    let p = Paragraph::new(text.to_string())
+        .alignment(ratatui::layout::Alignment::Center)
+        .wrap(ratatui::widgets::Wrap { trim: true });
+    let [_, mid, _] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(3),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    frame.render_widget(p, mid);
+}
+
+/// The message shown while the selected tensor is analysed, or why it failed; `None`
+/// when the analysis is there.
+pub fn pending(app: &App) -> Option<String> {
+    let Some(row) = app.selected_row() else {
+        return Some("no tensor selected (the filter matches nothing?)".into());
+    };
+    match app.current() {
+        Some(Ok(_)) => None,
+        Some(Err(e)) => Some(format!(
+            "cannot show {}: {}",
+            super::escape_name(&row.name),
+            super::escape_name(e)
+        )),
+        None => Some(format!(
+            "{} analysing {} ({} bytes)…",
+            spinner(app.tick),
+            super::escape_name(&row.name),
+            thousands(row.original_bytes)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bar;
+
+    #[test]
+    fn bar_fills_in_eighths() {
+        assert_eq!(bar(0.0, 4), "    ");
+        assert_eq!(bar(1.0, 4), "████");
+        assert_eq!(bar(0.5, 4), "██  ");
+        assert_eq!(bar(0.0625, 2), "▏ ");
+        assert_eq!(bar(f64::NAN, 2), "  ");
+        assert_eq!(bar(0.5, 0), "");
+    }
+}

@@ -1,0 +1,186 @@
+//! The program tree of the selected tensor: one line per visible node with its own and
+//! subtree bytes and its share of the program, and details of the node under the cursor.
+
+use super::super::app::App;
+use super::super::escape_name;
+use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
+use super::{bar, message, pending, selected_style, ACCENT};
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+
+const BAR: usize = 10;
+
+pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
+    if let Some(msg) = pending(app) {
+        message(frame, area, &msg);
+        return;
+    }
+    let Some(Ok(ins)) = app.current().cloned() else {
+        return;
+    };
+    let name = app
+        .selected_row()
+        .map(|r| escape_name(&r.name).into_owned())
+        .unwrap_or_default();
+    let [head, table_area, detail] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(6),
+    ])
+    .areas(area);
+    let own_sum: u64 = ins.nodes.iter().map(|n| n.own_bytes).sum();
+    let record = app.selected_row().map_or(0, |r| r.archive_bytes);
+    let framing = if record > ins.total_bytes {
+        format!(
+            "; record {} B with name, shape and checksum",
+            thousands(record)
+        )
+    } else {
+        String::new()
+    };
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(name, Style::default().bold().fg(ACCENT)),
+            Span::raw(format!(
+                "  program {} B in {} node{} (own bytes add up to {}){framing}",
+                thousands(ins.total_bytes),
+                ins.nodes.len(),
+                if ins.nodes.len() == 1 { "" } else { "s" },
+                thousands(own_sum)
+            )),
+        ])),
+        head,
+    );
+
+    let visible = app.visible_nodes();
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|&i| node_row(&ins, i, app.tree.expanded.get(i).copied().unwrap_or(false)))
+        .collect();
+    let header = Row::new(vec![
+        Cell::from("node"),
+        Cell::from(Line::from("own B").alignment(Alignment::Right)),
+        Cell::from(Line::from("subtree B").alignment(Alignment::Right)),
+        Cell::from(Line::from("share").alignment(Alignment::Right)),
+        Cell::from(""),
+    ])
+    .style(Style::default().bold());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(1),
+            Constraint::Length(11),
+            Constraint::Length(11),
+            Constraint::Length(7),
+            Constraint::Length(BAR as u16),
+        ],
+    )
+    .header(header)
+    .row_highlight_style(selected_style());
+    let pos = visible.iter().position(|&i| i == app.tree.cursor);
+    let mut state = TableState::default()
+        .with_offset(app.tree.offset)
+        .with_selected(pos);
+    frame.render_stateful_widget(table, table_area, &mut state);
+    app.tree.offset = state.offset();
+
+    if let Some(n) = ins.nodes.get(app.tree.cursor) {
+        frame.render_widget(
+            Paragraph::new(detail_lines(&ins, app.tree.cursor, n))
+                .wrap(Wrap { trim: false })
+                .block(
+                    Block::default()
+                        .borders(Borders::TOP)
+                        .title(format!(" node #{} ", app.tree.cursor)),
+                ),
+            detail,
+        );
+    }
+}
+
+fn node_row(ins: &Inspection, i: usize, expanded: bool) -> Row<'static> {
+    let n = &ins.nodes[i];
+    let marker = match (n.children > 0, expanded) {
+        (false, _) => "  ",
+        (true, true) => "▾ ",
+        (true, false) => "▸ ",
+    };
+    let mut label = vec![
+        Span::raw(format!("{}{marker}", "  ".repeat(n.depth))),
+        Span::styled(n.label.clone(), Style::default().fg(Color::LightRed).bold()),
+        Span::styled(format!(" : {}", n.ty), Style::default().fg(Color::Green)),
+    ];
+    if let Some(l) = &n.lit {
+        if let Some(h) = l.entropy_bits {
+            label.push(Span::styled(
+                format!("  H={h:.2}b/w"),
+                Style::default().fg(Color::DarkGray),
+            ));
+        }
+    }
+    let s = share(n.subtree_bytes, ins.total_bytes);
+    Row::new(vec![
+        Cell::from(Line::from(label)),
+        Cell::from(Line::from(thousands(n.own_bytes)).alignment(Alignment::Right)),
+        Cell::from(Line::from(thousands(n.subtree_bytes)).alignment(Alignment::Right)),
+        Cell::from(Line::from(format!("{:.1}%", s * 100.0)).alignment(Alignment::Right)),
+        Cell::from(bar(s, BAR)).style(Style::default().fg(ACCENT)),
+    ])
+}
+
+fn detail_lines(ins: &Inspection, i: usize, n: &NodeInfo) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(vec![
+        Span::styled(n.line.clone(), Style::default().bold()),
+        Span::styled(
+            format!("  ({})", n.role),
+            Style::default().fg(Color::DarkGray),
+        ),
+    ])];
+    lines.push(Line::raw(format!(
+        "own {} B · subtree {} B = {:.1}% of the program's {} B · {} words of {} bits",
+        thousands(n.own_bytes),
+        thousands(n.subtree_bytes),
+        share(n.subtree_bytes, ins.total_bytes) * 100.0,
+        thousands(ins.total_bytes),
+        thousands(n.ty.len),
+        n.ty.width
+    )));
+    if let Some(l) = &n.lit {
+        lines.push(Line::raw(format!(
+            "node bytes per codec: {}",
+            codec_summary(l)
+        )));
+        let ent = match (l.entropy_bits, l.distinct) {
+            (Some(h), Some(d)) => {
+                let spent = if n.ty.len == 0 {
+                    0.0
+                } else {
+                    n.own_bytes as f64 * 8.0 / n.ty.len as f64
+                };
+                format!(
+                    "entropy {h:.3} bits/word (order 0, {} distinct words) · stored at {spent:.3} \
+                     bits/word · table {} B",
+                    thousands(d),
+                    thousands(l.table_bytes)
+                )
+            }
+            _ => "entropy: too many distinct words to count".to_string(),
+        };
+        lines.push(Line::raw(ent));
+        if let Some(e) = &l.error {
+            lines.push(Line::styled(
+                format!("does not decode: {e}"),
+                Style::default().fg(Color::Red),
+            ));
+        }
+    } else if i == 0 {
+        lines.push(Line::raw(format!(
+            "bits per word: {:.3} of {}",
+            ins.why.achieved_bits, ins.why.width
+        )));
+    }
+    lines
+}

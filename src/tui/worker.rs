@@ -1,0 +1,245 @@
+//! Long work off the UI thread: each job runs on its own thread and reports progress and
+//! its outcome over a channel the app drains between frames, so the UI stays responsive.
+//!
+//! Cancelling sets the job's flag and forgets the job at once: its messages are ignored
+//! from then on. Jobs poll the flag where the library lets them (between tensors, between
+//! analysis steps); a library call that has no cancel hook (one search, one whole-archive
+//! verify) runs to its end in the background and its result is dropped.
+
+use super::inspect::Inspection;
+use super::model::{Source, VerifyOutcome};
+use crate::dsl::Node;
+use crate::synth::{SearchOptions, Synthesis};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A running job, as the app holds it.
+#[derive(Debug)]
+pub struct JobHandle {
+    /// Job number; messages carry it.
+    pub id: u64,
+    cancel: Arc<AtomicBool>,
+    /// When it started.
+    pub started: Instant,
+    /// Latest progress: `(done, total, what)`; `total == 0` means unknown.
+    pub progress: (u64, u64, String),
+}
+
+impl JobHandle {
+    /// Asks the job to stop.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Seconds since the job started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Fraction done in `0..=1` (0 when the total is unknown).
+    pub fn ratio(&self) -> f64 {
+        let (d, t, _) = &self.progress;
+        if *t == 0 {
+            0.0
+        } else {
+            (*d as f64 / *t as f64).clamp(0.0, 1.0)
+        }
+    }
+}
+
+/// What a job hands to its thread: its id, its cancel flag and the channel.
+pub struct JobCtx {
+    id: u64,
+    cancel: Arc<AtomicBool>,
+    tx: Sender<Msg>,
+}
+
+impl JobCtx {
+    /// Whether the job was cancelled.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Reports progress (`total == 0`: unknown).
+    pub fn progress(&self, done: u64, total: u64, what: impl Into<String>) {
+        let _ = self.tx.send(Msg::Progress {
+            id: self.id,
+            done,
+            total,
+            what: what.into(),
+        });
+    }
+}
+
+/// The result of a search job.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    /// The tensor searched.
+    pub tensor: usize,
+    /// The limits used.
+    pub opts: SearchOptions,
+    /// The archive's program and its size in bytes.
+    pub old: (Node, u64),
+    /// What the search found.
+    pub new: Synthesis,
+    /// How long the search took.
+    pub elapsed: Duration,
+}
+
+/// A job's outcome.
+pub enum Outcome {
+    /// Analysis of one tensor (`Ok(None)`: cancelled).
+    Inspected(usize, Result<Option<Box<Inspection>>, String>),
+    /// A search finished.
+    Searched(Result<Box<SearchResult>, String>),
+    /// A verification finished.
+    Verified(Result<VerifyOutcome, String>),
+    /// The archive to show was made and opened.
+    Opened(Result<Arc<dyn Source>, String>),
+    /// The job panicked (a bug); the message says where.
+    Failed(String),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Inspected(i, r) => write!(f, "Inspected({i}, ok={})", r.is_ok()),
+            Outcome::Searched(r) => write!(f, "Searched(ok={})", r.is_ok()),
+            Outcome::Verified(r) => write!(f, "Verified({r:?})"),
+            Outcome::Opened(r) => write!(f, "Opened(ok={})", r.is_ok()),
+            Outcome::Failed(m) => write!(f, "Failed({m:?})"),
+        }
+    }
+}
+
+/// A message from a job thread.
+#[derive(Debug)]
+pub enum Msg {
+    /// Progress of job `id`.
+    Progress {
+        /// The job.
+        id: u64,
+        /// Units done.
+        done: u64,
+        /// Units in all (0: unknown).
+        total: u64,
+        /// What is being done.
+        what: String,
+    },
+    /// Job `id` finished.
+    Done {
+        /// The job.
+        id: u64,
+        /// Its outcome.
+        outcome: Outcome,
+    },
+}
+
+/// Prefix of the names of job threads; the panic hook of the binary stays quiet on them
+/// (their panics become [`Outcome::Failed`] and are shown in the status line).
+pub const JOB_THREAD_PREFIX: &str = "brevis-tui-job-";
+
+/// Starts jobs and collects their messages.
+pub struct Worker {
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    next: u64,
+}
+
+impl Default for Worker {
+    fn default() -> Self {
+        let (tx, rx) = channel();
+        Worker { tx, rx, next: 1 }
+    }
+}
+
+impl Worker {
+    /// Runs `job` on a new thread; its return value becomes a [`Msg::Done`].
+    pub fn spawn(&mut self, job: impl FnOnce(&JobCtx) -> Outcome + Send + 'static) -> JobHandle {
+        let id = self.next;
+        self.next += 1;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let ctx = JobCtx {
+            id,
+            cancel: cancel.clone(),
+            tx: self.tx.clone(),
+        };
+        std::thread::Builder::new()
+            .name(format!("{JOB_THREAD_PREFIX}{id}"))
+            .spawn(move || {
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&ctx)))
+                    .unwrap_or_else(|payload| {
+                        let what = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "unknown panic".to_string());
+                        Outcome::Failed(format!("internal error in a background job: {what}"))
+                    });
+                let _ = ctx.tx.send(Msg::Done { id, outcome });
+            })
+            .expect("the OS can start a thread");
+        JobHandle {
+            id,
+            cancel,
+            started: Instant::now(),
+            progress: (0, 0, String::new()),
+        }
+    }
+
+    /// The next message if one is waiting.
+    pub fn try_recv(&self) -> Option<Msg> {
+        self.rx.try_recv().ok()
+    }
+
+    /// The next message, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Msg> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+}
+
+/// Verifies the whole source, tensor by tensor with progress, then what is not a tensor.
+pub fn verify_all(source: &dyn Source, ctx: &JobCtx) -> Option<VerifyOutcome> {
+    let start = Instant::now();
+    let out = source.verify_all(
+        &|done, total, what| ctx.progress(done, total, what),
+        &|| ctx.cancelled(),
+    );
+    if ctx.cancelled() {
+        return None;
+    }
+    let mut out = out;
+    out.seconds = start.elapsed().as_secs_f64();
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_job_reports_failed() {
+        let mut w = Worker::default();
+        let h = w.spawn(|ctx| {
+            ctx.progress(1, 2, "half");
+            panic!("boom")
+        });
+        let mut seen = Vec::new();
+        while let Some(m) = w.recv_timeout(Duration::from_secs(10)) {
+            let done = matches!(m, Msg::Done { .. });
+            seen.push(format!("{m:?}"));
+            if done {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].contains("half"));
+        assert!(seen[1].contains(&format!("id: {}", h.id)));
+        assert!(
+            seen[1].contains("internal error in a background job: boom"),
+            "{seen:?}"
+        );
+    }
+}

@@ -1,0 +1,369 @@
+//! The `brevis` command line: JSON output shapes, default names, refusing to clobber,
+//! exit codes (0 ok, 1 error, 2 usage, 3 verification mismatch), help text.
+
+#![cfg(feature = "cli")]
+
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases");
+
+fn brevis<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args(args)
+        .output()
+        .expect("run brevis")
+}
+
+fn case(name: &str) -> PathBuf {
+    Path::new(CASES).join(name)
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
+/// Copies a case into `dir` and compresses it there; returns (source, archive).
+fn compressed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let src = dir.join(name);
+    std::fs::copy(case(name), &src).expect("copy case");
+    let o = brevis([OsStr::new("compress"), src.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (src.clone(), src.with_extension("brv"))
+}
+
+#[test]
+fn compress_json_lists_every_tensor_and_the_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = case("B07_gap_between.safetensors");
+    let out = dir.path().join("g.brv");
+    let v = json_of(&brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    assert_eq!(v["original_bytes"], 128);
+    assert_eq!(v["archive_bytes"], std::fs::metadata(&out).unwrap().len());
+    let tensors = v["tensors"].as_array().unwrap();
+    let names: Vec<&str> = tensors
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    for t in tensors {
+        for key in [
+            "dtype",
+            "shape",
+            "original_bytes",
+            "archive_bytes",
+            "program_bytes",
+            "root_op",
+        ] {
+            assert!(!t[key].is_null(), "tensor lacks {key}: {t}");
+        }
+    }
+    assert_eq!(v["gaps"].as_array().unwrap().len(), 1);
+    assert!(v["header"]["archive_bytes"].as_u64().unwrap() > 0);
+    let warnings = v["warnings"].as_array().unwrap();
+    assert!(warnings
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("belong to no tensor")));
+}
+
+#[test]
+fn ls_show_and_verify_json_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
+
+    let ls = json_of(&brevis([
+        OsStr::new("ls"),
+        archive.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    let tensors = ls["tensors"].as_array().unwrap();
+    assert!(!tensors.is_empty());
+    let sum: u64 = tensors
+        .iter()
+        .map(|t| t["original_bytes"].as_u64().unwrap())
+        .sum();
+    assert!(sum > 0 && sum < ls["original_bytes"].as_u64().unwrap());
+    for t in tensors {
+        for key in [
+            "name",
+            "dtype",
+            "shape",
+            "begin",
+            "end",
+            "archive_bytes",
+            "root_op",
+        ] {
+            assert!(!t[key].is_null(), "ls entry lacks {key}: {t}");
+        }
+    }
+
+    let name = tensors[0]["name"].as_str().unwrap();
+    let show = json_of(&brevis([
+        OsStr::new("show"),
+        archive.as_os_str(),
+        OsStr::new(name),
+        OsStr::new("--json"),
+    ]));
+    assert_eq!(show["name"], name);
+    assert!(show["program"].as_str().unwrap().contains(" : u"));
+    let nodes = show["nodes"].as_array().unwrap();
+    assert_eq!(nodes[0]["depth"], 0);
+    let own: u64 = nodes.iter().map(|n| n["own_bytes"].as_u64().unwrap()).sum();
+    assert_eq!(own, show["program_bytes"].as_u64().unwrap());
+    assert_eq!(
+        own + show["framing_bytes"].as_u64().unwrap(),
+        show["archive_bytes"].as_u64().unwrap(),
+        "node sizes and framing add up to the record"
+    );
+    assert_eq!(nodes[0]["subtree_bytes"], show["program_bytes"]);
+
+    let v = json_of(&brevis([
+        OsStr::new("verify"),
+        archive.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["file_checksum_ok"], true);
+    assert_eq!(v["failed"], 0);
+    assert!(v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "ok"));
+}
+
+#[test]
+fn ls_escapes_control_characters_in_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B32_control_chars_in_names.safetensors");
+    let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
+    assert!(o.status.success());
+    let controls: Vec<u8> = o
+        .stdout
+        .iter()
+        .copied()
+        .filter(|&b| (b < 0x20 && b != b'\n') || b == 0x7f)
+        .collect();
+    assert!(
+        controls.is_empty(),
+        "raw control bytes reached stdout: {controls:?}"
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(!text.contains('\u{9b}'), "raw C1 control reached stdout");
+    assert!(text.contains("\\x1b"), "ESC shown escaped:\n{text}");
+    // Every row has the same columns before the name.
+    let lines: Vec<&str> = text.lines().collect();
+    let name_col = lines[0].find("NAME").unwrap();
+    for l in &lines[1..lines.len() - 1] {
+        assert!(l.len() >= name_col && l.is_char_boundary(name_col), "{l:?}");
+    }
+}
+
+#[test]
+fn default_names_and_refusing_to_clobber() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, archive) = compressed(dir.path(), "B02_scalars.safetensors");
+    assert!(archive.exists(), "x.safetensors -> x.brv");
+    let before = std::fs::read(&archive).unwrap();
+
+    // Compressing again refuses to replace the archive.
+    let o = brevis([OsStr::new("compress"), src.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: ") && err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&archive).unwrap(), before);
+
+    // Decompressing next to the source refuses to replace the source.
+    let o = brevis([OsStr::new("decompress"), archive.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read(&src).unwrap(),
+        std::fs::read(case("B02_scalars.safetensors")).unwrap()
+    );
+
+    // With --force both work, and the result is the original.
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("--force"),
+    ]);
+    assert!(o.status.success());
+    let o = brevis([
+        OsStr::new("decompress"),
+        archive.as_os_str(),
+        OsStr::new("-f"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read(&src).unwrap(),
+        std::fs::read(case("B02_scalars.safetensors")).unwrap()
+    );
+
+    // Output == input is refused, even with --force.
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        src.as_os_str(),
+        OsStr::new("--force"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("output is the input"));
+    assert_eq!(
+        std::fs::read(&src).unwrap(),
+        std::fs::read(case("B02_scalars.safetensors")).unwrap()
+    );
+
+    // No temporary files are left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with(".brevis-")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn exit_codes_usage_error_and_mismatch() {
+    assert_eq!(
+        brevis(["compress", "--no-such-flag", "x"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(brevis(["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        brevis(["verify", "/no/such/file.brv"]).status.code(),
+        Some(1)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B17_known_le_values.safetensors");
+    let o = brevis([
+        OsStr::new("show"),
+        archive.as_os_str(),
+        OsStr::new("no such tensor"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no tensor named"));
+
+    // Damage the last byte of the largest tensor's program: decoding then differs from
+    // the stored checksum (or fails), which is a verification mismatch.
+    let a = brevis::Archive::open(&archive).unwrap();
+    let t = a
+        .tensors()
+        .iter()
+        .max_by_key(|t| t.program_bytes())
+        .unwrap();
+    let pos = t.program.end - 1;
+    drop(a);
+    let mut bytes = std::fs::read(&archive).unwrap();
+    bytes[pos] ^= 0x01;
+    let bad = dir.path().join("bad.brv");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = brevis([OsStr::new("verify"), bad.as_os_str()]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAILED"));
+    let out = dir.path().join("bad.safetensors");
+    let o = brevis([
+        OsStr::new("decompress"),
+        bad.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    assert!(matches!(o.status.code(), Some(1 | 3)), "{:?}", o.status);
+    assert!(!out.exists(), "a failed decompression left its output");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+}
+
+#[test]
+fn verify_against_reports_a_different_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, archive) = compressed(dir.path(), "B24_trailing_bytes.safetensors");
+    let o = brevis([
+        OsStr::new("verify"),
+        archive.as_os_str(),
+        OsStr::new("--against"),
+        src.as_os_str(),
+    ]);
+    assert!(o.status.success());
+    let mut other = std::fs::read(&src).unwrap();
+    *other.last_mut().unwrap() ^= 0xff;
+    let other_path = dir.path().join("other.safetensors");
+    std::fs::write(&other_path, &other).unwrap();
+    let o = brevis([
+        OsStr::new("verify"),
+        archive.as_os_str(),
+        OsStr::new("--against"),
+        other_path.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["against"]["identical"], false);
+    assert_eq!(v["against"]["first_difference"], other.len() as u64 - 1);
+}
+
+#[test]
+fn bench_json_reports_every_file() {
+    let v = json_of(&brevis([
+        OsStr::new("bench"),
+        case("B20_mixed_dtypes.safetensors").as_os_str(),
+        case("B22_float_specials.safetensors").as_os_str(),
+        OsStr::new("--jobs"),
+        OsStr::new("2"),
+        OsStr::new("--json"),
+    ]));
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for f in files {
+        for key in [
+            "original_bytes",
+            "archive_bytes",
+            "compress_mb_s_1",
+            "compress_mb_s_all",
+            "decompress_mb_s_1",
+            "decompress_mb_s_all",
+        ] {
+            assert!(f[key].is_number(), "bench lacks {key}: {f}");
+        }
+    }
+}
+
+#[test]
+fn every_command_has_help() {
+    for cmd in ["compress", "decompress", "verify", "ls", "show", "bench"] {
+        let o = brevis([cmd, "--help"]);
+        assert!(o.status.success(), "{cmd} --help");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains("Usage:") && text.len() > 200,
+            "{cmd} --help:\n{text}"
+        );
+    }
+    let o = brevis(["--help"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Exit codes"));
+}

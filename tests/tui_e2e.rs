@@ -1,0 +1,336 @@
+//! End to end: the real `brevis-tui` binary in a tmux pane. Opens an archive made here
+//! from a real checkpoint, moves to a tensor, expands its tree, re-runs the search with
+//! budget 32, verifies the whole archive, reads the verdict from the screen, quits, and
+//! checks the terminal was restored (main screen, cursor visible, cooked mode). Also the
+//! panic path and an archive that fails to open. Skipped, with a message, without tmux.
+#![cfg(feature = "tui")]
+
+use brevis::archive::{compress_file, no_progress, CompressOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_brevis-tui");
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+struct Pane {
+    session: String,
+}
+
+impl Pane {
+    fn new(name: &str, dir: &Path) -> Pane {
+        let session = format!("brevis-e2e-{name}-{}", std::process::id());
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                "132",
+                "-y",
+                "40",
+                "-c",
+            ])
+            .arg(dir)
+            .args([
+                "env",
+                "PS1=READY$ ",
+                "TERM=xterm-256color",
+                "bash",
+                "--norc",
+                "--noprofile",
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session failed");
+        let p = Pane { session };
+        p.wait_for("READY$", Duration::from_secs(10));
+        p
+    }
+
+    fn send(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = Command::new("tmux")
+                .args(["send-keys", "-t", &self.session, k])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+            std::thread::sleep(Duration::from_millis(120));
+        }
+    }
+
+    fn line(&self, text: &str) {
+        let ok = Command::new("tmux")
+            .args(["send-keys", "-t", &self.session, "-l", text])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        self.send(&["Enter"]);
+    }
+
+    fn capture(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn display(&self, format: &str) -> String {
+        let o = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &self.session, format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    fn wait_for(&self, text: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.capture();
+            if s.contains(text) {
+                return s;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out waiting for {text:?}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// After the program ended: main screen, cursor shown, terminal in cooked mode.
+    fn assert_restored(&self) {
+        assert_eq!(
+            self.display("#{alternate_on}"),
+            "0",
+            "alternate screen left"
+        );
+        assert_eq!(self.display("#{cursor_flag}"), "1", "cursor visible");
+        self.line("stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo -e -icanon -e -echo | tr '\\n' ' '; echo STTY-$((1+1))");
+        let s = self.wait_for("STTY-2", Duration::from_secs(10));
+        let line = s
+            .lines()
+            .rev()
+            .find(|l| l.contains("STTY-2"))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            line.contains("icanon") && !line.contains("-icanon"),
+            "cooked mode: {line:?}"
+        );
+        assert!(
+            line.contains("echo") && !line.contains("-echo"),
+            "echo on: {line:?}"
+        );
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.session])
+            .status();
+    }
+}
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus")
+        .join(name)
+}
+
+/// The archive to open: the real MiniLM checkpoint when the corpus is there, else the
+/// demo checkpoint shipped in assets/.
+fn make_archive(dir: &Path) -> PathBuf {
+    let minilm = corpus("minilm-l6-v2-bf16.safetensors");
+    let input = if minilm.exists() {
+        minilm
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors")
+    };
+    let out = dir.join("model.brv");
+    let start = Instant::now();
+    compress_file(&input, &out, &CompressOptions::default(), &no_progress).unwrap();
+    eprintln!(
+        "compressed {} in {:.1} s",
+        input.display(),
+        start.elapsed().as_secs_f64()
+    );
+    out
+}
+
+#[test]
+fn drive_the_real_binary_in_tmux() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = make_archive(dir.path());
+    let p = Pane::new("main", dir.path());
+    let opened = Instant::now();
+    p.line(&format!("{BIN} {}; echo EXIT=$?", archive.display()));
+    let main = p.wait_for("total of", Duration::from_secs(30));
+    eprintln!(
+        "open to first frame: {:.2} s",
+        opened.elapsed().as_secs_f64()
+    );
+    eprintln!("--- main screen ---\n{main}");
+    assert!(main.contains("1 Tensors"));
+    assert!(main.contains("reduction"));
+
+    // Move to a tensor and open its program tree, fully expanded.
+    p.send(&["j", "j", "j", "Enter"]);
+    p.wait_for("own B", Duration::from_secs(60));
+    p.send(&["e"]);
+    let tree = p.wait_for("subtree", Duration::from_secs(10));
+    eprintln!("--- tree ---\n{tree}");
+    assert!(tree.contains("lit "), "a literal leaf is shown:\n{tree}");
+    assert!(
+        tree.contains("100.0%"),
+        "the root holds the whole record:\n{tree}"
+    );
+
+    // Re-run the search with budget 32.
+    p.send(&[
+        "r", "b", "BSpace", "BSpace", "BSpace", "BSpace", "3", "2", "Enter",
+    ]);
+    let search = p.wait_for("B → new", Duration::from_secs(120));
+    eprintln!("--- search ---\n{search}");
+    assert!(search.contains("budget 32"), "{search}");
+
+    // Verify the whole archive and read the verdict.
+    p.send(&["V"]);
+    let verify = p.wait_for("whole-file checksum", Duration::from_secs(120));
+    eprintln!("--- verify ---\n{verify}");
+    let verdict = verify
+        .lines()
+        .find(|l| l.contains("tensors bit-exact"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let (n, rest) = verdict.split_once('/').unwrap();
+    assert!(
+        rest.starts_with(&format!(
+            "{n} tensors bit-exact, whole-file checksum matches"
+        )),
+        "{verdict}"
+    );
+
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    p.assert_restored();
+}
+
+#[test]
+fn terminal_restored_after_panic_and_open_failure() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("random.brv");
+    std::fs::write(
+        &bad,
+        (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let good = dir.path().join("demo.brv");
+    compress_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors"),
+        &good,
+        &CompressOptions::default(),
+        &no_progress,
+    )
+    .unwrap();
+
+    let p = Pane::new("fail", dir.path());
+    p.line(&format!("{BIN} {}; echo EXIT=$?", bad.display()));
+    let s = p.wait_for("EXIT=1", Duration::from_secs(10));
+    assert!(
+        s.contains("error:") && s.contains("not a brevis archive"),
+        "{s}"
+    );
+    p.assert_restored();
+
+    p.line("clear");
+    p.line(&format!(
+        "{BIN} {}/missing.brv; echo EXIT=$?",
+        dir.path().display()
+    ));
+    let s = p.wait_for("EXIT=1", Duration::from_secs(10));
+    assert!(s.contains("cannot open"), "{s}");
+
+    p.line("clear");
+    p.line(&format!(
+        "BREVIS_TUI_TEST_PANIC=1 {BIN} {} 2>panic.txt; echo EXIT=$?; head -3 panic.txt",
+        good.display()
+    ));
+    let s = p.wait_for("EXIT=101", Duration::from_secs(20));
+    assert!(s.contains("test panic requested"), "{s}");
+    p.assert_restored();
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn safetensors_is_compressed_next_to_it_never_clobbering_and_cancel_leaves_nothing() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
+    std::fs::copy(&demo, dir.path().join("demo.safetensors")).unwrap();
+    let p = Pane::new("st", dir.path());
+    for (k, expected) in [(0, "demo.brv"), (1, "demo-1.brv")] {
+        p.line("clear");
+        p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+        let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+        assert!(s.contains(expected), "run {k} writes {expected}:\n{s}");
+        p.send(&["q"]);
+        p.wait_for("EXIT=0", Duration::from_secs(10));
+    }
+    assert_eq!(
+        files_in(dir.path()),
+        ["demo-1.brv", "demo.brv", "demo.safetensors"]
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("demo.brv")).unwrap(),
+        std::fs::read(dir.path().join("demo-1.brv")).unwrap(),
+        "same input, same archive"
+    );
+
+    // Cancel while compressing a larger file: nothing is left behind.
+    let minilm = corpus("minilm-l6-v2-bf16.safetensors");
+    let big = if minilm.exists() { minilm } else { demo };
+    let cdir = tempfile::tempdir().unwrap();
+    std::fs::copy(&big, cdir.path().join("big.safetensors")).unwrap();
+    let p = Pane::new("cancel", cdir.path());
+    p.line(&format!("{BIN} big.safetensors; echo EXIT=$?"));
+    p.wait_for("compressing", Duration::from_secs(10));
+    p.send(&["x"]);
+    let s = p.wait_for("EXIT=1", Duration::from_secs(20));
+    assert!(s.contains("cancelled"), "{s}");
+    p.assert_restored();
+    assert_eq!(files_in(cdir.path()), ["big.safetensors"]);
+}
