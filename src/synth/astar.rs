@@ -18,7 +18,8 @@ use super::{SearchOptions, SearchStats, Synthesis};
 use crate::codec;
 use crate::dsl::wire::{own_len, program_len, uleb_len};
 use crate::dsl::{Lit, Node, Ty};
-use crate::tensor::{container_bytes, Dtype, Words};
+use crate::stats;
+use crate::tensor::{bits_needed, container_bytes, Dtype, Words};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -32,6 +33,31 @@ pub fn lit_node_len(words: &Words) -> u64 {
         .expect("raw always applies");
     1 + uleb_len(body) + body
 }
+
+/// Estimated bytes of the node `Lit(words)`: exact for raw words, bit packing and
+/// Huffman (their sizes follow from the histogram), and for rANS the table plus the ideal
+/// payload under its quantized model plus the final states, which is within a few bytes
+/// of the encoder's output. Costs one histogram pass and no encoding, so the search can
+/// size every hole it opens; the finalists are then sized exactly.
+pub fn lit_node_estimate(words: &Words) -> u64 {
+    let (width, n) = (words.width(), words.len());
+    let hist = stats::histogram(words, codec::MAX_TABLE_SYMBOLS);
+    let max = match &hist {
+        Some(h) => h.last().map_or(0, |&(s, _)| s),
+        None => words.max().unwrap_or(0),
+    };
+    let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
+    if let Some(h) = &hist {
+        body = body.min(codec::huffman::Plan::new(h, width, n).size());
+        let r = codec::rans::Plan::new(h, width, n);
+        let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
+        body = body.min(rans);
+    }
+    1 + uleb_len(body) + body
+}
+
+/// Bytes the rANS coder spends on flushing its interleaved states (estimate only).
+const RANS_STATE_BYTES: u64 = 8;
 
 struct Hole {
     target: Arc<Words>,
@@ -96,9 +122,16 @@ struct Search<'a> {
     memory: u64,
     seq: u64,
     stats: SearchStats,
-    /// Smallest program seen so far (complete or rollout) and its exact size.
-    best: (u64, State),
+    /// The smallest programs seen so far (complete or rollout), by size, at most
+    /// [`FINALISTS`]; sizes are exact for small holes and estimated for large ones.
+    finalists: Vec<(u64, State)>,
 }
+
+/// How many of the smallest candidates are sized exactly at the end.
+const FINALISTS: usize = 3;
+
+/// Holes of at most this many words are sized exactly; larger ones are estimated.
+const EXACT_WORDS: usize = 4096;
 
 fn words_bytes(w: &Words) -> u64 {
     (w.len() * container_bytes(w.width())) as u64
@@ -119,7 +152,11 @@ impl Search<'_> {
             Some((w, l)) => (Arc::clone(w), *l),
             None => {
                 self.memory += words_bytes(&target);
-                let lit_bytes = lit_node_len(&target);
+                let lit_bytes = if target.len() <= EXACT_WORDS {
+                    lit_node_len(&target)
+                } else {
+                    lit_node_estimate(&target)
+                };
                 let w = Arc::new(target);
                 made.push((Arc::clone(&w), lit_bytes));
                 (w, lit_bytes)
@@ -141,9 +178,14 @@ impl Search<'_> {
     }
 
     fn offer(&mut self, s: &State) {
-        if s.rollout < self.best.0 {
-            self.best = (s.rollout, s.clone());
+        let full = self.finalists.len() >= FINALISTS;
+        if full && self.finalists.last().is_some_and(|(b, _)| s.rollout >= *b) {
+            return;
         }
+        // Keep the list sorted by size; equal sizes keep their creation order.
+        let at = self.finalists.partition_point(|(b, _)| *b <= s.rollout);
+        self.finalists.insert(at, (s.rollout, s.clone()));
+        self.finalists.truncate(FINALISTS);
     }
 
     /// Expands the leftmost hole of `s`, pushing open children and offering every child.
@@ -323,12 +365,12 @@ pub fn search(
         memory: 0,
         seq: 0,
         stats,
-        best: (u64::MAX, root_state.clone()),
+        finalists: Vec::new(),
     };
     search.add_hole(target.clone(), 1, dtype, None, &mut Vec::new());
     let mut root = root_state;
     root.rollout = search.holes[0].lit_bytes;
-    search.best = (root.rollout, root.clone());
+    search.offer(&root);
     let mut queue = BinaryHeap::new();
     queue.push(root);
     while let Some(s) = queue.pop() {
@@ -339,26 +381,19 @@ pub fn search(
         search.stats.expansions += 1;
         search.expand(&s, &mut queue);
     }
-    let (bytes, best) = std::mem::replace(
-        &mut search.best,
-        (
-            0,
-            State {
-                tree: PNode::Hole(0),
-                holes: vec![],
-                g: 0.0,
-                h: 0.0,
-                fixed: 0,
-                rollout: 0,
-                nodes: 0,
-                seq: 0,
-            },
-        ),
-    );
-    let program = search.materialize(&best.tree);
-    debug_assert_eq!(program_len(&program), bytes, "rollout size is exact");
+    // The finalists, sized exactly; the smallest wins, ties to the earlier finalist.
+    let mut winner: Option<(u64, Node, bool)> = None;
+    for (_, st) in &search.finalists {
+        let program = search.materialize(&st.tree);
+        let bytes = program_len(&program);
+        if winner.as_ref().is_none_or(|(b, _, _)| bytes < *b) {
+            let fallback = matches!(st.tree, PNode::Hole(0) | PNode::LitOf(0));
+            winner = Some((bytes, program, fallback));
+        }
+    }
+    let (bytes, program, fallback) = winner.expect("the root state is always a finalist");
     let mut stats = search.stats;
-    stats.literal_fallback = matches!(best.tree, PNode::Hole(0) | PNode::LitOf(0));
+    stats.literal_fallback = fallback;
     Synthesis {
         program,
         bytes,
