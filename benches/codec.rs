@@ -23,7 +23,10 @@ fn bf16_stream(path: &str) -> Words {
     for t in header.as_object().unwrap().values() {
         if t.get("dtype").and_then(|d| d.as_str()) == Some("BF16") {
             let off = t["data_offsets"].as_array().unwrap();
-            let (a, b) = (off[0].as_u64().unwrap() as usize, off[1].as_u64().unwrap() as usize);
+            let (a, b) = (
+                off[0].as_u64().unwrap() as usize,
+                off[1].as_u64().unwrap() as usize,
+            );
             all.extend_from_slice(&data[a..b]);
         }
     }
@@ -34,7 +37,9 @@ fn bf16_stream(path: &str) -> Words {
 /// machine may be shared, and time spent waiting for a core is not the codec's.
 fn cpu_time() -> Option<Duration> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    Some(Duration::from_nanos(s.split_whitespace().next()?.parse().ok()?))
+    Some(Duration::from_nanos(
+        s.split_whitespace().next()?.parse().ok()?,
+    ))
 }
 
 fn now() -> Duration {
@@ -78,12 +83,18 @@ fn main() {
             "low" => words.map_to(8, |w| w & 0xFF),
             _ => words,
         };
-        let c = if op.starts_with("huf") { CodecId::Huffman } else { CodecId::Rans };
+        let c = if op.starts_with("huf") {
+            CodecId::Huffman
+        } else {
+            CodecId::Rans
+        };
         let e = select::encode_with(c, &w).unwrap();
         let per = time(|| match op {
             "rans-enc" | "huf-enc" => drop(black_box(select::encode_with(c, &w))),
             "best" => drop(black_box(select::encode_best(&w))),
-            _ => drop(black_box(codec::decode(c, &e.body, w.width(), w.len()).unwrap())),
+            _ => drop(black_box(
+                codec::decode(c, &e.body, w.width(), w.len()).unwrap(),
+            )),
         })
         .as_secs_f64();
         println!(
@@ -103,7 +114,16 @@ fn main() {
     ];
     println!(
         "{:>9} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8}   (MB/s of decoded words)",
-        "stream", "hist", "best", "sizes", "", "rans-enc", "rans-dec", "huf-enc", "huf-dec", "bp-dec"
+        "stream",
+        "hist",
+        "best",
+        "sizes",
+        "",
+        "rans-enc",
+        "rans-dec",
+        "huf-enc",
+        "huf-dec",
+        "bp-dec"
     );
     for (label, w) in &streams {
         let bytes = w.len() * brevis::tensor::container_bytes(w.width());

@@ -10,7 +10,9 @@
 //!
 //! Every decoder is total: on a body that is inconsistent with `(b, n)` it returns a
 //! [`CodecError`], never panics, and never allocates more than `n` words plus what the
-//! body's own length justifies.
+//! body's own length justifies (besides decoding tables of bounded size: at most 2^12
+//! Huffman entries and 2^16 rANS slots). An `n` too large to allocate is an error, not an
+//! abort.
 
 pub mod bitio;
 pub mod bitpack;
@@ -18,6 +20,7 @@ pub mod huffman;
 pub mod rans;
 pub mod raw;
 pub mod select;
+pub mod table;
 
 pub use select::{all_sizes, decode, encode_best, Encoded};
 
@@ -85,8 +88,5 @@ pub enum CodecError {
     TrailingBytes { codec: &'static str, extra: u64 },
     /// A table, parameter or payload contradicts itself or the stream's type.
     #[error("{codec} body invalid: {what}")]
-    Invalid {
-        codec: &'static str,
-        what: String,
-    },
+    Invalid { codec: &'static str, what: String },
 }

@@ -2,48 +2,185 @@
 //! synthesizer's size estimates and the TUI's "why this size" view.
 
 use crate::tensor::{WordBuf, Words};
-use std::collections::HashMap;
 
 /// Counts of each distinct word, sorted by word value ascending.
 ///
 /// Returns `None` when the stream has more than `max_distinct` distinct words (the
 /// counting stops early, so a wide stream with many values costs little).
+///
+/// One pass over the stream: dense counters for 8-bit containers and for long 16-bit
+/// streams, a sort for short 16-bit streams, an open-addressing hash table for wider words.
 pub fn histogram(words: &Words, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
-    fn dense<T: Copy + Into<u64>>(v: &[T], size: usize, max_distinct: usize) -> Option<Vec<(u64, u64)>>
-    where
-        usize: From<T>,
-    {
-        let mut counts = vec![0u64; size];
-        for &x in v {
-            counts[usize::from(x)] += 1;
-        }
-        let out: Vec<(u64, u64)> = counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(s, &c)| (s as u64, c))
-            .collect();
-        (out.len() <= max_distinct).then_some(out)
+    let out = match words.buf() {
+        WordBuf::U8(v) => dense_u8(v),
+        WordBuf::U16(v) if v.len() >= 4096 => dense_u16(v),
+        WordBuf::U16(v) => sorted_runs(v.iter().map(|&x| u64::from(x)).collect()),
+        WordBuf::U32(v) => sparse(v.iter().map(|&x| u64::from(x)), v.len(), max_distinct)?,
+        WordBuf::U64(v) => sparse(v.iter().copied(), v.len(), max_distinct)?,
+    };
+    (out.len() <= max_distinct).then_some(out)
+}
+
+fn dense_u8(v: &[u8]) -> Vec<(u64, u64)> {
+    // Four interleaved tables so repeated bytes do not serialize on one counter.
+    let mut t = [[0u64; 256]; 4];
+    let mut chunks = v.chunks_exact(4);
+    for c in &mut chunks {
+        t[0][usize::from(c[0])] += 1;
+        t[1][usize::from(c[1])] += 1;
+        t[2][usize::from(c[2])] += 1;
+        t[3][usize::from(c[3])] += 1;
     }
-    match words.buf() {
-        WordBuf::U8(v) => dense(v, 256, max_distinct),
-        WordBuf::U16(v) => dense(v, 65_536, max_distinct),
-        WordBuf::U32(v) => sparse(v.iter().map(|&x| x as u64), max_distinct),
-        WordBuf::U64(v) => sparse(v.iter().copied(), max_distinct),
+    for &x in chunks.remainder() {
+        t[0][usize::from(x)] += 1;
+    }
+    (0..256)
+        .filter_map(|s| {
+            let c = t[0][s] + t[1][s] + t[2][s] + t[3][s];
+            (c > 0).then_some((s as u64, c))
+        })
+        .collect()
+}
+
+fn dense_u16(v: &[u16]) -> Vec<(u64, u64)> {
+    fn count<C: Copy + Default + Into<u64> + std::ops::AddAssign + From<u8>>(
+        v: &[u16],
+    ) -> Vec<(u64, u64)> {
+        let mut t: Vec<C> = Vec::new();
+        t.resize(65_536, C::default());
+        for &x in v {
+            t[usize::from(x)] += C::from(1);
+        }
+        t.iter()
+            .enumerate()
+            .filter_map(|(s, &c)| {
+                let c: u64 = c.into();
+                (c > 0).then_some((s as u64, c))
+            })
+            .collect()
+    }
+    if v.len() < u32::MAX as usize {
+        count::<u32>(v)
+    } else {
+        count::<u64>(v)
     }
 }
 
-fn sparse(it: impl Iterator<Item = u64>, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
-    let mut map: HashMap<u64, u64> = HashMap::new();
+fn sorted_runs(mut v: Vec<u64>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for x in v {
+        match out.last_mut() {
+            Some((s, c)) if *s == x => *c += 1,
+            _ => out.push((x, 1)),
+        }
+    }
+    out
+}
+
+fn sparse(it: impl Iterator<Item = u64>, n: usize, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
+    let mut map: U64Map<u64> = U64Map::with_capacity(n.min(max_distinct).min(1024));
     for x in it {
-        *map.entry(x).or_insert(0) += 1;
+        *map.entry(x) += 1;
         if map.len() > max_distinct {
             return None;
         }
     }
-    let mut out: Vec<(u64, u64)> = map.into_iter().collect();
+    let mut out: Vec<(u64, u64)> = map.iter().collect();
     out.sort_unstable();
     Some(out)
+}
+
+/// Open-addressing hash map from `u64` keys (linear probing, Fibonacci hashing,
+/// power-of-two capacity kept at most half full). Faster than `HashMap` for the
+/// histogram and symbol-index lookups of the codecs.
+#[derive(Clone, Debug)]
+pub(crate) struct U64Map<V> {
+    keys: Vec<u64>,
+    vals: Vec<V>,
+    used: Vec<bool>,
+    len: usize,
+    /// `64 - log2(capacity)`.
+    shift: u32,
+}
+
+impl<V: Copy + Default> U64Map<V> {
+    /// A map with room for `n` keys before it grows.
+    pub(crate) fn with_capacity(n: usize) -> U64Map<V> {
+        let cap = n.saturating_mul(2).max(16).next_power_of_two();
+        U64Map {
+            keys: vec![0; cap],
+            vals: vec![V::default(); cap],
+            used: vec![false; cap],
+            len: 0,
+            shift: 64 - cap.trailing_zeros(),
+        }
+    }
+
+    /// Number of keys.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn home(&self, k: u64) -> usize {
+        (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The value of `k`, if present.
+    #[inline]
+    pub(crate) fn get(&self, k: u64) -> Option<V> {
+        let m = self.keys.len() - 1;
+        let mut i = self.home(k);
+        loop {
+            if !self.used[i] {
+                return None;
+            }
+            if self.keys[i] == k {
+                return Some(self.vals[i]);
+            }
+            i = (i + 1) & m;
+        }
+    }
+
+    /// The value of `k`, inserted as `V::default()` if absent.
+    #[inline]
+    pub(crate) fn entry(&mut self, k: u64) -> &mut V {
+        let m = self.keys.len() - 1;
+        let mut i = self.home(k);
+        loop {
+            if !self.used[i] {
+                break;
+            }
+            if self.keys[i] == k {
+                return &mut self.vals[i];
+            }
+            i = (i + 1) & m;
+        }
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+            return self.entry(k);
+        }
+        self.used[i] = true;
+        self.keys[i] = k;
+        self.len += 1;
+        &mut self.vals[i]
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = U64Map::with_capacity(self.keys.len());
+        for (k, v) in self.iter() {
+            *bigger.entry(k) = v;
+        }
+        *self = bigger;
+    }
+
+    /// All `(key, value)` pairs, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, V)> + '_ {
+        (0..self.keys.len())
+            .filter(|&i| self.used[i])
+            .map(|i| (self.keys[i], self.vals[i]))
+    }
 }
 
 /// Order-0 empirical entropy in bits per word of a histogram (0 for an empty one).
@@ -83,5 +220,48 @@ mod tests {
         let w32 = Words::from_u64s(32, &[7, 7, 9]);
         assert_eq!(histogram(&w32, 2).unwrap(), vec![(7, 2), (9, 1)]);
         assert_eq!(entropy_bits([4u64]), 0.0);
+    }
+
+    #[test]
+    fn histogram_paths_agree() {
+        // Long 16-bit streams take the dense path, short ones the sort path, wide words
+        // the hash path: all must give the same sorted counts.
+        let vals: Vec<u64> = (0..10_000u64).map(|i| (i * i * 7919) % 300).collect();
+        let mut expect = vec![0u64; 300];
+        for &v in &vals {
+            expect[v as usize] += 1;
+        }
+        let expect: Vec<(u64, u64)> = expect
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(s, &c)| (s as u64, c))
+            .collect();
+        for width in [9, 16, 32, 64] {
+            let w = Words::from_u64s(width, &vals);
+            assert_eq!(histogram(&w, 65_536).unwrap(), expect, "width {width}");
+            let short = Words::from_u64s(width, &vals[..100]);
+            let h = histogram(&short, 65_536).unwrap();
+            assert_eq!(h.iter().map(|&(_, c)| c).sum::<u64>(), 100);
+        }
+        let bytes = Words::from_fn(8, 1001, |i| i as u64 * 7);
+        let h = histogram(&bytes, 256).unwrap();
+        assert_eq!(h.len(), 256);
+        assert_eq!((h[0], h[255]), ((0, 4), (255, 4)));
+        assert!(histogram(&bytes, 255).is_none());
+        assert!(histogram(&Words::from_fn(32, 5000, |i| i as u64), 4999).is_none());
+    }
+
+    #[test]
+    fn u64_map_grows_and_finds() {
+        let mut m: U64Map<u32> = U64Map::with_capacity(1);
+        for i in 0..5000u64 {
+            *m.entry(i << 40) = i as u32;
+        }
+        assert_eq!(m.len(), 5000);
+        for i in 0..5000u64 {
+            assert_eq!(m.get(i << 40), Some(i as u32));
+        }
+        assert_eq!(m.get(1), None);
     }
 }

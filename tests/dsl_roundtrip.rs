@@ -68,7 +68,7 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
                 return Node::concat(vec![a, c]).unwrap();
             }
             1 => {
-                let divisors: Vec<u64> = (2..=n).filter(|k| n % k == 0).collect();
+                let divisors: Vec<u64> = (2..=n).filter(|k| n.is_multiple_of(*k)).collect();
                 if let Some(&k) = divisors.get(rng.below(divisors.len() as u64) as usize) {
                     let child = random_program(rng, Ty::new(b, n / k), depth + 1);
                     return Node::repeat(k, child).unwrap();
@@ -96,7 +96,7 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
                 return Node::scan(f, rng.word(b), child).unwrap();
             }
             4 if b >= 2 => {
-                let (f, widths) = if b % 8 == 0 && b >= 16 && rng.below(2) == 0 {
+                let (f, widths) = if b.is_multiple_of(8) && b >= 16 && rng.below(2) == 0 {
                     (MergeFn::BytePlanes, vec![8; (b / 8) as usize])
                 } else if b <= 8 && rng.below(2) == 0 {
                     (MergeFn::BitPlanes, vec![1; b as usize])

@@ -1,1 +1,222 @@
-//! TODO
+//! Fixed-width bit packing.
+//!
+//! # Body
+//!
+//! One byte `k` (bits per word, `0..=b`), then the `n` words in `k` bits each, LSB-first
+//! (see [`super::bitio`]), the last byte zero-padded: `1 + ceil(n k / 8)` bytes. `k = 0`
+//! means every word is zero. The encoder writes the smallest `k` that holds the largest
+//! word; the decoder accepts any `k <= b` but refuses nonzero padding.
+
+use super::bitio::{peek64, BitWriter};
+use super::table::{check_width, try_constant, Word};
+use super::CodecError;
+use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
+use crate::with_buf;
+
+const NAME: &str = "bitpack";
+
+/// Exact body size in bytes for `n` words of `k` bits (saturating).
+pub fn size_for(k: u32, n: usize) -> u64 {
+    let bits = u128::from(k) * n as u128;
+    u64::try_from(bits.div_ceil(8)).map_or(u64::MAX, |b| b.saturating_add(1))
+}
+
+/// Exact body size in bytes for `words`.
+pub fn size(words: &Words) -> u64 {
+    size_for(bits_needed(words.max().unwrap_or(0)), words.len())
+}
+
+/// Appends the body for `words` at the smallest `k`.
+pub fn encode(words: &Words, out: &mut Vec<u8>) {
+    encode_k(words, bits_needed(words.max().unwrap_or(0)), out);
+}
+
+/// Appends the body for `words` at `k` bits per word (`k` must hold every word).
+pub fn encode_k(words: &Words, k: u32, out: &mut Vec<u8>) {
+    debug_assert!(k <= words.width() && bits_needed(words.max().unwrap_or(0)) <= k);
+    out.push(k as u8);
+    out.reserve(size_for(k, words.len()) as usize);
+    with_buf!(words.buf(), v => pack(v, k, out));
+}
+
+fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
+    if k == 0 {
+        return;
+    }
+    fn bytes<T: Word, const NB: usize>(v: &[T], out: &mut Vec<u8>) {
+        out.extend(v.iter().flat_map(|&x| {
+            let a = x.into().to_le_bytes();
+            let mut b = [0u8; NB];
+            b.copy_from_slice(&a[..NB]);
+            b
+        }));
+    }
+    match k {
+        8 => return bytes::<T, 1>(v, out),
+        16 => return bytes::<T, 2>(v, out),
+        32 => return bytes::<T, 4>(v, out),
+        64 => return bytes::<T, 8>(v, out),
+        _ => {}
+    }
+    let mut w = BitWriter::from_vec(std::mem::take(out));
+    for &x in v {
+        w.write(x.into(), k);
+    }
+    *out = w.finish();
+}
+
+/// Decodes `n` words of `width` bits from exactly `body`.
+///
+/// # Errors
+/// An empty body, `k > width`, a body length other than `1 + ceil(n k / 8)`, or nonzero
+/// padding bits.
+pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
+    check_width(width, NAME)?;
+    let Some((&k, data)) = body.split_first() else {
+        return Err(CodecError::Truncated {
+            codec: NAME,
+            needed: 1,
+            available: 0,
+        });
+    };
+    let k = u32::from(k);
+    if k > width {
+        return Err(CodecError::Invalid {
+            codec: NAME,
+            what: format!("{k} bits per word, expected at most {width}"),
+        });
+    }
+    let need = size_for(k, n);
+    let have = body.len() as u64;
+    if have < need {
+        return Err(CodecError::Truncated {
+            codec: NAME,
+            needed: need,
+            available: have,
+        });
+    }
+    if have > need {
+        return Err(CodecError::TrailingBytes {
+            codec: NAME,
+            extra: have - need,
+        });
+    }
+    let used = k as u64 * n as u64;
+    let pad = (8 - (used % 8) as u32) % 8;
+    if pad > 0 && data.last().is_some_and(|&b| b >> (8 - pad) != 0) {
+        return Err(CodecError::Invalid {
+            codec: NAME,
+            what: "nonzero padding bits".into(),
+        });
+    }
+    if k == 0 {
+        return try_constant(width, 0, n, NAME);
+    }
+    let buf = match container_bytes(width) {
+        1 => WordBuf::U8(unpack(data, k, n)),
+        2 => WordBuf::U16(unpack(data, k, n)),
+        4 => WordBuf::U32(unpack(data, k, n)),
+        _ => WordBuf::U64(unpack(data, k, n)),
+    };
+    // Every word came from a validated table (symbols < 2^width) or a field of at most
+    // `width` bits.
+    Ok(Words::from_buf_trusted(width, buf))
+}
+
+/// `n` words of `k >= 1` bits from `data`, whose length was checked to hold them.
+fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
+    fn bytes<T: Word, const NB: usize>(data: &[u8]) -> Vec<T> {
+        data.chunks_exact(NB)
+            .map(|c| {
+                let mut a = [0u8; 8];
+                a[..NB].copy_from_slice(c);
+                T::from_u64(u64::from_le_bytes(a))
+            })
+            .collect()
+    }
+    match k {
+        8 => return bytes::<T, 1>(data),
+        16 => return bytes::<T, 2>(data),
+        24 => return bytes::<T, 3>(data),
+        32 => return bytes::<T, 4>(data),
+        40 => return bytes::<T, 5>(data),
+        48 => return bytes::<T, 6>(data),
+        56 => return bytes::<T, 7>(data),
+        64 => return bytes::<T, 8>(data),
+        _ => {}
+    }
+    let m = mask(k);
+    let mut out = Vec::with_capacity(n);
+    let mut pos = 0u64;
+    if k <= 56 {
+        for _ in 0..n {
+            out.push(T::from_u64(peek64(data, pos) & m));
+            pos += u64::from(k);
+        }
+    } else {
+        for _ in 0..n {
+            let lo = peek64(data, pos) & mask(32);
+            let hi = peek64(data, pos + 32) & mask(k - 32);
+            out.push(T::from_u64(lo | hi << 32));
+            pos += u64::from(k);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(values: &[u64], width: u32) -> Vec<u8> {
+        let words = Words::from_u64s(width, values);
+        let mut out = Vec::new();
+        encode(&words, &mut out);
+        assert_eq!(size(&words), out.len() as u64);
+        assert_eq!(decode(&out, width, values.len()).unwrap(), words);
+        out
+    }
+
+    #[test]
+    fn exact_bodies() {
+        assert_eq!(body(&[1, 2, 3], 8), vec![2, 0b0011_1001]);
+        assert_eq!(body(&[0, 0, 0], 8), vec![0]);
+        assert_eq!(body(&[], 8), vec![0]);
+        assert_eq!(body(&[5, 0x1FF], 9), vec![9, 0x05, 0xFE, 0x03]);
+        assert_eq!(body(&[0xABCD], 16), vec![16, 0xCD, 0xAB]);
+        assert_eq!(body(&[u64::MAX], 64), [vec![64], vec![0xFF; 8]].concat());
+        let mut w = vec![63u8];
+        w.extend_from_slice(&(u64::MAX >> 1).to_le_bytes());
+        assert_eq!(body(&[u64::MAX >> 1], 64), w);
+        body(&[1, (1 << 60) - 1, 7, 1 << 59], 61);
+    }
+
+    #[test]
+    fn hostile_bodies() {
+        assert!(matches!(
+            decode(&[], 8, 0),
+            Err(CodecError::Truncated { .. })
+        ));
+        assert!(matches!(
+            decode(&[9], 8, 0),
+            Err(CodecError::Invalid { .. })
+        ));
+        assert!(matches!(
+            decode(&[2, 0], 8, 5),
+            Err(CodecError::Truncated { .. })
+        ));
+        assert!(matches!(
+            decode(&[2, 0, 0], 8, 3),
+            Err(CodecError::TrailingBytes { .. })
+        ));
+        // [1, 2, 3] at k = 2 uses 6 bits: the top two bits of the byte must be zero.
+        assert!(matches!(
+            decode(&[2, 0b0111_1001], 8, 3),
+            Err(CodecError::Invalid { .. })
+        ));
+        // A non-minimal k is valid.
+        assert_eq!(decode(&[3, 0b1], 8, 2).unwrap().to_u64s(), vec![1, 0]);
+        // n * k overflowing is a size mismatch, not a panic.
+        assert!(decode(&[64, 0], 64, usize::MAX).is_err());
+    }
+}

@@ -1,1 +1,1068 @@
-//! TODO
+//! Static order-0 rANS over the distinct words of a stream (at most
+//! [`MAX_TABLE_SYMBOLS`]): interleaved 32-bit states (1, 2 or 4 by stream length),
+//! byte-wise renormalization,
+//! frequencies quantized to a total of `M = 2^s` (`s` in 1..=16, chosen by the encoder).
+//! Duda, "Asymmetric numeral systems" (2013); the encoder's division-free step follows
+//! Giesen's `rans_byte`.
+//!
+//! # Body
+//!
+//! A table as an LSB-first bit stream (see [`super::bitio`]) zero-padded to a whole byte,
+//! then the payload bytes:
+//!
+//! 1. the symbol count `m` and the sorted symbol set ([`super::table`]). With `m <= 1`
+//!    that is the whole body (every word is the one symbol);
+//! 2. `s - 1` in 4 bits, with `2^s >= m`;
+//! 3. the frequencies `f_i >= 1` of the symbols in symbol order, summing to exactly
+//!    `2^s`, with `v_i = f_i - 1`: a 2-bit mode, then
+//!    * mode 0: a width `w` in 5 bits (0..=16), each `v_i` in `w` bits;
+//!    * mode 1: an order `k` in 4 bits, each `v_i` as an order-`k` Exp-Golomb code;
+//!    * mode 2: each `v_i` as an Exp-Golomb code of order `bits(v_(i-1))` (`v_(-1) = 0`),
+//!      which follows the spiky histograms of exponent fields;
+//!    * mode 3: an order `k` in 4 bits, each zigzag difference `v_i - v_(i-1)` as an
+//!      order-`k` Exp-Golomb code (zigzag: `d >= 0` is `2d`, `d < 0` is `-2d - 1`), for
+//!      smooth histograms;
+//!
+//!    the encoder writes the shortest (ties: lower mode);
+//! 4. zero bits to the byte boundary;
+//! 5. the payload: the decoder's initial states `x_0 .. x_(K-1)` as 4-byte
+//!    little-endian integers, each in `[2^23, 2^31)`, then the renormalization bytes in
+//!    the order the decoder reads them. The number of states `K` follows from `n`: 1 for
+//!    `n < 64`, 2 for `n < 4096`, else 4 (more independent states decode faster; fewer
+//!    cost fewer bytes). Word `i` is decoded from state `i mod K`: its slot is
+//!    `x mod 2^s`, the symbol whose cumulative range holds it, then
+//!    `x = f * (x >> s) + slot - cum`, then while `x < 2^23`, `x = x << 8 | next byte`.
+//!    After the last word every state must be back at `2^23` and every byte consumed.
+//!
+//! The quantizer minimizes the payload's ideal size `sum c_i log2(M / f_i)` exactly for
+//! each `s` (greedy unit moves on a separable convex cost), and `s` is chosen to minimize
+//! that plus the table bits.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::bitio::{eg_len, BitReader, BitWriter};
+use super::table::{
+    best_eg_k, check_width, count_bits, plan_set, read_count, read_set, try_constant, try_filled,
+    write_count, write_set, SetPlan, SymbolIndex, Word,
+};
+use super::{CodecError, MAX_TABLE_SYMBOLS};
+use crate::tensor::{bits_needed, container_bytes, WordBuf, Words};
+use crate::with_buf;
+
+const NAME: &str = "rans";
+
+/// Largest frequency precision, in bits (`M = 2^16`).
+pub const MAX_SCALE_BITS: u32 = 16;
+
+/// Lower bound of the normalized state interval `[L, 256 L)`.
+const RANS_L: u32 = 1 << 23;
+
+/// Number of interleaved states for a stream of `n` words.
+pub fn lanes(n: usize) -> usize {
+    match n {
+        0..64 => 1,
+        64..4096 => 2,
+        _ => 4,
+    }
+}
+
+/// Bytes of the flushed states at the start of the payload.
+fn state_bytes(n: usize) -> u64 {
+    4 * lanes(n) as u64
+}
+
+/// How the frequencies are written (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FreqMode {
+    /// `f - 1` in a fixed number of bits.
+    Fixed(u32),
+    /// `f - 1` as Exp-Golomb codes of one order.
+    ExpGolomb(u32),
+    /// `f - 1` as Exp-Golomb codes of order `bits(previous f - 1)`.
+    Adaptive,
+    /// Zigzag differences of successive `f - 1` as Exp-Golomb codes of one order.
+    Delta(u32),
+}
+
+/// Order of the adaptive Exp-Golomb code after a value of `prev`.
+#[inline]
+fn adaptive_k(prev: u64) -> u32 {
+    bits_needed(prev)
+}
+
+#[inline]
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(z: u64) -> i64 {
+    (z >> 1) as i64 ^ -((z & 1) as i64)
+}
+
+/// Successive zigzag differences of `f - 1`, starting from 0.
+fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
+    freqs.iter().enumerate().map(|(i, &f)| {
+        let prev = if i == 0 {
+            0
+        } else {
+            i64::from(freqs[i - 1]) - 1
+        };
+        zigzag(i64::from(f) - 1 - prev)
+    })
+}
+
+/// The shortest way to write `freqs`, and its size in bits (mode field included).
+fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
+    let max = freqs.iter().map(|&f| f - 1).max().unwrap_or(0);
+    let w = bits_needed(u64::from(max));
+    let mut best = (
+        FreqMode::Fixed(w),
+        2 + 5 + freqs.len() as u64 * u64::from(w),
+    );
+    let (k, eg) = best_eg_k(freqs.iter().map(|&f| u64::from(f - 1)), 15);
+    let mut consider = |mode: FreqMode, bits: u64| {
+        if bits < best.1 {
+            best = (mode, bits);
+        }
+    };
+    consider(FreqMode::ExpGolomb(k), 2 + 4 + eg);
+    let adaptive: u64 = freqs
+        .iter()
+        .enumerate()
+        .map(|(i, &f)| {
+            let prev = if i == 0 {
+                0
+            } else {
+                u64::from(freqs[i - 1] - 1)
+            };
+            eg_len(u64::from(f - 1), adaptive_k(prev))
+        })
+        .sum();
+    consider(FreqMode::Adaptive, 2 + adaptive);
+    let (k, delta) = best_eg_k(freq_deltas(freqs), 15);
+    consider(FreqMode::Delta(k), 2 + 4 + delta);
+    best
+}
+
+/// `log2(f)` for `f` in `0..=2^16` (`f = 0` maps to 0), computed once.
+fn log2_table() -> &'static [f64] {
+    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=1u32 << MAX_SCALE_BITS)
+            .map(|f| if f == 0 { 0.0 } else { f64::from(f).log2() })
+            .collect()
+    })
+}
+
+/// Frequencies summing to `2^scale`, each >= 1, minimizing `sum c_i log2(2^scale / f_i)`.
+/// Requires `1 <= counts.len() <= 2^scale <= 2^16` and every count >= 1.
+///
+/// Starts from the nearest rounding of `c_i 2^scale / n` (at least 1), fixes the sum
+/// one unit at a time where it costs least, then moves single units while that lowers
+/// the cost: for this separable convex cost, no improving unit move means optimal.
+pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
+    let lg = log2_table();
+    let total_m = 1u64 << scale;
+    let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    let n = n.max(1);
+    let mut f: Vec<u32> = counts
+        .iter()
+        .map(|&c| (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32)
+        .collect();
+    let mut sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
+    // Gain of one more unit, loss of one fewer (infinite at f = 1), in bits.
+    let gain = |c: u64, f: u32| {
+        let f = f as usize;
+        c as f64 * (lg.get(f + 1).copied().unwrap_or(16.0) - lg[f])
+    };
+    let loss = |c: u64, f: u32| {
+        if f <= 1 {
+            f64::INFINITY
+        } else {
+            let f = f as usize;
+            c as f64 * (lg[f] - lg[f - 1])
+        }
+    };
+    // Heaps of (key, index, f at push); entries whose f changed since are stale.
+    type Inc = BinaryHeap<(u64, Reverse<usize>, u32)>;
+    type Dec = BinaryHeap<(Reverse<u64>, Reverse<usize>, u32)>;
+    let mut inc: Inc = f
+        .iter()
+        .enumerate()
+        .map(|(i, &fi)| (gain(counts[i], fi).to_bits(), Reverse(i), fi))
+        .collect::<Vec<_>>()
+        .into();
+    let mut dec: Dec = f
+        .iter()
+        .enumerate()
+        .filter(|&(_, &fi)| fi > 1)
+        .map(|(i, &fi)| (Reverse(loss(counts[i], fi).to_bits()), Reverse(i), fi))
+        .collect::<Vec<_>>()
+        .into();
+    let push = |inc: &mut Inc, dec: &mut Dec, i: usize, fi: u32| {
+        inc.push((gain(counts[i], fi).to_bits(), Reverse(i), fi));
+        if fi > 1 {
+            dec.push((Reverse(loss(counts[i], fi).to_bits()), Reverse(i), fi));
+        }
+    };
+    let top_inc = |inc: &mut Inc, f: &[u32]| loop {
+        let &(k, Reverse(i), fi) = inc.peek()?;
+        if f[i] == fi {
+            return Some((f64::from_bits(k), i));
+        }
+        inc.pop();
+    };
+    let top_dec = |dec: &mut Dec, f: &[u32]| loop {
+        let &(Reverse(k), Reverse(i), fi) = dec.peek()?;
+        if f[i] == fi {
+            return Some((f64::from_bits(k), i));
+        }
+        dec.pop();
+    };
+    while sum > total_m {
+        let Some((_, i)) = top_dec(&mut dec, &f) else {
+            break;
+        };
+        f[i] -= 1;
+        sum -= 1;
+        push(&mut inc, &mut dec, i, f[i]);
+    }
+    while sum < total_m {
+        let Some((_, i)) = top_inc(&mut inc, &f) else {
+            break;
+        };
+        f[i] += 1;
+        sum += 1;
+        push(&mut inc, &mut dec, i, f[i]);
+    }
+    // Unit transfers while one strictly lowers the cost.
+    while let (Some((g, i)), Some((l, j))) = (top_inc(&mut inc, &f), top_dec(&mut dec, &f)) {
+        if i == j || g <= l * (1.0 + 1e-12) + 1e-9 {
+            break;
+        }
+        f[i] += 1;
+        f[j] -= 1;
+        push(&mut inc, &mut dec, i, f[i]);
+        push(&mut inc, &mut dec, j, f[j]);
+    }
+    debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
+    f
+}
+
+/// Total information content `sum c log2(n / c)` in bits of a histogram, the least any
+/// order-0 code can spend on its payload.
+pub(crate) fn entropy_bits(hist: &[(u64, u64)]) -> f64 {
+    let lg = log2_table();
+    let l = |c: u64| {
+        lg.get(c as usize)
+            .copied()
+            .unwrap_or_else(|| (c as f64).log2())
+    };
+    let n: u64 = hist.iter().map(|&(_, c)| c).sum();
+    let ln = l(n);
+    hist.iter().map(|&(_, c)| c as f64 * (ln - l(c))).sum()
+}
+
+/// Bytes the payload (states included) of `n` words can never be smaller than, when the
+/// ideal code length under the model is `ideal` bits at precision `scale`.
+///
+/// Per state, `log2(x) + 8 * (bytes emitted)` starts at 23 and ends below
+/// `31 + 8 * (bytes emitted)`. Each step adds at least `log2(M / f)` minus
+/// `log2(1 + 2^(s-23))` (its quotient is `>= 2^(23-s)`), each emitted byte removes at most
+/// `-log2(1 - 255 * 2^(s-31))`.
+pub(crate) fn payload_lower_bound(ideal: f64, n: usize, scale: u32) -> u64 {
+    let s = f64::from(scale);
+    let step = (1.0 + (s - 23.0).exp2()).log2();
+    let byte = -(1.0 - 255.0 * (s - 31.0).exp2()).log2();
+    let slack = 8.0 * lanes(n) as f64;
+    let x = (ideal * (1.0 - 1e-9) - n as f64 * step - slack) / (8.0 + byte) - 1.0;
+    let emitted = if x > 0.0 { x.floor() as u64 } else { 0 };
+    state_bytes(n) + emitted
+}
+
+/// An rANS encoding of one stream planned from its histogram: everything but the payload.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    syms: Vec<u64>,
+    freqs: Vec<u32>,
+    scale: u32,
+    set: SetPlan,
+    freq_mode: FreqMode,
+    /// Exact bits of the table before the byte padding.
+    pub table_bits: u64,
+    /// Ideal payload size `sum c_i log2(M / f_i)` in bits under the quantized model.
+    pub ideal_bits: f64,
+    n: usize,
+}
+
+impl Plan {
+    /// Plans the coder for a stream of `n` words of `width` bits with histogram `hist`
+    /// (distinct words ascending with their counts, at most [`MAX_TABLE_SYMBOLS`]).
+    pub fn new(hist: &[(u64, u64)], width: u32, n: usize) -> Plan {
+        let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
+        let set = plan_set(&syms, width);
+        Plan::with_set(hist, width, n, syms, set)
+    }
+
+    /// [`Plan::new`] with the symbols and their set encoding already worked out.
+    pub(crate) fn with_set(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        syms: Vec<u64>,
+        set: SetPlan,
+    ) -> Plan {
+        debug_assert!(hist.len() <= MAX_TABLE_SYMBOLS);
+        let head = count_bits(width, n) + set.bits;
+        let m = syms.len();
+        let mut plan = Plan {
+            syms,
+            freqs: Vec::new(),
+            scale: 0,
+            set,
+            freq_mode: FreqMode::Fixed(0),
+            table_bits: head,
+            ideal_bits: 0.0,
+            n,
+        };
+        if m <= 1 {
+            return plan;
+        }
+        let counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+        let smin = bits_needed(m as u64 - 1).max(1);
+        let lg = log2_table();
+        // No model codes below the empirical entropy: once the table alone would lose
+        // to the best so far, or two precisions in a row did worse, stop.
+        let entropy = entropy_bits(hist);
+        let mut best = f64::INFINITY;
+        for scale in smin..=MAX_SCALE_BITS {
+            let freqs = quantize(&counts, scale);
+            let ideal: f64 = counts
+                .iter()
+                .zip(&freqs)
+                .map(|(&c, &f)| c as f64 * (f64::from(scale) - lg[f as usize]))
+                .sum();
+            let (freq_mode, fbits) = plan_freqs(&freqs);
+            let table_bits = head + 4 + fbits;
+            let total = table_bits.div_ceil(8) as f64 * 8.0 + ideal;
+            if total < best {
+                best = total;
+                plan.freqs = freqs;
+                plan.scale = scale;
+                plan.freq_mode = freq_mode;
+                plan.table_bits = table_bits;
+                plan.ideal_bits = ideal;
+            }
+            if table_bits as f64 + entropy >= best || scale >= plan.scale + 2 {
+                break;
+            }
+        }
+        plan
+    }
+
+    /// Bytes of the table, padding included.
+    pub fn table_bytes(&self) -> u64 {
+        self.table_bits.div_ceil(8)
+    }
+
+    /// A size in bytes the body can never be smaller than, from the ideal payload size
+    /// and the worst-case loss of each coding and renormalization step. Used to skip
+    /// encoding when rANS cannot win.
+    pub fn lower_bound(&self) -> u64 {
+        if self.syms.len() <= 1 {
+            return self.table_bytes();
+        }
+        self.table_bytes() + payload_lower_bound(self.ideal_bits, self.n, self.scale)
+    }
+
+    fn write_table(&self, out: Vec<u8>, width: u32) -> Vec<u8> {
+        let mut w = BitWriter::from_vec(out);
+        write_count(&mut w, self.syms.len(), width, self.n);
+        write_set(&mut w, &self.syms, width, &self.set);
+        if self.syms.len() >= 2 {
+            w.write(u64::from(self.scale - 1), 4);
+            match self.freq_mode {
+                FreqMode::Fixed(bits) => {
+                    w.write(0, 2);
+                    w.write(u64::from(bits), 5);
+                    for &f in &self.freqs {
+                        w.write(u64::from(f - 1), bits);
+                    }
+                }
+                FreqMode::ExpGolomb(k) => {
+                    w.write(1, 2);
+                    w.write(u64::from(k), 4);
+                    for &f in &self.freqs {
+                        w.write_eg(u64::from(f - 1), k);
+                    }
+                }
+                FreqMode::Adaptive => {
+                    w.write(2, 2);
+                    let mut prev = 0;
+                    for &f in &self.freqs {
+                        w.write_eg(u64::from(f - 1), adaptive_k(prev));
+                        prev = u64::from(f - 1);
+                    }
+                }
+                FreqMode::Delta(k) => {
+                    w.write(3, 2);
+                    w.write(u64::from(k), 4);
+                    for z in freq_deltas(&self.freqs) {
+                        w.write_eg(z, k);
+                    }
+                }
+            }
+        }
+        w.finish()
+    }
+
+    fn enc_syms(&self) -> Vec<EncSym> {
+        let mut cum = 0u32;
+        self.freqs
+            .iter()
+            .map(|&f| {
+                let e = EncSym::new(cum, f, self.scale);
+                cum += f;
+                e
+            })
+            .collect()
+    }
+
+    /// Appends the body for `words` (the stream the plan was made from).
+    pub fn encode(&self, words: &Words, out: &mut Vec<u8>) {
+        let width = words.width();
+        let start = out.len();
+        *out = self.write_table(std::mem::take(out), width);
+        if self.syms.len() < 2 {
+            return;
+        }
+        let payload_at = out.len();
+        let enc = self.enc_syms();
+        let index = SymbolIndex::new(&self.syms, width, self.n);
+        let mut sink = ByteSink {
+            buf: std::mem::take(out),
+            len: payload_at,
+        };
+        sink.buf.reserve((self.ideal_bits / 8.0) as usize + 64);
+        let x = with_buf!(words.buf(), v => run_lanes(v, &index, &enc, &mut sink));
+        *out = sink.buf;
+        out.truncate(sink.len);
+        // Reversed below, so the first state comes first, little-endian.
+        for xi in x.iter().rev() {
+            out.extend_from_slice(&xi.to_be_bytes());
+        }
+        out[payload_at..].reverse();
+        debug_assert!(out.len() - start >= self.table_bytes() as usize);
+    }
+
+    /// Exact body size in bytes for `words` (the stream the plan was made from), by
+    /// running the encoder without storing its output.
+    pub fn size(&self, words: &Words) -> u64 {
+        if self.syms.len() < 2 {
+            return self.table_bytes();
+        }
+        let enc = self.enc_syms();
+        let index = SymbolIndex::new(&self.syms, words.width(), self.n);
+        let mut count = ByteCount(0);
+        with_buf!(words.buf(), v => run_lanes(v, &index, &enc, &mut count));
+        self.table_bytes() + state_bytes(self.n) + count.0
+    }
+}
+
+/// Where the encoder's renormalization bytes go.
+trait Sink {
+    /// Makes room for `n` more emissions.
+    fn reserve(&mut self, n: usize);
+    /// Emits the low `nb` (0..=2) bytes of `x`, lowest first.
+    fn emit(&mut self, x: u32, nb: u32);
+}
+
+/// Appends to a byte vector: two bytes are always written, `nb` kept.
+struct ByteSink {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Sink for ByteSink {
+    fn reserve(&mut self, n: usize) {
+        let need = self.len + 2 * n;
+        if self.buf.len() < need {
+            let grown = need.max(self.buf.len().saturating_mul(3) / 2);
+            self.buf.resize(grown, 0);
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&mut self, x: u32, nb: u32) {
+        if let Some(d) = self.buf.get_mut(self.len..self.len + 2) {
+            d.copy_from_slice(&(x as u16).to_le_bytes());
+        }
+        self.len += nb as usize;
+    }
+}
+
+/// Counts the bytes only.
+struct ByteCount(u64);
+
+impl Sink for ByteCount {
+    fn reserve(&mut self, _: usize) {}
+
+    #[inline(always)]
+    fn emit(&mut self, _: u32, nb: u32) {
+        self.0 += u64::from(nb);
+    }
+}
+
+/// Encoder constants of one symbol (Giesen's `RansEncSymbol`): `x / f` by a multiply.
+#[derive(Clone, Copy, Debug)]
+struct EncSym {
+    x_max: u32,
+    rcp: u32,
+    shift: u32,
+    bias: u32,
+    cmpl: u32,
+}
+
+impl EncSym {
+    fn new(cum: u32, freq: u32, scale: u32) -> EncSym {
+        let m = 1u32 << scale;
+        let x_max = ((RANS_L >> scale) << 8) * freq;
+        let cmpl = m - freq;
+        if freq < 2 {
+            // q = x - 1 for x >= 1; bias makes x + bias + (x - 1)(M - 1) = x M + cum.
+            EncSym {
+                x_max,
+                rcp: u32::MAX,
+                shift: 0,
+                bias: cum + m - 1,
+                cmpl,
+            }
+        } else {
+            let shift = 32 - (freq - 1).leading_zeros(); // ceil(log2 freq)
+            let rcp = (1u64 << (shift + 31)).div_ceil(u64::from(freq)) as u32;
+            EncSym {
+                x_max,
+                rcp,
+                shift: shift - 1,
+                bias: cum,
+                cmpl,
+            }
+        }
+    }
+
+    /// Renormalizes `x` into this symbol's interval and encodes the symbol.
+    #[inline(always)]
+    fn put<K: Sink>(&self, x: &mut u32, sink: &mut K) {
+        // x < 2^31 and x_max >= 2^15: at most two bytes, the second iff
+        // x >> 8 >= x_max, that is x >= 256 x_max.
+        let v = *x;
+        let nb = u32::from(v >= self.x_max) + u32::from(u64::from(v) >= u64::from(self.x_max) << 8);
+        sink.emit(v, nb);
+        let v = v >> (8 * nb);
+        let q = ((u64::from(v) * u64::from(self.rcp)) >> 32) as u32 >> self.shift;
+        *x = v
+            .wrapping_add(self.bias)
+            .wrapping_add(q.wrapping_mul(self.cmpl));
+    }
+}
+
+/// Encodes `v` backwards with [`lanes`] states; returns the final states.
+fn run_lanes<T: Word, S: Sink>(
+    v: &[T],
+    index: &SymbolIndex,
+    enc: &[EncSym],
+    sink: &mut S,
+) -> Vec<u32> {
+    fn go<T: Word, S: Sink>(
+        v: &[T],
+        idx: impl Fn(T) -> usize,
+        enc: &[EncSym],
+        sink: &mut S,
+    ) -> Vec<u32> {
+        match lanes(v.len()) {
+            1 => run::<T, S, 1>(v, idx, enc, sink).to_vec(),
+            2 => run::<T, S, 2>(v, idx, enc, sink).to_vec(),
+            _ => run::<T, S, 4>(v, idx, enc, sink).to_vec(),
+        }
+    }
+    match index {
+        SymbolIndex::Dense(t) => go(v, |w: T| t[w.into() as usize] as usize, enc, sink),
+        SymbolIndex::Hashed(_) => go(v, |w: T| index.get(w.into()), enc, sink),
+    }
+}
+
+/// Words encoded between two [`Sink::reserve`] calls.
+const BLOCK: usize = 4096;
+
+/// Encodes `v` backwards, word `i` into state `i mod K`; returns the final states.
+fn run<T: Word, S: Sink, const K: usize>(
+    v: &[T],
+    idx: impl Fn(T) -> usize,
+    enc: &[EncSym],
+    sink: &mut S,
+) -> [u32; K] {
+    let mut x = [RANS_L; K];
+    let full = v.len() / K * K;
+    sink.reserve(K);
+    for (i, &w) in v.iter().enumerate().skip(full).rev() {
+        enc[idx(w)].put(&mut x[i % K], sink);
+    }
+    // Blocks are multiples of K, so groups stay aligned to word indices.
+    for block in v[..full].rchunks(BLOCK) {
+        sink.reserve(block.len());
+        for group in block.chunks_exact(K).rev() {
+            for j in (0..K).rev() {
+                enc[idx(group[j])].put(&mut x[j], sink);
+            }
+        }
+    }
+    x
+}
+
+/// Exact body size in bytes for `words` (which must have at most [`MAX_TABLE_SYMBOLS`]
+/// distinct words, as in its histogram `hist`).
+pub fn size(words: &Words, hist: &[(u64, u64)]) -> u64 {
+    Plan::new(hist, words.width(), words.len()).size(words)
+}
+
+/// Appends the body for `words`; `None` (nothing appended) if the stream has more than
+/// [`MAX_TABLE_SYMBOLS`] distinct words.
+pub fn encode(words: &Words, out: &mut Vec<u8>) -> Option<()> {
+    let hist = crate::stats::histogram(words, MAX_TABLE_SYMBOLS)?;
+    Plan::new(&hist, words.width(), words.len()).encode(words, out);
+    Some(())
+}
+
+/// The parsed table of a body.
+struct Table {
+    syms: Vec<u64>,
+    freqs: Vec<u32>,
+    scale: u32,
+    /// Bytes of the table, padding included.
+    bytes: usize,
+}
+
+fn read_table(body: &[u8], width: u32, n: usize) -> Result<Table, CodecError> {
+    let mut r = BitReader::new(body, NAME);
+    let m = read_count(&mut r, width, n)?;
+    let syms = read_set(&mut r, m, width)?;
+    if m <= 1 {
+        r.finish()?;
+        return Ok(Table {
+            syms,
+            freqs: Vec::new(),
+            scale: 0,
+            bytes: body.len(),
+        });
+    }
+    let scale = r.read(4)? as u32 + 1;
+    if (1u64 << scale) < m as u64 {
+        return Err(r.invalid(format!(
+            "{m} symbols cannot share a total frequency of {}",
+            1u64 << scale
+        )));
+    }
+    let total = 1u64 << scale;
+    let mode = r.read(2)?;
+    let param = match mode {
+        0 => r.read(5)? as u32,
+        1 | 3 => r.read(4)? as u32,
+        _ => 0,
+    };
+    if mode == 0 && param > MAX_SCALE_BITS {
+        return Err(r.invalid(format!("frequency width {param}, expected at most 16")));
+    }
+    let mut freqs = Vec::with_capacity(m);
+    let mut sum = 0u64;
+    let mut prev = 0u64; // previous f - 1
+    for _ in 0..m {
+        let v = match mode {
+            0 => r.read(param)?,
+            1 => r.read_eg(param)?,
+            2 => r.read_eg(adaptive_k(prev))?,
+            _ => {
+                let d = unzigzag(r.read_eg(param)?);
+                let v = i64::try_from(prev).ok().and_then(|p| p.checked_add(d));
+                match v.and_then(|v| u64::try_from(v).ok()) {
+                    Some(v) => v,
+                    None => return Err(r.invalid("negative frequency".into())),
+                }
+            }
+        };
+        if v >= total {
+            return Err(r.invalid(format!(
+                "frequency {}, expected below {total}",
+                u128::from(v) + 1
+            )));
+        }
+        prev = v;
+        sum += v + 1;
+        if sum > total {
+            return Err(r.invalid(format!("frequencies exceed the total {total}")));
+        }
+        freqs.push(v as u32 + 1);
+    }
+    if sum != total {
+        return Err(r.invalid(format!("frequencies sum to {sum}, expected {total}")));
+    }
+    r.align_zero()?;
+    Ok(Table {
+        syms,
+        freqs,
+        scale,
+        bytes: (r.position() / 8) as usize,
+    })
+}
+
+/// Bytes of the table (count, symbol set, precision, frequencies, padding) at the start
+/// of `body`.
+///
+/// # Errors
+/// When the table itself is invalid or truncated.
+pub fn table_bytes(body: &[u8], width: u32, n: usize) -> Result<u64, CodecError> {
+    check_width(width, NAME)?;
+    Ok(read_table(body, width, n)?.bytes as u64)
+}
+
+/// Decodes `n` words of `width` bits from exactly `body`.
+///
+/// # Errors
+/// A truncated body, a table inconsistent with `(width, n)` (count, set, frequencies not
+/// summing to `2^s`), initial states out of range, a payload that runs out, final states
+/// other than `2^23`, or trailing bytes. Allocates the `n` words and a table of `2^s`
+/// slots (`s <= 16`).
+pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
+    check_width(width, NAME)?;
+    let t = read_table(body, width, n)?;
+    if t.syms.len() <= 1 {
+        return match t.syms.first() {
+            Some(&s) => try_constant(width, s, n, NAME),
+            None => Ok(Words::empty(width)),
+        };
+    }
+    let payload = body.get(t.bytes..).unwrap_or(&[]);
+    let buf = match container_bytes(width) {
+        1 => WordBuf::U8(decode_payload(payload, &t, n)?),
+        2 => WordBuf::U16(decode_payload(payload, &t, n)?),
+        4 => WordBuf::U32(decode_payload(payload, &t, n)?),
+        _ => WordBuf::U64(decode_payload(payload, &t, n)?),
+    };
+    // Every word came from a validated table (symbols < 2^width) or a field of at most
+    // `width` bits.
+    Ok(Words::from_buf_trusted(width, buf))
+}
+
+fn truncated(needed: usize, available: usize) -> CodecError {
+    CodecError::Truncated {
+        codec: NAME,
+        needed: needed as u64,
+        available: available as u64,
+    }
+}
+
+/// The decoding tables of one body and its payload.
+struct Decoder<'a, T> {
+    /// Per slot `freq | (slot - cum) << 16`.
+    fb: &'a [u32],
+    /// Per slot, the symbol.
+    sym: &'a [T],
+    scale: u32,
+    payload: &'a [u8],
+}
+
+impl<T: Word> Decoder<'_, T> {
+    /// One decoding step without renormalization: the new state and the symbol.
+    #[inline(always)]
+    fn step(&self, x: u32) -> (u32, T) {
+        let slot = (x & ((1 << self.scale) - 1)) as usize;
+        let e = self.fb[slot];
+        ((e & 0xFFFF) * (x >> self.scale) + (e >> 16), self.sym[slot])
+    }
+
+    /// Decodes groups of `K` words while 8 payload bytes remain after the read position
+    /// (a group reads at most `2 K <= 8`). Returns the read position and the number of
+    /// words written.
+    #[inline(never)]
+    fn fast<const K: usize>(&self, out: &mut [T], x: &mut [u32; K]) -> (usize, usize) {
+        let mask = (1u32 << self.scale) - 1;
+        // Slices of exactly `mask + 1` entries, so `x & mask` needs no bounds check.
+        let (Some(fb), Some(sym)) = (
+            self.fb.get(..=mask as usize),
+            self.sym.get(..=mask as usize),
+        ) else {
+            return (4 * K, 0);
+        };
+        let scale = self.scale;
+        let mut xs = *x;
+        let mut pos = 4 * K;
+        let mut done = 0;
+        for group in out.chunks_exact_mut(K) {
+            let Some(win) = self.payload.get(pos..pos + 8) else {
+                break;
+            };
+            let mut w = u64::from_le_bytes(win.try_into().unwrap_or([0; 8]));
+            for (xj, o) in xs.iter_mut().zip(group.iter_mut()) {
+                let slot = (*xj & mask) as usize;
+                let e = fb[slot];
+                *o = sym[slot];
+                let y = (e & 0xFFFF) * (*xj >> scale) + (e >> 16);
+                // y >= 2^(23 - s) >= 2^7: it takes one byte below 2^23, two below 2^15.
+                // The first byte read lands above the second.
+                let nb = u32::from(y < RANS_L) + u32::from(y < 1 << 15);
+                let bits = 8 * nb;
+                let two = (w as u16).swap_bytes() as u32;
+                *xj = y << bits | two >> (16 - bits);
+                w >>= bits;
+                pos += nb as usize;
+            }
+            done += K;
+        }
+        *x = xs;
+        (pos, done)
+    }
+
+    /// Decodes all of `out` from the states in `x`, returning the final read position
+    /// (past the payload's end if it ran out: missing bytes read as zeros).
+    fn run<const K: usize>(&self, out: &mut [T], x: &mut [u32; K]) -> usize {
+        let (mut pos, done) = self.fast(out, x);
+        let byte = |i: usize| self.payload.get(i).map_or(0, |&b| u32::from(b));
+        for (i, o) in out.iter_mut().enumerate().skip(done) {
+            let (mut y, s) = self.step(x[i % K]);
+            for _ in 0..2 {
+                let need = y < RANS_L;
+                y = if need { y << 8 | byte(pos) } else { y };
+                pos += usize::from(need);
+            }
+            x[i % K] = y;
+            *o = s;
+        }
+        pos
+    }
+}
+
+fn decode_payload<T: Word>(payload: &[u8], t: &Table, n: usize) -> Result<Vec<T>, CodecError> {
+    let invalid = |what: String| CodecError::Invalid { codec: NAME, what };
+    let k = lanes(n);
+    let Some(states) = payload.get(..4 * k) else {
+        return Err(truncated(t.bytes + 4 * k, t.bytes + payload.len()));
+    };
+    let mut x: Vec<u32> = states
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if let Some(&bad) = x.iter().find(|&&xi| !(RANS_L..RANS_L << 8).contains(&xi)) {
+        return Err(invalid(format!(
+            "initial state {bad:#x}, expected in [0x800000, 0x80000000)"
+        )));
+    }
+    let scale = t.scale;
+    // Per slot: `freq | (slot - cum) << 16`, and the symbol.
+    let mut fb = vec![0u32; 1 << scale];
+    let mut sym = vec![T::default(); 1 << scale];
+    let mut cum = 0usize;
+    for (&s, &f) in t.syms.iter().zip(&t.freqs) {
+        let f = f as usize;
+        for (b, e) in fb[cum..cum + f].iter_mut().enumerate() {
+            *e = f as u32 | (b as u32) << 16;
+        }
+        sym[cum..cum + f].fill(T::from_u64(s));
+        cum += f;
+    }
+    let mut out: Vec<T> = try_filled(T::default(), n, NAME)?;
+    let dec = Decoder {
+        fb: &fb,
+        sym: &sym,
+        scale,
+        payload,
+    };
+    let pos = match k {
+        1 => dec.run::<1>(
+            &mut out,
+            (&mut x[..])
+                .try_into()
+                .map_err(|_| invalid("lanes".into()))?,
+        ),
+        2 => dec.run::<2>(
+            &mut out,
+            (&mut x[..])
+                .try_into()
+                .map_err(|_| invalid("lanes".into()))?,
+        ),
+        _ => dec.run::<4>(
+            &mut out,
+            (&mut x[..])
+                .try_into()
+                .map_err(|_| invalid("lanes".into()))?,
+        ),
+    };
+    let len = payload.len();
+    if pos > len {
+        return Err(truncated(t.bytes + pos, t.bytes + len));
+    }
+    if let Some((i, &bad)) = x.iter().enumerate().find(|&(_, &xi)| xi != RANS_L) {
+        return Err(invalid(format!(
+            "final state {i} is {bad:#x}, expected 0x800000"
+        )));
+    }
+    if pos != len {
+        return Err(CodecError::TrailingBytes {
+            codec: NAME,
+            extra: (len - pos) as u64,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::histogram;
+
+    fn body(values: &[u64], width: u32) -> Vec<u8> {
+        let words = Words::from_u64s(width, values);
+        let mut out = Vec::new();
+        encode(&words, &mut out).unwrap();
+        let hist = histogram(&words, MAX_TABLE_SYMBOLS).unwrap();
+        let plan = Plan::new(&hist, width, values.len());
+        assert_eq!(plan.size(&words), out.len() as u64);
+        assert!(plan.lower_bound() <= out.len() as u64);
+        assert_eq!(decode(&out, width, values.len()).unwrap(), words);
+        out
+    }
+
+    #[test]
+    fn reciprocal_step_matches_division() {
+        for scale in [1u32, 4, 12, 16] {
+            let m = 1u32 << scale;
+            for f in [1u32, 2, 3, 5, m / 2 + 1, m - 1]
+                .into_iter()
+                .filter(|&f| f >= 1 && f < m)
+            {
+                let cum = m - f;
+                let e = EncSym::new(cum, f, scale);
+                let x_lo = (RANS_L >> scale) * f;
+                for x in [
+                    x_lo,
+                    x_lo + 1,
+                    x_lo + f - 1,
+                    e.x_max - 1,
+                    (x_lo + e.x_max) / 2,
+                ] {
+                    let mut y = x;
+                    let mut count = ByteCount(0);
+                    e.put(&mut y, &mut count);
+                    assert_eq!(count.0, 0);
+                    assert_eq!(y, (x / f) * m + x % f + cum, "s={scale} f={f} x={x}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn quantizer_is_exact_and_optimal() {
+        let q = quantize(&[1, 1, 998], 4);
+        assert_eq!(q, vec![1, 1, 14]);
+        assert_eq!(quantize(&[3, 1], 1), vec![1, 1]);
+        assert_eq!(quantize(&[3, 1], 2), vec![3, 1]);
+        // Compare with every split of 16 among three symbols.
+        let counts = [50u64, 30, 7];
+        let cost = |f: &[u32]| -> f64 {
+            counts
+                .iter()
+                .zip(f)
+                .map(|(&c, &f)| -(c as f64) * (f64::from(f) / 16.0).log2())
+                .sum()
+        };
+        let q = quantize(&counts, 4);
+        let mut best = f64::INFINITY;
+        for a in 1..16u32 {
+            for b in 1..16 - a {
+                best = best.min(cost(&[a, b, 16 - a - b]));
+            }
+        }
+        assert!((cost(&q) - best).abs() < 1e-9, "{q:?}");
+    }
+
+    #[test]
+    fn tiny_body_exact() {
+        // Width 8, words [3, 3, 3, 4]: count field 2 bits (value 1). Set {3, 4}, gaps 3
+        // and 0: Rice k = 0 ("0001", "1") with its 8-bit header is 13 bits, Exp-Golomb 14,
+        // runs 18.
+        let b = body(&[3, 3, 3, 4], 8);
+        let t = read_table(&b, 8, 4).unwrap();
+        assert_eq!(t.syms, vec![3, 4]);
+        // s = 1 ([1, 1]) costs 4 payload bits and a 23-bit table (3 bytes): 2 + 13, then
+        // s - 1 in 4 bits, adaptive frequencies "10" (mode 2) and EG(0) "1", "1". s = 2
+        // ([3, 1], 3.25 payload bits) needs a 27-bit table, a whole byte more.
+        assert_eq!((t.scale, t.freqs.clone()), (1, vec![1, 1]));
+        let mut w = BitWriter::new();
+        w.write(1, 2); // m - 1
+        w.write(0, 2); // Rice gaps
+        w.write(0, 6); // k = 0
+        w.write_rice(3, 0);
+        w.write_rice(0, 0);
+        w.write(0, 4); // s - 1
+        w.write(2, 2); // adaptive frequencies
+        w.write_eg(0, 0);
+        w.write_eg(0, 0);
+        assert_eq!(w.bit_len(), 23);
+        let table = w.finish();
+        assert_eq!(&b[..table.len()], &table[..]);
+        // Payload: n < 64, so one state. With M = 2 both symbols have f = 1, so
+        // C(3, x) = 2x and C(4, x) = 2x + 1. Encode 4, 3, 3, 3 backwards from 2^23; the
+        // state stays below x_max = 2^30, so no renormalization bytes, only the state.
+        let x = (RANS_L * 2 + 1) * 8;
+        let mut expect = table.clone();
+        expect.extend_from_slice(&x.to_le_bytes());
+        assert_eq!(b, expect);
+    }
+
+    #[test]
+    fn single_symbol_empty_and_odd_lengths() {
+        assert_eq!(body(&[9, 9, 9], 8), vec![9 << 2, 0]);
+        assert_eq!(body(&[], 8), Vec::<u8>::new());
+        // Every length around the lane-count changes and group sizes.
+        for n in (1..80).chain(4080..4110) {
+            let v: Vec<u64> = (0..n).map(|i| (i * 7 % 5) as u64).collect();
+            body(&v, 3);
+        }
+    }
+
+    #[test]
+    fn renormalizes_long_streams() {
+        let v: Vec<u64> = (0..100_000u64).map(|i| (i * i) % 1000 % 37).collect();
+        let b = body(&v, 16);
+        let words = Words::from_u64s(16, &v);
+        let h = crate::stats::stream_entropy_bits(&words, MAX_TABLE_SYMBOLS).unwrap();
+        let bound = h * v.len() as f64 / 8.0;
+        assert!(
+            (b.len() as f64) < bound * 1.002 + 64.0,
+            "{} vs {bound}",
+            b.len()
+        );
+    }
+
+    #[test]
+    fn hostile_bodies_are_refused() {
+        let v: Vec<u64> = (0..500u64).map(|i| (i * 31) % 11).collect();
+        let good = body(&v, 8);
+        for cut in 0..good.len() {
+            assert!(decode(&good[..cut], 8, 500).is_err(), "cut {cut}");
+        }
+        let mut long = good.clone();
+        long.push(0);
+        assert!(decode(&long, 8, 500).is_err());
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut bad = good.clone();
+                bad[i] ^= 1 << bit;
+                // Must not panic; most flips are caught by the final-state check.
+                let _ = decode(&bad, 8, 500);
+            }
+        }
+        // Wrong length: the states do not come back to 2^23.
+        assert!(decode(&good, 8, 499).is_err());
+    }
+}

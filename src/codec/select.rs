@@ -1,7 +1,16 @@
 //! Codec selection: the smallest complete encoding wins (DESIGN §4).
+//!
+//! One histogram pass serves both table codecs, and they share the symbol-set encoding.
+//! Raw, bit-packed and Huffman sizes follow from the width, the largest word and the
+//! histogram without encoding. A table codec is planned only when the entropy bound plus
+//! its count and set fields can beat the best so far, and rANS is encoded only when a
+//! proven lower bound on its size ([`rans::Plan::lower_bound`]) can; that encoding is then
+//! the result.
 
-use super::{raw, CodecError, CodecId};
-use crate::tensor::Words;
+use super::table::{count_bits, plan_set};
+use super::{bitpack, huffman, rans, raw, CodecError, CodecId, MAX_TABLE_SYMBOLS};
+use crate::stats::histogram;
+use crate::tensor::{bits_needed, Words};
 
 /// A literal's chosen codec and its body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,36 +21,213 @@ pub struct Encoded {
     pub body: Vec<u8>,
 }
 
+/// What every codec needs to know about a stream, from one pass (two for wide streams
+/// with too many distinct words for the tables).
+struct Analysis {
+    /// Bits per word of the smallest bit packing.
+    pack_bits: u32,
+    /// Distinct words with their counts, ascending; `None` above [`MAX_TABLE_SYMBOLS`].
+    hist: Option<Vec<(u64, u64)>>,
+}
+
+impl Analysis {
+    fn of(words: &Words) -> Analysis {
+        let hist = histogram(words, MAX_TABLE_SYMBOLS);
+        let max = match &hist {
+            Some(h) => h.last().map_or(0, |&(s, _)| s),
+            None => words.max().unwrap_or(0),
+        };
+        Analysis {
+            pack_bits: bits_needed(max),
+            hist,
+        }
+    }
+}
+
 /// Encodes `words` with every applicable codec and keeps the smallest body; ties go to
 /// the codec that comes first in [`super::ALL_CODECS`].
 pub fn encode_best(words: &Words) -> Encoded {
-    let mut body = Vec::new();
-    raw::encode(words, &mut body);
+    let (width, n) = (words.width(), words.len());
+    let a = Analysis::of(words);
+    let mut best = (CodecId::Raw, raw::size(width, n));
+    let bp = bitpack::size_for(a.pack_bits, n);
+    if bp < best.1 {
+        best = (CodecId::BitPack, bp);
+    }
+    let mut huff = None;
+    if let Some(hist) = &a.hist {
+        // Both table codecs spend at least the count and set fields plus the entropy;
+        // plan one only when that bound leaves it a chance.
+        let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
+        let set = plan_set(&syms, width);
+        let head = count_bits(width, n) + set.bits;
+        let entropy = rans::entropy_bits(hist);
+        let huff_lb = ((head as f64 + entropy * (1.0 - 1e-9)) / 8.0).floor() as u64;
+        if huff_lb < best.1 {
+            let plan = huffman::Plan::with_set(hist, width, n, syms.clone(), set);
+            if plan.size() < best.1 {
+                best = (CodecId::Huffman, plan.size());
+            }
+            huff = Some(plan);
+        }
+        let rans_lb = head.div_ceil(8)
+            + if hist.len() <= 1 {
+                0
+            } else {
+                rans::payload_lower_bound(entropy, n, rans::MAX_SCALE_BITS)
+            };
+        if rans_lb < best.1 {
+            let rplan = rans::Plan::with_set(hist, width, n, syms, set);
+            if rplan.lower_bound() < best.1 {
+                let mut body = Vec::new();
+                rplan.encode(words, &mut body);
+                if (body.len() as u64) < best.1 {
+                    return Encoded {
+                        codec: CodecId::Rans,
+                        body,
+                    };
+                }
+            }
+        }
+    }
+    let mut body = Vec::with_capacity(best.1 as usize);
+    match best.0 {
+        CodecId::Raw => raw::encode(words, &mut body),
+        CodecId::BitPack => bitpack::encode_k(words, a.pack_bits, &mut body),
+        CodecId::Huffman => {
+            if let Some(plan) = &huff {
+                plan.encode(words, &mut body);
+            }
+        }
+        CodecId::Rans => unreachable!("rans returns early"),
+    }
+    debug_assert_eq!(body.len() as u64, best.1);
     Encoded {
-        codec: CodecId::Raw,
+        codec: best.0,
         body,
     }
 }
 
-/// Body size in bytes each codec would produce, in [`super::ALL_CODECS`] order; `None`
-/// where a codec does not apply.
+/// Exact body size in bytes each codec would produce, in [`super::ALL_CODECS`] order;
+/// `None` where a codec does not apply (Huffman and rANS above [`MAX_TABLE_SYMBOLS`]
+/// distinct words). Runs the rANS encoder without storing its output.
 pub fn all_sizes(words: &Words) -> [Option<u64>; 4] {
-    [Some(raw::size(words.width(), words.len())), None, None, None]
+    let (width, n) = (words.width(), words.len());
+    let a = Analysis::of(words);
+    let (h, r) = match &a.hist {
+        Some(hist) => {
+            let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
+            let set = plan_set(&syms, width);
+            (
+                Some(huffman::Plan::with_set(hist, width, n, syms.clone(), set).size()),
+                Some(rans::Plan::with_set(hist, width, n, syms, set).size(words)),
+            )
+        }
+        None => (None, None),
+    };
+    [
+        Some(raw::size(width, n)),
+        Some(bitpack::size_for(a.pack_bits, n)),
+        h,
+        r,
+    ]
 }
 
-/// Bytes at the start of a body that are parameters and tables rather than payload.
+/// Encodes `words` with `codec`; `None` if the codec does not apply.
+pub fn encode_with(codec: CodecId, words: &Words) -> Option<Encoded> {
+    let mut body = Vec::new();
+    match codec {
+        CodecId::Raw => raw::encode(words, &mut body),
+        CodecId::BitPack => bitpack::encode(words, &mut body),
+        CodecId::Huffman => huffman::encode(words, &mut body)?,
+        CodecId::Rans => rans::encode(words, &mut body)?,
+    }
+    Some(Encoded { codec, body })
+}
+
+/// Bytes at the start of a body that are parameters and tables rather than payload: 0
+/// for raw, 1 for bit packing, the symbol table and code lengths (rounded up to a byte;
+/// the payload starts inside that byte) for Huffman, the symbol and frequency table for
+/// rANS. For a body whose table cannot be parsed, the whole body.
 pub fn table_len(codec: CodecId, body: &[u8], width: u32, n: usize) -> u64 {
-    let _ = (codec, body, width, n);
-    0
+    let len = body.len() as u64;
+    let t = match codec {
+        CodecId::Raw => Ok(0),
+        CodecId::BitPack => Ok(1),
+        CodecId::Huffman => huffman::table_bits(body, width, n).map(|b| b.div_ceil(8)),
+        CodecId::Rans => rans::table_bytes(body, width, n),
+    };
+    t.map_or(len, |t| t.min(len))
 }
 
-/// Decodes `n` words of `width` bits from exactly `body`.
+/// Decodes `n` words of `width` bits (1..=64) from exactly `body`.
+///
+/// # Errors
+/// A width outside 1..=64, or any error of the codec's decoder.
 pub fn decode(codec: CodecId, body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
+    if !(1..=64).contains(&width) {
+        return Err(CodecError::Invalid {
+            codec: codec.name(),
+            what: format!("word width {width}, expected 1..=64"),
+        });
+    }
     match codec {
         CodecId::Raw => raw::decode(body, width, n),
-        _ => Err(CodecError::Invalid {
-            codec: codec.name(),
-            what: "not implemented".into(),
-        }),
+        CodecId::BitPack => bitpack::decode(body, width, n),
+        CodecId::Huffman => huffman::decode(body, width, n),
+        CodecId::Rans => rans::decode(body, width, n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_smallest_with_tie_order() {
+        // Empty: raw is 0 bytes, Huffman and rANS too; raw wins the tie.
+        let e = encode_best(&Words::empty(8));
+        assert_eq!((e.codec, e.body.len()), (CodecId::Raw, 0));
+        assert_eq!(
+            all_sizes(&Words::empty(8)),
+            [Some(0), Some(1), Some(0), Some(0)]
+        );
+        // Small values in wide words: bit packing.
+        let w = Words::from_u64s(32, &[1, 2, 3, 0, 1, 2, 3, 0]);
+        let e = encode_best(&w);
+        assert_eq!(
+            (e.codec, e.body.clone()),
+            (CodecId::BitPack, vec![2, 0x39, 0x39])
+        );
+        // A skewed stream: entropy coding.
+        let v: Vec<u64> = (0..4000u64)
+            .map(|i| if i % 10 == 0 { i % 7 } else { 3 })
+            .collect();
+        let w = Words::from_u64s(8, &v);
+        let e = encode_best(&w);
+        let sizes = all_sizes(&w);
+        assert!(matches!(e.codec, CodecId::Huffman | CodecId::Rans));
+        assert_eq!(Some(e.body.len() as u64), sizes[e.codec as usize]);
+        assert_eq!(decode(e.codec, &e.body, 8, v.len()).unwrap(), w);
+    }
+
+    #[test]
+    fn wide_streams_skip_table_codecs() {
+        let w = Words::from_fn(32, 70_000, |i| i as u64 * 2654435761 % (1 << 32));
+        assert_eq!(all_sizes(&w)[2..], [None, None]);
+        let e = encode_best(&w);
+        assert_eq!(e.codec, CodecId::Raw);
+        assert!(encode_with(CodecId::Huffman, &w).is_none());
+    }
+
+    #[test]
+    fn table_len_per_codec() {
+        let w = Words::from_u64s(8, &[5, 5, 5, 7]);
+        let e = encode_with(CodecId::Huffman, &w).unwrap();
+        // 2 + 14 + 6 table bits: 3 bytes (the payload starts in the third).
+        assert_eq!(table_len(CodecId::Huffman, &e.body, 8, 4), 3);
+        assert_eq!(table_len(CodecId::BitPack, &[3, 0], 8, 4), 1);
+        assert_eq!(table_len(CodecId::Raw, &[1, 2], 8, 2), 0);
+        assert_eq!(table_len(CodecId::Rans, &[0xFF], 8, 4), 1);
     }
 }

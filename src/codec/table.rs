@@ -1,0 +1,522 @@
+//! Pieces shared by the table codecs (Huffman and rANS): the container word trait, the
+//! symbol-count field, the sorted symbol set, Exp-Golomb parameter choice, and the
+//! word -> symbol index used by the encoders.
+//!
+//! # Symbol count
+//!
+//! `m`, the number of distinct words, is stored as `m - 1` in `bits(cap - 1)` bits where
+//! `cap = min(n, 65536, 2^b)` is the most distinct words a stream of `n` words of `b` bits
+//! can have. Nothing is stored when `n = 0` (then `m = 0`), and so nothing when `cap = 1`.
+//!
+//! # Symbol set
+//!
+//! The `m` distinct words, strictly increasing, each `< 2^b`:
+//!
+//! * `m = 0` or `m = 2^b` (every value present): nothing.
+//! * `m = 1`: the word in `b` bits.
+//! * otherwise a 2-bit mode, then
+//!   * mode 0, Rice gaps: `k` in 6 bits, then `g_0 = s_0`, `g_i = s_i - s_(i-1) - 1` as
+//!     Rice codes of parameter `k` (with `k = 0` this is a presence bitmap up to `s_(m-1)`);
+//!   * mode 1, Exp-Golomb gaps: `k` in 6 bits, the same gaps as order-`k` Exp-Golomb codes;
+//!   * mode 2, runs of consecutive words: `k_gap` in 6 bits, `k_len` in 5 bits, then per
+//!     run its gap (`start_0`, then `start_j - last_(j-1) - 2`) as Exp-Golomb(`k_gap`) and
+//!     its length minus one as Exp-Golomb(`k_len`), until `m` words are listed;
+//!   * mode 3 is invalid.
+//!
+//!   The encoder takes the mode and parameters that give the fewest bits (ties: lower mode).
+//!
+//! The codes themselves are defined in [`super::bitio`].
+
+use super::bitio::{bits_for_count, eg_len, rice_len, BitReader, BitWriter};
+use super::{CodecError, MAX_TABLE_SYMBOLS};
+use crate::stats::U64Map;
+use crate::tensor::{bits_needed, mask};
+
+/// A container integer of a word stream (`u8`, `u16`, `u32`, `u64`).
+pub(crate) trait Word: Copy + Default + Into<u64> + Send + Sync + 'static {
+    /// Truncating conversion from a word value that fits the container.
+    fn from_u64(v: u64) -> Self;
+}
+
+macro_rules! impl_word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[inline]
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+impl_word!(u8, u16, u32, u64);
+
+/// Fails unless `width` is in 1..=64.
+pub(crate) fn check_width(width: u32, codec: &'static str) -> Result<(), CodecError> {
+    if (1..=64).contains(&width) {
+        Ok(())
+    } else {
+        Err(CodecError::Invalid {
+            codec,
+            what: format!("word width {width}, expected 1..=64"),
+        })
+    }
+}
+
+/// An empty vector with room for `n` words, or an error naming `codec` when that much
+/// memory cannot be had (decoders never abort on a huge `n`).
+pub(crate) fn try_with_capacity<T>(n: usize, codec: &'static str) -> Result<Vec<T>, CodecError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| CodecError::Invalid {
+        codec,
+        what: format!("cannot allocate {n} words"),
+    })?;
+    Ok(v)
+}
+
+/// `n` copies of `x`, or an error when that much memory cannot be had.
+pub(crate) fn try_filled<T: Word>(
+    x: T,
+    n: usize,
+    codec: &'static str,
+) -> Result<Vec<T>, CodecError> {
+    let mut v = try_with_capacity(n, codec)?;
+    v.resize(n, x);
+    Ok(v)
+}
+
+/// The stream of `n` copies of `value` (which fits in `width` bits).
+pub(crate) fn try_constant(
+    width: u32,
+    value: u64,
+    n: usize,
+    codec: &'static str,
+) -> Result<crate::tensor::Words, CodecError> {
+    use crate::tensor::{container_bytes, WordBuf, Words};
+    let buf = match container_bytes(width) {
+        1 => WordBuf::U8(try_filled(value as u8, n, codec)?),
+        2 => WordBuf::U16(try_filled(value as u16, n, codec)?),
+        4 => WordBuf::U32(try_filled(value as u32, n, codec)?),
+        _ => WordBuf::U64(try_filled(value, n, codec)?),
+    };
+    if value > crate::tensor::mask(width) {
+        return Err(CodecError::Invalid {
+            codec,
+            what: format!("word {value} does not fit in {width} bits"),
+        });
+    }
+    Ok(Words::from_buf_trusted(width, buf))
+}
+
+/// The most distinct words a stream of `n` words of `width` bits can hold in a table.
+pub(crate) fn count_cap(width: u32, n: usize) -> u64 {
+    let by_width = if width >= 17 { u64::MAX } else { 1u64 << width };
+    (n as u64).min(MAX_TABLE_SYMBOLS as u64).min(by_width)
+}
+
+/// Bits of the symbol-count field.
+pub(crate) fn count_bits(width: u32, n: usize) -> u64 {
+    u64::from(bits_for_count(count_cap(width, n)))
+}
+
+/// Writes the symbol count `m` (`1 <= m <= cap`, or 0 when `n = 0`).
+pub(crate) fn write_count(w: &mut BitWriter, m: usize, width: u32, n: usize) {
+    let cap = count_cap(width, n);
+    if cap > 0 {
+        w.write(m as u64 - 1, bits_for_count(cap));
+    }
+}
+
+/// Reads the symbol count; fails if it exceeds what `n` words of `width` bits allow.
+pub(crate) fn read_count(r: &mut BitReader<'_>, width: u32, n: usize) -> Result<usize, CodecError> {
+    let cap = count_cap(width, n);
+    if cap == 0 {
+        return Ok(0);
+    }
+    let m = r.read(bits_for_count(cap))? + 1;
+    if m > cap {
+        return Err(r.invalid(format!("table of {m} symbols, expected at most {cap}")));
+    }
+    Ok(m as usize)
+}
+
+/// How a symbol set is written (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SetMode {
+    /// `m = 0` or every value of the width present: nothing stored.
+    Implied,
+    /// One symbol in `b` bits.
+    Single,
+    /// Rice-coded gaps.
+    Rice(u32),
+    /// Exp-Golomb-coded gaps.
+    ExpGolomb(u32),
+    /// Runs: Exp-Golomb gaps and lengths.
+    Runs(u32, u32),
+}
+
+/// The chosen encoding of a symbol set and its exact size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SetPlan {
+    pub mode: SetMode,
+    /// Exact size in bits, mode field included.
+    pub bits: u64,
+}
+
+fn gaps(syms: &[u64]) -> impl Iterator<Item = u64> + Clone + '_ {
+    syms.iter()
+        .enumerate()
+        .map(|(i, &s)| if i == 0 { s } else { s - syms[i - 1] - 1 })
+}
+
+/// Maximal runs of consecutive symbols as `(gap, len - 1)` (see the module docs).
+fn runs(syms: &[u64]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut start = 0usize;
+    for i in 1..=syms.len() {
+        if i == syms.len() || syms[i] != syms[i - 1] + 1 {
+            let gap = if start == 0 {
+                syms[0]
+            } else {
+                syms[start] - syms[start - 1] - 2
+            };
+            out.push((gap, (i - start - 1) as u64));
+            start = i;
+        }
+    }
+    out
+}
+
+/// The order-`k` Exp-Golomb parameter in `0..=kmax` giving the fewest bits for `vals`,
+/// and that exact total. The choice is made on a histogram of bit lengths, then refined
+/// exactly around it; it is deterministic, which is all the decoder needs.
+pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (u32, u64) {
+    let mut hist = [0u64; 65];
+    for v in vals.clone() {
+        hist[bits_needed(v) as usize] += 1;
+    }
+    // Orders above the longest value only add bits.
+    let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0) as u32;
+    let kmax = kmax.min(top);
+    let approx = |k: u64| -> u64 {
+        hist[..=top as usize]
+            .iter()
+            .enumerate()
+            .map(|(l, &h)| {
+                let l = l as u64;
+                h * if l <= k { k + 1 } else { 2 * l - k + 1 }
+            })
+            .sum()
+    };
+    let k0 = (0..=u64::from(kmax))
+        .min_by_key(|&k| (approx(k), k))
+        .unwrap_or(0) as u32;
+    let exact = |k: u32| vals.clone().map(|v| eg_len(v, k)).sum::<u64>();
+    let mut best = (k0, exact(k0));
+    for k in [k0.wrapping_sub(1), k0 + 1] {
+        if k <= kmax {
+            let e = exact(k);
+            if e < best.1 || (e == best.1 && k < best.0) {
+                best = (k, e);
+            }
+        }
+    }
+    best
+}
+
+/// The Rice parameter in `0..=63` giving the fewest bits for `vals` among those near the
+/// log of their mean, and that exact (saturating) total.
+fn best_rice_k(vals: impl Iterator<Item = u64> + Clone) -> (u32, u64) {
+    let (sum, count) = vals
+        .clone()
+        .fold((0u128, 0u128), |(s, c), v| (s + u128::from(v), c + 1));
+    let mean = (sum / count.max(1)) as u64;
+    let k0 = bits_needed(mean);
+    let mut best = (0u32, u64::MAX);
+    for k in k0.saturating_sub(2)..=(k0 + 1).min(63) {
+        let bits = vals
+            .clone()
+            .fold(0u64, |acc, v| acc.saturating_add(rice_len(v, k)));
+        if bits < best.1 {
+            best = (k, bits);
+        }
+    }
+    best
+}
+
+/// Chooses how to write `syms` (strictly increasing, each `< 2^width`).
+pub(crate) fn plan_set(syms: &[u64], width: u32) -> SetPlan {
+    let m = syms.len() as u64;
+    if m == 0 || (width < 64 && m == 1u64 << width) {
+        return SetPlan {
+            mode: SetMode::Implied,
+            bits: 0,
+        };
+    }
+    if m == 1 {
+        return SetPlan {
+            mode: SetMode::Single,
+            bits: u64::from(width),
+        };
+    }
+    let (kr, rice) = best_rice_k(gaps(syms));
+    let mut best = SetPlan {
+        mode: SetMode::Rice(kr),
+        bits: 2 + 6 + rice,
+    };
+    let (ke, eg) = best_eg_k(gaps(syms), 63);
+    if 2 + 6 + eg < best.bits {
+        best = SetPlan {
+            mode: SetMode::ExpGolomb(ke),
+            bits: 2 + 6 + eg,
+        };
+    }
+    let r = runs(syms);
+    let (kg, gbits) = best_eg_k(r.iter().map(|&(g, _)| g), 63);
+    let (kl, lbits) = best_eg_k(r.iter().map(|&(_, l)| l), 31);
+    if 2 + 6 + 5 + gbits + lbits < best.bits {
+        best = SetPlan {
+            mode: SetMode::Runs(kg, kl),
+            bits: 2 + 6 + 5 + gbits + lbits,
+        };
+    }
+    best
+}
+
+/// Writes `syms` as planned by [`plan_set`].
+pub(crate) fn write_set(w: &mut BitWriter, syms: &[u64], width: u32, plan: &SetPlan) {
+    match plan.mode {
+        SetMode::Implied => {}
+        SetMode::Single => w.write(syms[0], width),
+        SetMode::Rice(k) => {
+            w.write(0, 2);
+            w.write(u64::from(k), 6);
+            for g in gaps(syms) {
+                w.write_rice(g, k);
+            }
+        }
+        SetMode::ExpGolomb(k) => {
+            w.write(1, 2);
+            w.write(u64::from(k), 6);
+            for g in gaps(syms) {
+                w.write_eg(g, k);
+            }
+        }
+        SetMode::Runs(kg, kl) => {
+            w.write(2, 2);
+            w.write(u64::from(kg), 6);
+            w.write(u64::from(kl), 5);
+            for (g, l) in runs(syms) {
+                w.write_eg(g, kg);
+                w.write_eg(l, kl);
+            }
+        }
+    }
+}
+
+/// Reads a set of `m` symbols of `width` bits (`m` already bounded by [`read_count`]).
+/// Fails on a symbol `>= 2^width`, on runs that overshoot `m`, and on truncation.
+pub(crate) fn read_set(
+    r: &mut BitReader<'_>,
+    m: usize,
+    width: u32,
+) -> Result<Vec<u64>, CodecError> {
+    let max = mask(width);
+    let m64 = m as u64;
+    if m == 0 {
+        return Ok(Vec::new());
+    }
+    if width < 64 && m64 == 1u64 << width {
+        return Ok((0..m64).collect());
+    }
+    if m == 1 {
+        return Ok(vec![r.read(width)?]);
+    }
+    let mode = r.read(2)?;
+    let mut syms: Vec<u64> = Vec::with_capacity(m);
+    let too_big = |r: &BitReader<'_>| r.invalid(format!("symbol does not fit in {width} bits"));
+    match mode {
+        0 | 1 => {
+            let k = r.read(6)? as u32;
+            let mut next = 0u64; // smallest value the next symbol may take
+            for i in 0..m {
+                let g = if mode == 0 {
+                    r.read_rice(k)?
+                } else {
+                    r.read_eg(k)?
+                };
+                let s = next.checked_add(g).filter(|&s| s <= max);
+                let s = s.ok_or_else(|| too_big(r))?;
+                syms.push(s);
+                if i + 1 < m {
+                    next = s.checked_add(1).ok_or_else(|| too_big(r))?;
+                }
+            }
+        }
+        2 => {
+            let kg = r.read(6)? as u32;
+            let kl = r.read(5)? as u32;
+            let mut next = 0u64;
+            while syms.len() < m {
+                let g = r.read_eg(kg)?;
+                let len = r.read_eg(kl)?;
+                let left = (m - syms.len()) as u64;
+                if len >= left {
+                    return Err(r.invalid(format!(
+                        "run of {} symbols overshoots the {m} declared",
+                        u128::from(len) + 1
+                    )));
+                }
+                let start = next.checked_add(g).ok_or_else(|| too_big(r))?;
+                let last = start.checked_add(len).filter(|&l| l <= max);
+                let last = last.ok_or_else(|| too_big(r))?;
+                syms.extend(start..=last);
+                if syms.len() < m {
+                    // The next run starts at least two past this one's last symbol.
+                    next = last.checked_add(2).ok_or_else(|| too_big(r))?;
+                }
+            }
+        }
+        _ => return Err(r.invalid("symbol set mode 3 is reserved".into())),
+    }
+    Ok(syms)
+}
+
+/// Maps a word value to its index in the sorted symbol list, for the encoders.
+pub(crate) enum SymbolIndex {
+    /// Direct table over `0..2^width` (narrow widths, long streams).
+    Dense(Vec<u32>),
+    /// Hash table for wide words or short streams.
+    Hashed(U64Map<u32>),
+}
+
+impl SymbolIndex {
+    /// Index for `syms` (the distinct words of a stream of `n` words of `width` bits).
+    pub(crate) fn new(syms: &[u64], width: u32, n: usize) -> SymbolIndex {
+        if width <= 16 && (1usize << width) <= n.saturating_mul(4).max(1024) {
+            let mut t = vec![u32::MAX; 1usize << width];
+            for (i, &s) in syms.iter().enumerate() {
+                t[s as usize] = i as u32;
+            }
+            SymbolIndex::Dense(t)
+        } else {
+            let mut t = U64Map::with_capacity(syms.len());
+            for (i, &s) in syms.iter().enumerate() {
+                *t.entry(s) = i as u32;
+            }
+            SymbolIndex::Hashed(t)
+        }
+    }
+
+    /// Index of `v`, which must be one of the symbols.
+    #[inline]
+    pub(crate) fn get(&self, v: u64) -> usize {
+        let i = match self {
+            SymbolIndex::Dense(t) => t.get(v as usize).copied(),
+            SymbolIndex::Hashed(t) => t.get(v),
+        };
+        debug_assert!(
+            i.is_some_and(|i| i != u32::MAX),
+            "word {v} not in the table"
+        );
+        i.unwrap_or(0) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(syms: &[u64], width: u32) -> SetPlan {
+        let plan = plan_set(syms, width);
+        let mut w = BitWriter::new();
+        write_set(&mut w, syms, width, &plan);
+        assert_eq!(w.bit_len(), plan.bits, "{syms:?} {plan:?}");
+        let bytes = w.finish();
+        let mut r = BitReader::new(&bytes, "test");
+        assert_eq!(read_set(&mut r, syms.len(), width).unwrap(), syms);
+        r.finish().unwrap();
+        plan
+    }
+
+    #[test]
+    fn set_modes_are_chosen_by_size() {
+        // All 128 values of a 7-bit field: nothing stored.
+        let all: Vec<u64> = (0..128).collect();
+        assert_eq!(round_trip(&all, 7).bits, 0);
+        // One symbol: b bits.
+        assert_eq!(round_trip(&[41], 12).bits, 12);
+        // A contiguous exponent-like block: one run.
+        let block: Vec<u64> = (100..140).collect();
+        let p = round_trip(&block, 8);
+        assert!(matches!(p.mode, SetMode::Runs(..)), "{p:?}");
+        // Gap 100 as EG(7) is 0 then 7 bits (8 bits); length-1 = 39 as EG(6) is 7 bits.
+        assert_eq!(p.mode, SetMode::Runs(7, 6));
+        assert_eq!(p.bits, 2 + 6 + 5 + 8 + 7);
+        // Every other value: the bitmap (Rice k=0) is 2 bits per symbol.
+        let alt: Vec<u64> = (0..100).map(|i| 2 * i + 1).collect();
+        let p = round_trip(&alt, 8);
+        assert_eq!(p.mode, SetMode::Rice(0));
+        assert_eq!(p.bits, 2 + 6 + 2 * 100);
+        // Sparse wide values with an outlier: Exp-Golomb.
+        let wide = [3u64, 1000, 1 << 40, (1 << 40) + 5, u64::MAX];
+        let p = round_trip(&wide, 64);
+        assert!(
+            matches!(p.mode, SetMode::ExpGolomb(_) | SetMode::Runs(..)),
+            "{p:?}"
+        );
+        round_trip(&[0, u64::MAX], 64);
+        round_trip(&[0, 1, 2, 3, 7, 8, 9, 200, 201, 255], 8);
+    }
+
+    #[test]
+    fn set_decoder_rejects_out_of_range() {
+        // Width 4, m = 2, mode 0 with k = 0, gaps 3 then 20: second symbol 24 > 15.
+        let mut w = BitWriter::new();
+        w.write(0, 2);
+        w.write(0, 6);
+        w.write_rice(3, 0);
+        w.write_rice(20, 0);
+        let bytes = w.finish();
+        let mut r = BitReader::new(&bytes, "test");
+        assert!(matches!(
+            read_set(&mut r, 2, 4),
+            Err(CodecError::Invalid { .. })
+        ));
+        // Mode 3 is reserved.
+        let mut r = BitReader::new(&[0b11], "test");
+        assert!(matches!(
+            read_set(&mut r, 2, 4),
+            Err(CodecError::Invalid { .. })
+        ));
+        // A run longer than the count.
+        let mut w = BitWriter::new();
+        w.write(2, 2);
+        w.write(0, 6);
+        w.write(0, 5);
+        w.write_eg(0, 0);
+        w.write_eg(5, 0);
+        let bytes = w.finish();
+        let mut r = BitReader::new(&bytes, "test");
+        assert!(matches!(
+            read_set(&mut r, 3, 8),
+            Err(CodecError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn count_field_is_bounded_by_n_and_width() {
+        assert_eq!(count_cap(1, 10), 2);
+        assert_eq!(count_cap(64, 3), 3);
+        assert_eq!(count_cap(64, 1 << 20), 65_536);
+        assert_eq!(count_bits(8, 0), 0);
+        assert_eq!(count_bits(8, 1), 0);
+        assert_eq!(count_bits(8, 1000), 8);
+        assert_eq!(count_bits(32, 1 << 20), 16);
+        // cap = 3 in 2 bits: the value 3 (m = 4) is refused.
+        let mut r = BitReader::new(&[0b11], "test");
+        assert!(matches!(
+            read_count(&mut r, 64, 3),
+            Err(CodecError::Invalid { .. })
+        ));
+    }
+}
