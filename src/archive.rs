@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+pub mod folder;
 pub mod format;
 pub mod reader;
 pub mod safetensors;
@@ -81,10 +82,36 @@ pub(crate) fn map_file(file: &File) -> std::io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
-/// Number of worker threads for `jobs` (`None` or `Some(0)` = all cores).
+/// Drops the pages of `part`, a slice of `map`, from this process's resident set once
+/// they are no longer needed, so that memory does not grow with the file's size. The
+/// bytes stay readable (a later read faults them in again from the file).
+pub(crate) fn release_pages(map: &memmap2::Mmap, part: &[u8]) {
+    let base = map.as_ptr() as usize;
+    let start = part.as_ptr() as usize;
+    if part.is_empty() || start < base || start - base + part.len() > map.len() {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: `map` is a read-only, private mapping of a file that this process never
+        // writes through, so MADV_DONTNEED discards no data: the pages are simply
+        // unmapped from the resident set and reloaded from the file if read again. The
+        // range lies inside the mapping (checked above).
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start - base, part.len())
+        };
+    }
+}
+
+/// Most worker threads any job starts, whatever `--jobs` asks for: more only adds
+/// memory in flight and scheduling cost.
+pub const MAX_JOBS: usize = 256;
+
+/// Number of worker threads for `jobs` (`None` or `Some(0)` = all cores), at most
+/// [`MAX_JOBS`].
 pub fn resolve_jobs(jobs: Option<usize>) -> usize {
     match jobs {
-        Some(n) if n > 0 => n,
+        Some(n) if n > 0 => n.min(MAX_JOBS),
         _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }

@@ -317,6 +317,16 @@ pub enum ArchiveError {
         /// Why its program failed.
         what: String,
     },
+    /// A region declares more decoded bytes than can be held.
+    #[error("{region}: declares {bytes} decoded bytes, {what}")]
+    TooLarge {
+        /// The region (`tensor "w"`, `header`, ...).
+        region: String,
+        /// Its decoded size in bytes, from the record's dtype and shape.
+        bytes: u64,
+        /// Which limit it exceeds.
+        what: String,
+    },
     /// A tensor index out of range.
     #[error("no tensor number {index} (the archive has {count})")]
     NoSuchTensor {

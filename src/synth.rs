@@ -2,12 +2,27 @@
 //! Algorithm 1).
 
 pub mod astar;
+pub mod calibrate;
 pub mod decompose;
 pub mod prior;
 
 use crate::dsl::Node;
 use crate::tensor::{Dtype, Words};
 pub use prior::Prior;
+use std::sync::Arc;
+
+/// Which production prior a compression uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PriorChoice {
+    /// Calibrate on the input when the budget is at least 1 ([`calibrate`]); uniform
+    /// at budget 0.
+    #[default]
+    Auto,
+    /// Uniform costs.
+    Uniform,
+    /// This prior (from a file, say).
+    Given(Arc<Prior>),
+}
 
 /// Limits and budget of one search (DESIGN §6). Defaults are the paper's main run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +36,9 @@ pub struct SearchOptions {
     pub max_nodes: u32,
     /// Bytes of open targets the search may hold at once.
     pub max_memory: u64,
+    /// Ablation: depth first in proposal order, stopping at the first complete program
+    /// (compared with `Lit(target)` still), instead of A*.
+    pub first_complete: bool,
 }
 
 impl Default for SearchOptions {
@@ -30,6 +48,7 @@ impl Default for SearchOptions {
             max_depth: 4,
             max_nodes: 64,
             max_memory: 512 << 20,
+            first_complete: false,
         }
     }
 }

@@ -7,8 +7,9 @@
 //!   names the file and the kind of problem, no panic, and nothing left in the output
 //!   folder (neither the output nor a temporary file).
 //!
-//! Rows with stage `dir` (a whole sharded checkpoint as one job) belong to folder mode,
-//! which is a later issue; they are skipped here.
+//! - stage `dir` (a whole sharded checkpoint as one job, given as the folder or its
+//!   `model.safetensors.index.json`): `roundtrip` compresses the folder, decompresses it,
+//!   compares every file byte for byte and `verify` passes; `error` fails cleanly as above.
 
 #![cfg(feature = "cli")]
 
@@ -43,6 +44,7 @@ fn expected_words(case_id: &str) -> &'static [&'static str] {
         "B18" => &["dtype"],
         "B25" => &["past the data region"],
         "B27" => &["not a brevis archive", "damaged archive"],
+        "B28" => &["missing shard"],
         _ => &[],
     }
 }
@@ -187,9 +189,90 @@ fn check_row(row: &Row) -> Vec<String> {
                 problems.extend(check_clean_failure(what, &o, row, dir.path()));
             }
         }
+        ("dir", "roundtrip") => problems.extend(check_folder_roundtrip(&input, dir.path())),
+        ("dir", "error") => {
+            let c = brevis(&[
+                os("compress"),
+                input.as_os_str(),
+                os("-o"),
+                archive.as_os_str(),
+            ]);
+            problems.extend(check_clean_failure("compress", &c, row, dir.path()));
+        }
         (stage, expected) => problems.push(format!(
             "unknown stage/outcome {stage:?}/{expected:?} in the manifest"
         )),
+    }
+    problems
+}
+
+/// The folder of a `dir` input: the path itself, or the folder of an index JSON.
+fn folder_of(input: &Path) -> PathBuf {
+    if input.is_dir() {
+        input.to_path_buf()
+    } else {
+        input.parent().expect("an index has a folder").to_path_buf()
+    }
+}
+
+/// Every regular file under `root`, as sorted relative paths.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("list a folder") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(root).expect("under root").to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Compresses a checkpoint folder (or its index), restores it, and compares every file.
+fn check_folder_roundtrip(input: &Path, tmp: &Path) -> Vec<String> {
+    let archive = tmp.join("out.brv");
+    let restored = tmp.join("restored");
+    let c = brevis(&[
+        os("compress"),
+        input.as_os_str(),
+        os("-o"),
+        archive.as_os_str(),
+    ]);
+    if !c.status.success() {
+        return vec![format!("compress failed: {}", stderr(&c))];
+    }
+    let d = brevis(&[
+        os("decompress"),
+        archive.as_os_str(),
+        os("-o"),
+        restored.as_os_str(),
+    ]);
+    if !d.status.success() {
+        return vec![format!("decompress failed: {}", stderr(&d))];
+    }
+    let mut problems = Vec::new();
+    let source = folder_of(input);
+    let want = files_under(&source);
+    let got = files_under(&restored);
+    if want != got {
+        problems.push(format!("restored files {got:?}, expected {want:?}"));
+    }
+    for f in &want {
+        let a = std::fs::read(source.join(f)).expect("read a source file");
+        if std::fs::read(restored.join(f)).ok().as_ref() != Some(&a) {
+            problems.push(format!("{} differs after the round trip", f.display()));
+        }
+    }
+    for cmd in ["verify", "ls"] {
+        let v = brevis(&[os(cmd), archive.as_os_str()]);
+        if !v.status.success() {
+            problems.push(format!("{cmd} failed: {}", stderr(&v)));
+        }
     }
     problems
 }
@@ -201,10 +284,6 @@ fn every_manifest_case_gives_its_expected_outcome() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for row in &rows {
-        if row.stage == "dir" {
-            // Folder mode (shards + model.safetensors.index.json as one job): later issue.
-            continue;
-        }
         checked += 1;
         for p in check_row(row) {
             failures.push(format!(
@@ -213,7 +292,7 @@ fn every_manifest_case_gives_its_expected_outcome() {
             ));
         }
     }
-    assert!(checked >= 40, "only {checked} rows checked");
+    assert!(checked >= 44, "only {checked} rows checked");
     assert!(
         failures.is_empty(),
         "{} of {checked} cases failed:\n{}",

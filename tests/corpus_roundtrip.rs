@@ -19,6 +19,15 @@ fn corpus_files() -> Vec<PathBuf> {
     files
 }
 
+/// Reduction floors at the default settings (whole file, everything counted): ZipNN
+/// 0.5.4's figures on the same files (`../shared/corpus/README.md`), which Brevis must
+/// match or beat.
+const FLOORS: [(&str, f64); 3] = [
+    ("minilm-l6-v2-bf16.safetensors", 33.5),
+    ("minilm-l6-v2-fp8-mixed.safetensors", 28.5),
+    ("whisper-tiny-en-f16.safetensors", 14.0),
+];
+
 #[test]
 fn every_corpus_file_round_trips_and_verifies() {
     let files = corpus_files();
@@ -72,6 +81,19 @@ fn every_corpus_file_round_trips_and_verifies() {
             cmp.first_difference
         );
 
+        let reduction =
+            100.0 * (1.0 - summary.archive_bytes as f64 / summary.original_bytes as f64);
+        if let Some((_, floor)) = FLOORS.iter().find(|(f, _)| *f == name) {
+            assert!(
+                reduction >= *floor,
+                "{name}: reduction {reduction:.3}% below the floor {floor}%"
+            );
+        }
+        assert_eq!(
+            summary.archive_bytes,
+            std::fs::metadata(&archive_path).expect("archive").len(),
+            "{name}: summary counts every archive byte"
+        );
         eprintln!(
             "{name}: {} -> {} bytes ({:.1}%), compress {:.2} s, decompress {:.2} s",
             summary.original_bytes,

@@ -56,6 +56,17 @@
 //! Every record can be decoded alone, given its offset and length from the index. The
 //! reader checks every length, count and offset against the bytes present before using
 //! it; see [`crate::archive::reader`].
+//!
+//! **Large tensors** of more than [`crate::archive::writer::REGION_WORDS`] words are
+//! stored as an explicit `Concat` whose children cover consecutive regions of that many
+//! words (the last one shorter), each synthesized alone; the record layout is unchanged.
+//!
+//! **Checkpoint folders** (a sharded checkpoint with `model.safetensors.index.json`) are
+//! not one archive but a folder of archives: one `.brv` per `.safetensors` shard, every
+//! other file copied verbatim, and a JSON manifest `brevis-folder.json`; see
+//! [`crate::archive::folder`] for the layout. One archive per shard keeps random access
+//! (open only the shard holding a tensor) and lets shards be written, read and verified
+//! independently.
 
 use crate::dsl::wire::Sink;
 use crate::tensor::Dtype;

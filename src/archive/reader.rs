@@ -20,6 +20,11 @@ use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
+/// Most bytes one region (the header, a tensor or a gap) may decode to: 64 GiB, well
+/// above the largest single tensor of published checkpoints. A region is also refused
+/// when an allocation of its size fails (e.g. under `ulimit -v`).
+pub const MAX_REGION_BYTES: u64 = 1 << 36;
+
 /// One tensor of an archive, as listed by its record (its program is not decoded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorEntry {
@@ -359,12 +364,19 @@ impl Archive {
         read_program(&self.bytes[program.clone()], ty).map_err(|e| self.decode_err(item, e))
     }
 
+    /// A decode error for `item`, saying where its program starts in the archive (the
+    /// wire reader's offsets count from there).
     fn decode_err(&self, item: Item, e: impl std::fmt::Display) -> Error {
+        let start = match item {
+            Item::Header => self.header_program.start,
+            Item::Tensor(i) => self.tensors[i].program.start,
+            Item::Gap(g) => self.gaps[g].program.start,
+        };
         Error::archive(
             &self.path,
             ArchiveError::Decode {
                 region: self.item_region(item),
-                what: e.to_string(),
+                what: format!("program at archive byte {start}: {e}"),
             },
         )
     }
@@ -381,10 +393,40 @@ impl Archive {
             }
         };
         let node = self.read(program, ty, item)?;
+        self.check_decoded_size(item)?;
         let words = execute(&node, ty.len).map_err(|e| self.decode_err(item, e))?;
         let bytes = words_into_le_bytes(words);
         let sum = xxh3_64(&bytes);
         Ok((bytes, sum))
+    }
+
+    /// Refuses to decode an item larger than [`MAX_REGION_BYTES`] or than the memory the
+    /// process can get: a program as small as one `Const` node may declare a huge
+    /// output, so the output size (already tied to the record's dtype and shape, and the
+    /// index's original length) is checked, and an allocation of that size is tried
+    /// fallibly, before anything runs. Allocation failure then is an error, not an abort.
+    fn check_decoded_size(&self, item: Item) -> Result<()> {
+        let bytes = self.item_original_bytes(item);
+        let too_large = |what: String| {
+            Error::archive(
+                &self.path,
+                ArchiveError::TooLarge {
+                    region: self.item_region(item),
+                    bytes,
+                    what,
+                },
+            )
+        };
+        if bytes > MAX_REGION_BYTES {
+            return Err(too_large(format!(
+                "over the limit of {MAX_REGION_BYTES} bytes per region"
+            )));
+        }
+        let mut probe: Vec<u8> = Vec::new();
+        probe
+            .try_reserve_exact(bytes as usize)
+            .map_err(|_| too_large("more memory than is available".to_string()))?;
+        Ok(())
     }
 
     fn decode_checked(&self, item: Item) -> Result<Vec<u8>> {

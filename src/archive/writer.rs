@@ -12,7 +12,7 @@ use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline, resolve_jobs, ProgressEvent};
 use crate::dsl::{execute, program_bytes, Node, Ty};
 use crate::error::{Error, Result, Warning};
-use crate::synth::{synthesize, SearchOptions, SearchStats};
+use crate::synth::{synthesize_with_prior, PriorChoice, SearchOptions, SearchStats};
 use crate::tensor::{Dtype, Words};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
@@ -31,6 +31,9 @@ pub struct CompressOptions {
     /// Run every synthesized program and compare its output with the source before
     /// writing it; a program that differs is replaced by a literal, with a warning.
     pub verify: bool,
+    /// Production prior ordering the search; [`PriorChoice::Auto`] calibrates on the
+    /// input (DESIGN §6). Never changes what a program serializes to.
+    pub prior: PriorChoice,
 }
 
 impl Default for CompressOptions {
@@ -40,6 +43,7 @@ impl Default for CompressOptions {
             jobs: None,
             force: false,
             verify: true,
+            prior: PriorChoice::Auto,
         }
     }
 }
@@ -139,7 +143,12 @@ pub fn compress_file(
     let mut tmp = temp_beside(output)?;
     let written = {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        let written = write_archive(&src, &mut w, opts, progress, output)?;
+        let release = |part: &[u8]| {
+            if let Some(m) = &map {
+                super::release_pages(m, part);
+            }
+        };
+        let written = write_archive_releasing(&src, &mut w, opts, progress, output, &release)?;
         w.flush()
             .map_err(|e| Error::io(output, "cannot write", e))?;
         written
@@ -185,11 +194,35 @@ pub fn write_archive<W: Write>(
     progress: &dyn Fn(ProgressEvent<'_>),
     name: &Path,
 ) -> Result<Written> {
+    write_archive_releasing(src, out, opts, progress, name, &|_| {})
+}
+
+/// [`write_archive`], calling `release` with each region's source bytes once they are
+/// written (so a memory-mapped source can drop them from the resident set).
+fn write_archive_releasing<W: Write>(
+    src: &SourceFile<'_>,
+    out: &mut W,
+    opts: &CompressOptions,
+    progress: &dyn Fn(ProgressEvent<'_>),
+    name: &Path,
+    release: &(dyn Fn(&[u8]) + Sync),
+) -> Result<Written> {
     let jobs = resolve_jobs(opts.jobs);
     let pool = build_pool(jobs).map_err(|what| Error::Internal {
         path: name.to_path_buf(),
         what,
     })?;
+    let resolved;
+    let opts = if opts.prior == PriorChoice::Auto && opts.search.budget >= 1 {
+        let prior = pool.install(|| calibrate_source(src, name));
+        resolved = CompressOptions {
+            prior: PriorChoice::Given(std::sync::Arc::new(prior)),
+            ..opts.clone()
+        };
+        &resolved
+    } else {
+        opts
+    };
     let regions = src.regions();
     let count = regions.len() + 1;
     let write_err = |e: io::Error| Error::io(name, "cannot write", e);
@@ -201,7 +234,6 @@ pub fn write_archive<W: Write>(
     let mut warnings = Vec::new();
     let mut hasher = Xxh3Default::new();
     let mut records_hasher = Xxh3Default::new();
-    let data = src.data();
 
     progress(ProgressEvent::Begin {
         items: count,
@@ -210,14 +242,16 @@ pub fn write_archive<W: Write>(
     ordered_pipeline(
         &pool,
         count,
-        |i| Ok(encode_item(src, i, opts)),
+        |i| {
+            let enc = encode_item(src, i, opts);
+            // The worker is done with the source bytes; the sink reads them once more.
+            release(source_of(src, i));
+            Ok(enc)
+        },
         |i, enc: Encoded| {
-            let source_bytes = match i.checked_sub(1).map(|r| regions[r]) {
-                None => &src.bytes()[..src.data_start()],
-                Some(Region::Tensor(t)) => src.tensor_bytes(t),
-                Some(Region::Gap { begin, end }) => &data[begin as usize..end as usize],
-            };
+            let source_bytes = source_of(src, i);
             hasher.update(source_bytes);
+            release(source_bytes);
             records_hasher.update(&enc.head);
             records_hasher.update(&enc.program);
             out.write_all(&enc.head).map_err(write_err)?;
@@ -259,6 +293,15 @@ pub fn write_archive<W: Write>(
     })
 }
 
+/// The source bytes record `i` restores (0 is the header with its length field).
+fn source_of<'a>(src: &SourceFile<'a>, i: usize) -> &'a [u8] {
+    match i.checked_sub(1).map(|r| src.regions()[r]) {
+        None => &src.bytes()[..src.data_start()],
+        Some(Region::Tensor(t)) => src.tensor_bytes(t),
+        Some(Region::Gap { begin, end }) => &src.data()[begin as usize..end as usize],
+    }
+}
+
 /// One encoded record (written as `head` then `program`, so the program is not copied)
 /// and what it took.
 struct Encoded {
@@ -278,15 +321,13 @@ fn encode_item(src: &SourceFile<'_>, i: usize, opts: &CompressOptions) -> Encode
         Some(Region::Gap { begin, end }) => (&src.data()[begin as usize..end as usize], None),
     };
     let width = dtype.map_or(8, Dtype::word_bits);
-    let words = Words::from_le_bytes(width, bytes)
-        .expect("the parser checked every byte length against its dtype");
     let describe = || match region {
         None => "header".to_string(),
         Some(Region::Tensor(t)) => format!("tensor {:?}", src.tensors()[t].name),
         Some(Region::Gap { begin, end }) => format!("gap at data bytes [{begin}, {end})"),
     };
-    let (node, search, warning) = program_for(&words, dtype, opts, describe);
-    drop(words);
+    let (node, search, warning) =
+        program_in_regions(bytes, REGION_WORDS, width, dtype, opts, describe);
     let program = program_bytes(&node);
     let program_len = program.len() as u64;
     let checksum = xxh3_64(bytes);
@@ -351,6 +392,82 @@ fn encode_item(src: &SourceFile<'_>, i: usize, opts: &CompressOptions) -> Encode
     }
 }
 
+/// Words per region of a large tensor (DESIGN §8): a tensor of more words is split into
+/// regions of this many words (the last one shorter), each synthesized on its own, and
+/// stored as an explicit `Concat` of their programs. Bounds the words and search state
+/// in memory per worker to one region's, whatever the tensor's size.
+pub const REGION_WORDS: usize = 16 << 20;
+
+/// The program of a region's `bytes` read as words of `width` bits: one synthesized
+/// program, or for more than [`REGION_WORDS`] words a `Concat` of one per region (only
+/// one region's words are in memory at a time). Warnings of the regions are joined.
+fn program_in_regions(
+    bytes: &[u8],
+    region_words: usize,
+    width: u32,
+    dtype: Option<Dtype>,
+    opts: &CompressOptions,
+    region: impl Fn() -> String,
+) -> (Node, SearchStats, Option<Warning>) {
+    let word_bytes = width.div_ceil(8) as usize;
+    let words_of = |b: &[u8]| {
+        Words::from_le_bytes(width, b)
+            .expect("the parser checked every byte length against its dtype")
+    };
+    let n = bytes.len() / word_bytes.max(1);
+    if n <= region_words {
+        return program_for(&words_of(bytes), dtype, opts, region);
+    }
+    let mut children = Vec::new();
+    let mut stats = SearchStats::default();
+    let mut warning: Option<Warning> = None;
+    for (k, chunk) in bytes.chunks(region_words * word_bytes).enumerate() {
+        let words = words_of(chunk);
+        let at = k * region_words;
+        let (node, s, w) = program_for(&words, dtype, opts, || {
+            format!("{}, words [{at}, {})", region(), at + words.len())
+        });
+        drop(words);
+        stats.expansions += s.expansions;
+        stats.candidates += s.candidates;
+        stats.budget_exhausted |= s.budget_exhausted;
+        stats.literal_fallback |= s.literal_fallback;
+        stats.memory_limited |= s.memory_limited;
+        if warning.is_none() {
+            warning = w;
+        }
+        children.push(node);
+    }
+    let node = Node::concat(children).expect("regions share the width and are not empty");
+    (node, stats, warning)
+}
+
+/// Calibrates a prior on the tensors of `src` with the paper's defaults
+/// ([`crate::synth::calibrate`]); the same for any thread count.
+pub fn calibrate_source(src: &SourceFile<'_>, name: &Path) -> crate::synth::Prior {
+    use crate::synth::calibrate::{calibrate, CalibrateOptions, Tensor};
+    let infos = src.tensors();
+    let tensors: Vec<Tensor> = infos
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Tensor {
+            name: &t.name,
+            dtype: t.dtype,
+            words: src.tensor_bytes(i).len() * 8 / t.dtype.word_bits() as usize,
+        })
+        .collect();
+    let load = |i: usize, n: usize| {
+        let dtype = infos[i].dtype;
+        let bytes = src.tensor_bytes(i);
+        let take = (n * dtype.word_bits() as usize)
+            .div_ceil(8)
+            .min(bytes.len());
+        Words::from_le_bytes(dtype.word_bits(), &bytes[..take]).unwrap_or_else(|| Words::empty(8))
+    };
+    let source = name.display().to_string();
+    calibrate(&tensors, load, &CalibrateOptions::default(), &source)
+}
+
 /// Synthesizes a program for `words`; checks its type (always) and its output (when
 /// `opts.verify`), falling back to a literal with a warning if either is wrong.
 fn program_for(
@@ -370,7 +487,12 @@ fn program_for(
         let (node, stats) = literal(SearchStats::default());
         return (node, stats, None);
     }
-    let syn = synthesize(words, dtype, &opts.search);
+    let uniform = crate::synth::Prior::uniform();
+    let prior = match &opts.prior {
+        PriorChoice::Given(p) => p.as_ref(),
+        _ => &uniform,
+    };
+    let syn = synthesize_with_prior(words, dtype, &opts.search, prior);
     let want = Ty::new(words.width(), words.len() as u64);
     let problem = if syn.program.ty() != want {
         Some(format!(
@@ -458,14 +580,51 @@ pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(fs::Permissions::from_mode(0o666));
     }
-    builder
+    let tmp = builder
         .tempfile_in(dir)
-        .map_err(|e| Error::io(output, "cannot create a temporary file in its folder", e))
+        .map_err(|e| Error::io(output, "cannot create a temporary file in its folder", e))?;
+    if let Ok(mut live) = LIVE_TEMPS.lock() {
+        live.retain(|p| p.exists());
+        live.push(tmp.path().to_path_buf());
+    }
+    Ok(tmp)
+}
+
+/// Temporary files this process has created and not yet renamed into place.
+static LIVE_TEMPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every temporary output file (`.brevis-*.tmp`) this process is still writing
+/// and returns how many it removed. For a signal handler (SIGINT, SIGTERM) that ends
+/// the process: an interrupted run then leaves nothing behind. A run killed with SIGKILL
+/// cannot clean up; its temporary file is recognizable by the name pattern.
+pub fn remove_temporary_files() -> usize {
+    let Ok(mut live) = LIVE_TEMPS.lock() else {
+        return 0;
+    };
+    live.drain(..)
+        .filter(|p| fs::remove_file(p).is_ok())
+        .count()
+}
+
+/// A temporary folder beside `output`, removed on drop unless kept.
+pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".brevis-")
+        .suffix(".tmp")
+        .tempdir_in(dir)
+        .map_err(|e| Error::io(output, "cannot create a temporary folder beside it", e))
 }
 
 /// Renames a complete, synced temporary file to `output` (replacing it only if `force`),
 /// then syncs the folder so the rename is durable.
 pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) -> Result<()> {
+    if let Ok(mut live) = LIVE_TEMPS.lock() {
+        live.retain(|p| p != tmp.path());
+    }
     let result = if force {
         tmp.persist(output).map(drop)
     } else {
@@ -485,4 +644,32 @@ pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) 
         let _ = File::open(dir).and_then(|d| d.sync_all());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::Op;
+
+    #[test]
+    fn large_regions_become_an_explicit_concat_that_round_trips() {
+        let words = Words::from_fn(16, 1000, |i| (i as u64 * 7919) % 300);
+        let bytes: Vec<u8> = words
+            .to_u64s()
+            .iter()
+            .flat_map(|&x| (x as u16).to_le_bytes())
+            .collect();
+        let opts = CompressOptions::default();
+        let (node, _, warning) =
+            program_in_regions(&bytes, 300, 16, Some(Dtype::BF16), &opts, String::new);
+        assert!(warning.is_none());
+        match node.op() {
+            Op::Concat(children) => assert_eq!(children.len(), 4),
+            op => panic!("expected concat, got {op:?}"),
+        }
+        assert_eq!(execute(&node, 1000).unwrap(), words);
+        let (single, _, _) =
+            program_in_regions(&bytes, 1000, 16, Some(Dtype::BF16), &opts, String::new);
+        assert!(!matches!(single.op(), Op::Concat(_)));
+    }
 }

@@ -6,11 +6,11 @@
 use anyhow::{anyhow, Result};
 use brevis::archive::writer::{write_archive, RegionKind};
 use brevis::archive::{
-    self, escape_name, no_progress, resolve_jobs, safetensors, Archive, CheckStatus,
+    self, escape_name, folder, no_progress, resolve_jobs, safetensors, Archive, CheckStatus,
     CompressOptions, DecompressOptions, ProgressEvent,
 };
 use brevis::dsl::{size_report, text::node_line, Node};
-use brevis::synth::SearchOptions;
+use brevis::synth::{PriorChoice, SearchOptions};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -85,6 +85,12 @@ enum Command {
         of the original per second) with one worker thread and with all of them."
     )]
     Bench(BenchArgs),
+    /// Learn a production prior from a checkpoint (JSON a person can read and edit)
+    #[command(long_about = "Learn a production prior from a checkpoint: search a \
+        stratified sample of its tensors (at most 4, 6 expansions each, at most 1,048,576 \
+        elements each) with uniform costs and count the productions of the winning \
+        programs per context. The result is the same for any thread count.")]
+    Calibrate(CalibrateArgs),
 }
 
 #[derive(Args, Clone)]
@@ -98,6 +104,37 @@ struct SearchArgs {
     /// Most nodes in one program
     #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes)]
     max_nodes: u32,
+    #[command(flatten)]
+    prior: PriorArgs,
+}
+
+#[derive(Args, Clone)]
+struct PriorArgs {
+    /// Order the search by this production prior (JSON from `brevis calibrate`)
+    /// [default: calibrate on the input when the budget is at least 1]
+    #[arg(long, value_name = "FILE", conflicts_with = "uniform")]
+    prior: Option<PathBuf>,
+    /// Order the search with uniform production costs (no calibration)
+    #[arg(long)]
+    uniform: bool,
+}
+
+impl PriorArgs {
+    fn choice(&self) -> Result<PriorChoice> {
+        if self.uniform {
+            return Ok(PriorChoice::Uniform);
+        }
+        match &self.prior {
+            None => Ok(PriorChoice::Auto),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| brevis::Error::io(path, "cannot read", e))?;
+                let prior = brevis::synth::Prior::from_json(&text)
+                    .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+                Ok(PriorChoice::Given(std::sync::Arc::new(prior)))
+            }
+        }
+    }
 }
 
 impl SearchArgs {
@@ -113,7 +150,8 @@ impl SearchArgs {
 
 #[derive(Args)]
 struct CompressArgs {
-    /// The .safetensors file to compress
+    /// The .safetensors file to compress, or a checkpoint folder (or its
+    /// model.safetensors.index.json): every shard compressed, every other file kept
     input: PathBuf,
     /// The archive to write [default: INPUT with .safetensors replaced by .brv]
     #[arg(short, long, value_name = "OUT")]
@@ -136,7 +174,7 @@ struct CompressArgs {
 
 #[derive(Args)]
 struct DecompressArgs {
-    /// The .brv archive to decompress
+    /// The .brv archive to decompress, or a compressed checkpoint folder
     input: PathBuf,
     /// The file to write [default: INPUT with .brv replaced by .safetensors]
     #[arg(short, long, value_name = "OUT")]
@@ -195,11 +233,40 @@ struct BenchArgs {
     /// Worker threads for the parallel runs (0 = all cores) [default: all cores]
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
+    /// Search budgets to measure, one run each
+    #[arg(long, value_name = "N", num_args = 1.., default_values_t = [SearchOptions::default().budget])]
+    budget: Vec<u64>,
+    /// Deepest program the search builds (a single node has depth 1)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth)]
+    max_depth: u32,
+    /// Most nodes in one program
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes)]
+    max_nodes: u32,
     #[command(flatten)]
-    search: SearchArgs,
+    prior: PriorArgs,
+    /// With --json: add a search report per tensor (program, bytes per node,
+    /// expansions, candidates, budget exhausted, literal fallback, time)
+    #[arg(long)]
+    report: bool,
+    /// Print the search ablation table (markdown): budgets 0, 1, 6, 32, 256 with uniform
+    /// and calibrated priors, and depth first to the first complete program
+    #[arg(long)]
+    ablation: bool,
     /// Print JSON on stdout
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct CalibrateArgs {
+    /// The .safetensors file to calibrate on
+    input: PathBuf,
+    /// Where to write the prior (JSON)
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// Replace the output if it exists
+    #[arg(short, long)]
+    force: bool,
 }
 
 /// How a command ended without an error.
@@ -211,6 +278,7 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    remove_temporary_files_on_signal();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Mismatch) => ExitCode::from(3),
@@ -231,6 +299,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// On SIGINT, SIGTERM or SIGHUP: remove the temporary output file, say so in one line
+/// and exit with 128 + the signal number. (SIGKILL cannot be caught; its leftover is a
+/// `.brevis-*.tmp` file, never a partial output under the final name.)
+fn remove_temporary_files_on_signal() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let removed = brevis::archive::writer::remove_temporary_files();
+            eprintln!(
+                "error: interrupted by signal {sig}; {removed} temporary file(s) removed, no output written"
+            );
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
 fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Compress(a) => compress(a),
@@ -239,6 +326,7 @@ fn run(cli: Cli) -> Result<Outcome> {
         Command::Ls(a) => ls(a),
         Command::Show(a) => show(a),
         Command::Bench(a) => bench(a),
+        Command::Calibrate(a) => calibrate(a),
     }
 }
 
@@ -368,6 +456,9 @@ fn print_warnings(file: &Path, warnings: &[brevis::error::Warning]) {
 }
 
 fn compress(a: CompressArgs) -> Result<Outcome> {
+    if let Some(dir) = folder::source_folder(&a.input) {
+        return compress_folder(a, &dir);
+    }
     let output = a
         .output
         .clone()
@@ -377,6 +468,7 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
         jobs: a.jobs,
         force: a.force,
         verify: !a.no_verify,
+        prior: a.search.prior.choice()?,
     };
     let progress = Progress::new("compress");
     let start = Instant::now();
@@ -453,6 +545,9 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
 }
 
 fn decompress(a: DecompressArgs) -> Result<Outcome> {
+    if let Some(dir) = folder::compressed_folder(&a.input) {
+        return decompress_folder(a, &dir);
+    }
     let output = a
         .output
         .clone()
@@ -502,6 +597,9 @@ fn status_json(status: &CheckStatus) -> Value {
 }
 
 fn verify(a: VerifyArgs) -> Result<Outcome> {
+    if let Some(dir) = folder::compressed_folder(&a.input) {
+        return verify_folder(a, &dir);
+    }
     let archive = Archive::open(&a.input)?;
     let progress = Progress::new("verify");
     let report = archive::verify(&archive, a.jobs, &|ev| progress.event(ev))?;
@@ -608,6 +706,9 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
 }
 
 fn ls(a: LsArgs) -> Result<Outcome> {
+    if let Some(dir) = folder::compressed_folder(&a.input) {
+        return ls_folder(a, &dir);
+    }
     let archive = Archive::open(&a.input)?;
     let tensors = archive.tensors();
     let total_original: u64 = archive.original_len();
@@ -828,52 +929,70 @@ fn show(a: ShowArgs) -> Result<Outcome> {
 }
 
 fn bench(a: BenchArgs) -> Result<Outcome> {
+    if a.ablation {
+        return ablation(&a);
+    }
     let all = resolve_jobs(a.jobs);
+    let prior = a.prior.choice()?;
     let mut results = Vec::new();
     for path in &a.files {
         let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
         let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
-        let opts = |jobs| CompressOptions {
-            search: a.search.options(),
-            jobs: Some(jobs),
-            force: false,
-            verify: false,
-        };
-        let timed_compress = |jobs| -> Result<(Vec<u8>, f64)> {
-            let mut out = Vec::with_capacity(bytes.len() / 2);
-            let start = Instant::now();
-            write_archive(&src, &mut out, &opts(jobs), &no_progress, path)?;
-            Ok((out, start.elapsed().as_secs_f64()))
-        };
-        let (archive_one, c1) = timed_compress(1)?;
-        let (archive_all, cn) = timed_compress(all)?;
-        if archive_one != archive_all {
-            return Err(anyhow!(
-                "{}: internal error: the archive differs between 1 and {all} threads",
-                path.display()
-            ));
+        for &budget in &a.budget {
+            let search = SearchOptions {
+                budget,
+                max_depth: a.max_depth,
+                max_nodes: a.max_nodes,
+                ..SearchOptions::default()
+            };
+            let opts = |jobs| CompressOptions {
+                search: search.clone(),
+                jobs: Some(jobs),
+                force: false,
+                verify: false,
+                prior: prior.clone(),
+            };
+            let timed_compress = |jobs| -> Result<(Vec<u8>, f64)> {
+                let mut out = Vec::with_capacity(bytes.len() / 2);
+                let start = Instant::now();
+                write_archive(&src, &mut out, &opts(jobs), &no_progress, path)?;
+                Ok((out, start.elapsed().as_secs_f64()))
+            };
+            let (archive_one, c1) = timed_compress(1)?;
+            let (archive_all, cn) = timed_compress(all)?;
+            if archive_one != archive_all {
+                return Err(anyhow!(
+                    "{}: internal error: the archive differs between 1 and {all} threads",
+                    path.display()
+                ));
+            }
+            let archive_len = archive_one.len() as u64;
+            let archive = Archive::from_bytes(archive_one, path)?;
+            let timed_decompress = |jobs| -> Result<f64> {
+                let start = Instant::now();
+                archive.write_original(&mut std::io::sink(), Some(jobs), &no_progress, path)?;
+                Ok(start.elapsed().as_secs_f64())
+            };
+            let d1 = timed_decompress(1)?;
+            let dn = timed_decompress(all)?;
+            let n = bytes.len() as u64;
+            let mut r = json!({
+                "file": lossy(path),
+                "budget": budget,
+                "original_bytes": n,
+                "archive_bytes": archive_len,
+                "reduction_percent": percent_smaller(n, archive_len),
+                "threads": all,
+                "compress_mb_s_1": mb_per_s(n, c1),
+                "compress_mb_s_all": mb_per_s(n, cn),
+                "decompress_mb_s_1": mb_per_s(n, d1),
+                "decompress_mb_s_all": mb_per_s(n, dn),
+            });
+            if a.report {
+                r["search"] = search_report(&src, &search, &prior, path);
+            }
+            results.push(r);
         }
-        let archive_len = archive_one.len() as u64;
-        let archive = Archive::from_bytes(archive_one, path)?;
-        let timed_decompress = |jobs| -> Result<f64> {
-            let start = Instant::now();
-            archive.write_original(&mut std::io::sink(), Some(jobs), &no_progress, path)?;
-            Ok(start.elapsed().as_secs_f64())
-        };
-        let d1 = timed_decompress(1)?;
-        let dn = timed_decompress(all)?;
-        let n = bytes.len() as u64;
-        results.push(json!({
-            "file": lossy(path),
-            "original_bytes": n,
-            "archive_bytes": archive_len,
-            "reduction_percent": percent_smaller(n, archive_len),
-            "threads": all,
-            "compress_mb_s_1": mb_per_s(n, c1),
-            "compress_mb_s_all": mb_per_s(n, cn),
-            "decompress_mb_s_1": mb_per_s(n, d1),
-            "decompress_mb_s_all": mb_per_s(n, dn),
-        }));
     }
     if a.json {
         emit_json(&json!({ "threads": all, "files": results }))?;
@@ -884,14 +1003,15 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
     let d_all = format!("D MB/s({all})");
     writeln!(
         s,
-        "{:>12}  {:>12}  {:>9}  {:>9}  {:>11}  {:>9}  {:>11}  FILE",
-        "ORIGINAL", "ARCHIVE", "REDUCTION", "C MB/s(1)", c_all, "D MB/s(1)", d_all
+        "{:>6}  {:>12}  {:>12}  {:>9}  {:>9}  {:>11}  {:>9}  {:>11}  FILE",
+        "BUDGET", "ORIGINAL", "ARCHIVE", "REDUCTION", "C MB/s(1)", c_all, "D MB/s(1)", d_all
     )?;
     for r in &results {
         let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
         writeln!(
             s,
-            "{:>12}  {:>12}  {:>9}  {:>9.1}  {:>11.1}  {:>9.1}  {:>11.1}  {}",
+            "{:>6}  {:>12}  {:>12}  {:>9}  {:>9.1}  {:>11.1}  {:>9.1}  {:>11.1}  {}",
+            r["budget"].as_u64().unwrap_or(0),
             r["original_bytes"].as_u64().unwrap_or(0),
             r["archive_bytes"].as_u64().unwrap_or(0),
             fmt_percent(r["reduction_percent"].as_f64()),
@@ -903,5 +1023,362 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
         )?;
     }
     emit(&s)?;
+    Ok(Outcome::Ok)
+}
+
+/// `x.brv/` -> `x/`; anything else: `.restored` appended.
+fn default_restored_folder(input: &Path) -> PathBuf {
+    let input = input.components().as_path();
+    if input.extension().is_some_and(|e| e == "brv") {
+        input.with_extension("")
+    } else {
+        let mut s = input.as_os_str().to_owned();
+        s.push(".restored");
+        PathBuf::from(s)
+    }
+}
+
+/// A progress callback for folder jobs: each shard's events on one bar.
+fn folder_progress(progress: &Progress) -> impl Fn(&str, ProgressEvent<'_>) + '_ {
+    move |_shard, ev| progress.event(ev)
+}
+
+fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
+    let output = a
+        .output
+        .clone()
+        .unwrap_or_else(|| folder::default_folder_archive_name(dir));
+    let opts = CompressOptions {
+        search: a.search.options(),
+        jobs: a.jobs,
+        force: a.force,
+        verify: !a.no_verify,
+        prior: a.search.prior.choice()?,
+    };
+    let progress = Progress::new("compress");
+    let start = Instant::now();
+    let s = folder::compress_folder(dir, &output, &opts, &folder_progress(&progress))?;
+    drop(progress);
+    let secs = start.elapsed().as_secs_f64();
+    for shard in &s.shards {
+        print_warnings(&shard.input, &shard.warnings);
+    }
+    let reduction = percent_smaller(s.original_bytes, s.archive_bytes);
+    if a.json {
+        let shards: Vec<Value> = s
+            .shards
+            .iter()
+            .map(|c| {
+                json!({
+                    "input": lossy(&c.input),
+                    "output": lossy(&c.output),
+                    "original_bytes": c.original_bytes,
+                    "archive_bytes": c.archive_bytes,
+                    "tensors": c.tensors().count(),
+                })
+            })
+            .collect();
+        emit_json(&json!({
+            "input": lossy(&s.input),
+            "output": lossy(&s.output),
+            "original_bytes": s.original_bytes,
+            "archive_bytes": s.archive_bytes,
+            "reduction_percent": reduction,
+            "seconds": secs,
+            "jobs": resolve_jobs(a.jobs),
+            "shards": shards,
+            "copied": s.copied,
+        }))?;
+    } else {
+        let tensors: usize = s.shards.iter().map(|c| c.tensors().count()).sum();
+        emit(&format!(
+            "{} -> {}: {} -> {} bytes ({} smaller), {} shards, {} tensors, {} files copied, {:.2} s ({:.1} MB/s)\n",
+            s.input.display(),
+            s.output.display(),
+            s.original_bytes,
+            s.archive_bytes,
+            fmt_percent(reduction),
+            s.shards.len(),
+            tensors,
+            s.copied.len(),
+            secs,
+            mb_per_s(s.original_bytes, secs),
+        ))?;
+    }
+    Ok(Outcome::Ok)
+}
+
+fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
+    let output = a
+        .output
+        .clone()
+        .unwrap_or_else(|| default_restored_folder(dir));
+    let f = folder::Folder::open(dir)?;
+    let progress = Progress::new("decompress");
+    let start = Instant::now();
+    let opts = DecompressOptions {
+        jobs: a.jobs,
+        force: a.force,
+    };
+    let bytes = f.decompress_to(&output, &opts, &folder_progress(&progress))?;
+    drop(progress);
+    let secs = start.elapsed().as_secs_f64();
+    if a.json {
+        emit_json(&json!({
+            "input": lossy(dir),
+            "output": lossy(&output),
+            "original_bytes": bytes,
+            "files": f.files().len(),
+            "seconds": secs,
+            "checksums_ok": true,
+        }))?;
+    } else {
+        emit(&format!(
+            "{} -> {}: {} files, {} bytes, all checksums match, {:.2} s ({:.1} MB/s)\n",
+            dir.display(),
+            output.display(),
+            f.files().len(),
+            bytes,
+            secs,
+            mb_per_s(bytes, secs),
+        ))?;
+    }
+    Ok(Outcome::Ok)
+}
+
+fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
+    if a.against.is_some() {
+        return Err(anyhow!(
+            "{}: --against compares one archive with one file; decompress the folder and compare instead",
+            dir.display()
+        ));
+    }
+    let f = folder::Folder::open(dir)?;
+    let progress = Progress::new("verify");
+    let checks = f.verify(a.jobs, &folder_progress(&progress))?;
+    drop(progress);
+    let ok = checks.iter().all(|(_, c)| c.is_ok());
+    if a.json {
+        let files: Vec<Value> = checks
+            .iter()
+            .map(|(path, c)| json!({"path": path, "ok": c.is_ok()}))
+            .collect();
+        emit_json(&json!({"folder": lossy(dir), "ok": ok, "files": files}))?;
+    } else {
+        let mut s = String::new();
+        let name = dir.display();
+        for (path, c) in &checks {
+            if !c.is_ok() {
+                writeln!(s, "{name}: FAILED: {}", escape_name(path))?;
+            }
+        }
+        if ok {
+            writeln!(
+                s,
+                "{name}: ok: {} files ({} shards) match their checksums ({} bytes)",
+                checks.len(),
+                f.shards().count(),
+                f.original_len()
+            )?;
+        }
+        emit(&s)?;
+    }
+    Ok(if ok { Outcome::Ok } else { Outcome::Mismatch })
+}
+
+fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
+    let f = folder::Folder::open(dir)?;
+    if a.json {
+        let files: Vec<Value> = f
+            .files()
+            .iter()
+            .map(|x| {
+                json!({
+                    "path": x.path,
+                    "kind": if x.kind == folder::FileKind::Archive { "archive" } else { "copy" },
+                    "archive": x.archive,
+                    "original_bytes": x.bytes,
+                })
+            })
+            .collect();
+        return emit_json(&json!({"folder": lossy(dir), "files": files})).map(|()| Outcome::Ok);
+    }
+    for x in f.files() {
+        match x.kind {
+            folder::FileKind::Copy => {
+                emit(&format!(
+                    "# {} (copied, {} bytes)\n",
+                    escape_name(&x.path),
+                    x.bytes
+                ))?;
+            }
+            folder::FileKind::Archive => {
+                emit(&format!("# {} ({} bytes)\n", escape_name(&x.path), x.bytes))?;
+                ls(LsArgs {
+                    input: f.stored_path(x),
+                    json: false,
+                })?;
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The prior a bench run uses for `src`: calibrated on it for `Auto` (budget >= 1).
+fn resolve_prior(
+    src: &safetensors::SourceFile<'_>,
+    choice: &PriorChoice,
+    path: &Path,
+) -> brevis::synth::Prior {
+    match choice {
+        PriorChoice::Given(p) => p.as_ref().clone(),
+        PriorChoice::Uniform => brevis::synth::Prior::uniform(),
+        PriorChoice::Auto => brevis::archive::writer::calibrate_source(src, path),
+    }
+}
+
+/// Per-tensor search report: program, bytes per node, search statistics and time.
+fn search_report(
+    src: &safetensors::SourceFile<'_>,
+    search: &SearchOptions,
+    choice: &PriorChoice,
+    path: &Path,
+) -> Value {
+    let start = Instant::now();
+    let prior = if search.budget == 0 {
+        brevis::synth::Prior::uniform()
+    } else {
+        resolve_prior(src, choice, path)
+    };
+    let calibrate_s = start.elapsed().as_secs_f64();
+    let mut tensors = Vec::new();
+    let (mut total_in, mut total_out, mut total_s) = (0u64, 0u64, 0f64);
+    for (i, t) in src.tensors().iter().enumerate() {
+        let bytes = src.tensor_bytes(i);
+        let Some(words) = brevis::Words::from_le_bytes(t.dtype.word_bits(), bytes) else {
+            continue;
+        };
+        let start = Instant::now();
+        let syn = brevis::synth::synthesize_with_prior(&words, Some(t.dtype), search, &prior);
+        let secs = start.elapsed().as_secs_f64();
+        let nodes: Vec<Value> = size_report(&syn.program)
+            .iter()
+            .map(|ns| json!({"depth": ns.depth, "own_bytes": ns.own_bytes, "subtree_bytes": ns.subtree_bytes}))
+            .collect();
+        total_in += bytes.len() as u64;
+        total_out += syn.bytes;
+        total_s += secs;
+        tensors.push(json!({
+            "name": t.name,
+            "dtype": t.dtype.name(),
+            "original_bytes": bytes.len(),
+            "program_bytes": syn.bytes,
+            "program": syn.program.to_string(),
+            "nodes": nodes,
+            "expansions": syn.stats.expansions,
+            "candidates": syn.stats.candidates,
+            "budget_exhausted": syn.stats.budget_exhausted,
+            "literal_fallback": syn.stats.literal_fallback,
+            "seconds": secs,
+        }));
+    }
+    json!({
+        "prior": prior.source,
+        "calibrate_seconds": calibrate_s,
+        "tensors": tensors,
+        "total_original_bytes": total_in,
+        "total_program_bytes": total_out,
+        "total_search_seconds": total_s,
+    })
+}
+
+/// The ablation table (docs/ablation.md): per file, bytes and time of every search
+/// configuration, from the sum of the tensors' program sizes.
+fn ablation(a: &BenchArgs) -> Result<Outcome> {
+    use rayon::prelude::*;
+    let mut s = String::new();
+    writeln!(s, "| file | search | prior | budget | program bytes | reduction | seconds (calibration incl.) |")?;
+    writeln!(s, "| --- | --- | --- | ---: | ---: | ---: | ---: |")?;
+    for path in &a.files {
+        let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
+        let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
+        let words: Vec<(brevis::Dtype, brevis::Words)> = src
+            .tensors()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                brevis::Words::from_le_bytes(t.dtype.word_bits(), src.tensor_bytes(i))
+                    .map(|w| (t.dtype, w))
+            })
+            .collect();
+        let original: u64 = (0..src.tensors().len())
+            .map(|i| src.tensor_bytes(i).len() as u64)
+            .sum();
+        let mut configs: Vec<(&str, &str, u64)> = Vec::new();
+        for b in [0, 1, 6, 32, 256] {
+            configs.push(("A*", "uniform", b));
+            if b > 0 {
+                configs.push(("A*", "learned", b));
+            }
+        }
+        configs.push(("first complete", "uniform", 6));
+        configs.push(("first complete", "uniform", 32));
+        for (mode, pname, budget) in configs {
+            let start = Instant::now();
+            let prior = if pname == "learned" {
+                brevis::archive::writer::calibrate_source(&src, path)
+            } else {
+                brevis::synth::Prior::uniform()
+            };
+            let opts = SearchOptions {
+                budget,
+                max_depth: a.max_depth,
+                max_nodes: a.max_nodes,
+                first_complete: mode != "A*",
+                ..SearchOptions::default()
+            };
+            let out: u64 = words
+                .par_iter()
+                .map(|(d, w)| {
+                    brevis::synth::synthesize_with_prior(w, Some(*d), &opts, &prior).bytes
+                })
+                .sum();
+            let secs = start.elapsed().as_secs_f64();
+            writeln!(
+                s,
+                "| {} | {mode} | {pname} | {budget} | {out} | {} | {secs:.2} |",
+                path.file_name()
+                    .map_or_else(|| lossy(path), |f| f.to_string_lossy().into_owned()),
+                fmt_percent(percent_smaller(original, out)),
+            )?;
+            eprint!(".");
+        }
+    }
+    eprintln!();
+    emit(&s)?;
+    Ok(Outcome::Ok)
+}
+
+fn calibrate(a: CalibrateArgs) -> Result<Outcome> {
+    if a.output.exists() && !a.force {
+        return Err(brevis::Error::OutputExists {
+            path: a.output.clone(),
+        }
+        .into());
+    }
+    let bytes =
+        std::fs::read(&a.input).map_err(|e| brevis::Error::io(&a.input, "cannot read", e))?;
+    let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(&a.input, e))?;
+    let start = Instant::now();
+    let prior = brevis::archive::writer::calibrate_source(&src, &a.input);
+    let secs = start.elapsed().as_secs_f64();
+    std::fs::write(&a.output, prior.to_json() + "\n")
+        .map_err(|e| brevis::Error::io(&a.output, "cannot write", e))?;
+    eprintln!(
+        "{}: {} contexts in {secs:.2}s ({})",
+        a.output.display(),
+        prior.counts.len(),
+        prior.source
+    );
     Ok(Outcome::Ok)
 }

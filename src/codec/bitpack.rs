@@ -149,7 +149,23 @@ fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(n);
     let mut pos = 0u64;
     if k <= 56 {
-        for _ in 0..n {
+        // Eight words of k bits fill exactly k bytes: decode whole groups from a padded
+        // copy with one unaligned load per word, then the rest one by one.
+        let group = k as usize;
+        let groups = n / 8;
+        let mut buf = [0u8; 64];
+        for c in data.chunks_exact(group).take(groups) {
+            buf[..group].copy_from_slice(c);
+            for j in 0..8 {
+                let bit = j * group;
+                let b = bit >> 3;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&buf[b..b + 8]);
+                out.push(T::from_u64((u64::from_le_bytes(a) >> (bit & 7)) & m));
+            }
+        }
+        pos = (groups * group * 8) as u64;
+        for _ in groups * 8..n {
             out.push(T::from_u64(peek64(data, pos) & m));
             pos += u64::from(k);
         }

@@ -163,6 +163,9 @@ pub fn unscan(f: ScanFn, y: &Words) -> Option<(u64, Words)> {
 pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
     let total: u32 = widths.iter().sum();
     let n = parts.first().map_or(0, Words::len);
+    if let Some(fused) = merge_bytes_into_u16(parts, widths, total, n) {
+        return fused;
+    }
     let mut out = Words::filled(total, 0, n).into_buf();
     let mut shift = total;
     for (p, &w) in parts.iter().zip(widths) {
@@ -172,6 +175,39 @@ pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
         or_shifted(&mut out, p.buf(), shift);
     }
     Words::from_buf_trusted(total, out)
+}
+
+/// Fast path of [`merge_fields`]: two or three parts held in bytes merged into 9- to
+/// 16-bit words (BF16 as 1/8/7, high/low bytes, ...) in one pass with no intermediate
+/// stream. `None` when the shape is not one of these.
+fn merge_bytes_into_u16(parts: &[Words], widths: &[u32], total: u32, n: usize) -> Option<Words> {
+    if !(9..=16).contains(&total) || parts.iter().any(|p| p.len() != n) {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(parts.len());
+    for (p, &w) in parts.iter().zip(widths) {
+        match p.buf() {
+            WordBuf::U8(v) if p.width() == w => bytes.push(v.as_slice()),
+            _ => return None,
+        }
+    }
+    let out: Vec<u16> = match (bytes.as_slice(), widths) {
+        ([a, b], [_, wb]) => a
+            .iter()
+            .zip(b.iter())
+            .map(|(&x, &y)| (u16::from(x) << wb) | u16::from(y))
+            .collect(),
+        ([a, b, c], [_, wb, wc]) => {
+            let sa = wb + wc;
+            a.iter()
+                .zip(b.iter())
+                .zip(c.iter())
+                .map(|((&x, &y), &z)| (u16::from(x) << sa) | (u16::from(y) << wc) | u16::from(z))
+                .collect()
+        }
+        _ => return None,
+    };
+    Some(Words::from_buf_trusted(total, WordBuf::U16(out)))
 }
 
 /// Splits each word into fields of the given widths (most significant first); the

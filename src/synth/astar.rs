@@ -12,14 +12,17 @@
 //!
 //! Deterministic: no randomness, no dependence on threads or addresses.
 
-use super::decompose::{propose, HoleInfo, ProdKind, Proposal, Shell};
-use super::prior::{Context, Prior};
+use super::decompose::{
+    candidates_with, lazy_children, pointwise, Cand, HoleInfo, ProdKind, Shell,
+};
+use super::prior::{Context, Features, Prior};
 use super::{SearchOptions, SearchStats, Synthesis};
 use crate::codec;
 use crate::dsl::wire::{own_len, program_len, uleb_len};
 use crate::dsl::{Lit, Node, Ty};
 use crate::stats;
 use crate::tensor::{bits_needed, container_bytes, Dtype, Words};
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -40,30 +43,165 @@ pub fn lit_node_len(words: &Words) -> u64 {
 /// of the encoder's output. Costs one histogram pass and no encoding, so the search can
 /// size every hole it opens; the finalists are then sized exactly.
 pub fn lit_node_estimate(words: &Words) -> u64 {
-    let (width, n) = (words.width(), words.len());
     let hist = stats::histogram(words, codec::MAX_TABLE_SYMBOLS);
+    let max = match &hist {
+        Some(h) => h.last().map_or(0, |&(s, _)| s),
+        None => words.max().unwrap_or(0),
+    };
+    estimate_from_hist(hist.as_deref(), max, words.width(), words.len())
+}
+
+/// [`lit_node_estimate`] from a histogram (`None`: too many distinct words for the
+/// tables) and the largest word of a stream of `n` words of `width` bits. Above
+/// [`APPROX_SYMBOLS`] distinct words the table codecs are sized by the entropy plus a
+/// coarse table size instead of being planned.
+pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: usize) -> u64 {
+    let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
+    if let Some(h) = hist {
+        if h.len() > APPROX_SYMBOLS {
+            let bits = stats::entropy_bits(h.iter().map(|&(_, c)| c));
+            let m = h.len() as f64;
+            let spread = (max.max(1) as f64 / m).log2().max(0.0);
+            let table = m * (spread + 2.0 + 6.0);
+            body = body.min(((bits + table) / 8.0).ceil() as u64 + RANS_STATE_BYTES);
+        } else {
+            body = body.min(plan_sizes(h, width, n).0);
+        }
+    }
+    1 + uleb_len(body) + body
+}
+
+/// [`plan_sizes`] without planning Huffman (costly for many symbols): Huffman is bounded
+/// below by its count and set fields plus the entropy, and assumed to lose the estimate.
+fn root_rans_sizes(h: &[(u64, u64)], width: u32, n: usize) -> (u64, u64) {
+    let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
+    let set = codec::table::plan_set(&syms, width);
+    let head = codec::table::count_bits(width, n) + set.bits;
+    let entropy = stats::entropy_bits(h.iter().map(|&(_, c)| c));
+    let huff_lb = ((head as f64 + entropy * (1.0 - 1e-9)) / 8.0).floor() as u64;
+    let r = codec::rans::Plan::with_set(h, width, n, syms, set);
+    let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
+    (rans, huff_lb.min(r.lower_bound()))
+}
+
+/// Distinct words above which [`estimate_from_hist`] approximates the table codecs.
+const APPROX_SYMBOLS: usize = 4096;
+
+/// (estimate, lower bound) in bytes of the table codecs' bodies for histogram `h`: the
+/// Huffman size is exact; rANS is its table plus the ideal payload plus the final states
+/// for the estimate and [`codec::rans::Plan::lower_bound`] for the bound. One symbol-set
+/// plan serves both.
+fn plan_sizes(h: &[(u64, u64)], width: u32, n: usize) -> (u64, u64) {
+    let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
+    let set = codec::table::plan_set(&syms, width);
+    let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
+    let r = codec::rans::Plan::with_set(h, width, n, syms, set);
+    let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
+    (huff.min(rans), huff.min(r.lower_bound()))
+}
+
+/// Bytes the rANS coder spends on flushing its interleaved states (estimate only).
+const RANS_STATE_BYTES: u64 = 8;
+
+/// Holes of more words than this are sized on a sample when their histogram cannot be
+/// derived from their parent's.
+const SAMPLE_WORDS: usize = 1 << 16;
+
+/// Blocks of the deterministic sample (evenly spaced, first and last included).
+const SAMPLE_BLOCKS: usize = 16;
+
+/// A deterministic sample of `w`: [`SAMPLE_BLOCKS`] evenly spaced blocks, together
+/// [`SAMPLE_WORDS`] words.
+fn sample_of(w: &Words) -> Words {
+    let n = w.len();
+    let len = SAMPLE_WORDS / SAMPLE_BLOCKS;
+    let mut out = Words::with_capacity(w.width(), SAMPLE_WORDS);
+    for b in 0..SAMPLE_BLOCKS {
+        let start = (n - len) * b / (SAMPLE_BLOCKS - 1);
+        out.extend_from(&w.slice(start, start + len));
+    }
+    out
+}
+
+/// [`lit_node_estimate`] of a stream of `n` words from a sample of it: the sample's
+/// counts scaled to `n` words.
+fn sampled_estimate(sample: &Words, n: usize) -> u64 {
+    let ns = sample.len().max(1) as u64;
+    let hist = stats::histogram(sample, codec::MAX_TABLE_SYMBOLS);
+    let max = match &hist {
+        Some(h) => h.last().map_or(0, |&(s, _)| s),
+        None => sample.max().unwrap_or(0),
+    };
+    let scaled = hist.map(|h| {
+        h.into_iter()
+            .map(|(s, c)| (s, (c * n as u64 / ns).max(1)))
+            .collect::<Vec<_>>()
+    });
+    estimate_from_hist(scaled.as_deref(), max, sample.width(), n)
+}
+
+/// Dense counts of a stream of words of at most 16 bits (index = word).
+type Dense = Arc<Vec<u64>>;
+
+fn dense_of(w: &Words) -> Dense {
+    let mut t = vec![0u64; 1 << w.width()];
+    match w.buf() {
+        crate::tensor::WordBuf::U8(v) => v.iter().for_each(|&x| t[usize::from(x)] += 1),
+        crate::tensor::WordBuf::U16(v) => v.iter().for_each(|&x| t[usize::from(x)] += 1),
+        _ => w.iter().for_each(|x| t[x as usize] += 1),
+    }
+    Arc::new(t)
+}
+
+fn dense_list(d: &[u64]) -> Vec<(u64, u64)> {
+    d.iter()
+        .enumerate()
+        .filter(|&(_, &c)| c > 0)
+        .map(|(s, &c)| (s as u64, c))
+        .collect()
+}
+
+fn dense_estimate(d: &[u64], width: u32, n: usize) -> u64 {
+    let list = dense_list(d);
+    let max = list.last().map_or(0, |&(s, _)| s);
+    estimate_from_hist(Some(&list), max, width, n)
+}
+
+/// A size in bytes `Lit(words)` can never be smaller than, from the histogram alone:
+/// raw, bit packing and Huffman sizes are exact, rANS is bounded below
+/// ([`codec::rans::Plan::lower_bound`]). No encoding.
+fn lit_lower_bound(words: &Words, dense: Option<&[u64]>) -> u64 {
+    let (width, n) = (words.width(), words.len());
+    let hist = match dense {
+        Some(d) => Some(dense_list(d)),
+        None => stats::histogram(words, codec::MAX_TABLE_SYMBOLS),
+    };
     let max = match &hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => words.max().unwrap_or(0),
     };
     let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
     if let Some(h) = &hist {
-        body = body.min(codec::huffman::Plan::new(h, width, n).size());
-        let r = codec::rans::Plan::new(h, width, n);
-        let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
-        body = body.min(rans);
+        body = body.min(plan_sizes(h, width, n).1);
     }
     1 + uleb_len(body) + body
 }
 
-/// Bytes the rANS coder spends on flushing its interleaved states (estimate only).
-const RANS_STATE_BYTES: u64 = 8;
-
 struct Hole {
-    target: Arc<Words>,
+    /// The hole's target, once computed.
+    words: OnceCell<Arc<Words>>,
+    /// How to compute the target: parent hole, its shell, and the id of the first of the
+    /// shell's children (siblings are consecutive holes).
+    src: Option<(usize, Shell, usize)>,
+    /// Dense histogram, for holes of at most 16 bits, once computed.
+    dense: OnceCell<Option<Dense>>,
+    width: u32,
+    len: usize,
     depth: u32,
     dtype: Option<Dtype>,
     parent: Option<ProdKind>,
+    pos: u32,
+    /// Bytes of `Lit(target)`: exact up to [`EXACT_WORDS`], estimated above.
     lit_bytes: u64,
 }
 
@@ -115,6 +253,21 @@ impl Ord for State {
     }
 }
 
+/// Open states: a priority queue for A*, a stack for the first-complete ablation.
+enum Frontier {
+    AStar(BinaryHeap<State>),
+    Stack(Vec<State>),
+}
+
+impl Frontier {
+    fn pop(&mut self) -> Option<State> {
+        match self {
+            Frontier::AStar(q) => q.pop(),
+            Frontier::Stack(v) => v.pop(),
+        }
+    }
+}
+
 struct Search<'a> {
     opts: &'a SearchOptions,
     prior: &'a Prior,
@@ -122,54 +275,111 @@ struct Search<'a> {
     memory: u64,
     seq: u64,
     stats: SearchStats,
-    /// The smallest programs seen so far (complete or rollout), by size, at most
-    /// [`FINALISTS`]; sizes are exact for small holes and estimated for large ones.
-    finalists: Vec<(u64, State)>,
+    /// Every state that was, when created, smaller by rollout size than all before it.
+    /// Only grows, so a larger budget keeps every candidate of a smaller one.
+    records: Vec<(u64, State)>,
+    /// First-complete ablation: the first complete program that is not the root `Lit`.
+    first: Option<State>,
 }
-
-/// How many of the smallest candidates are sized exactly at the end.
-const FINALISTS: usize = 3;
 
 /// Holes of at most this many words are sized exactly; larger ones are estimated.
 const EXACT_WORDS: usize = 4096;
 
-fn words_bytes(w: &Words) -> u64 {
-    (w.len() * container_bytes(w.width())) as u64
-}
-
 impl Search<'_> {
-    /// Adds a hole. `made` holds the targets created in the current expansion: an equal
-    /// target (the sign field of several field splits, say) shares its words and size.
-    fn add_hole(
+    /// The target of hole `id`, computing it (and its siblings') on first use.
+    fn words(&self, id: usize) -> Arc<Words> {
+        if let Some(w) = self.holes[id].words.get() {
+            return Arc::clone(w);
+        }
+        let (parent, shell, first) = self.holes[id]
+            .src
+            .clone()
+            .expect("a hole without words has a source");
+        let pw = self.words(parent);
+        for (i, k) in lazy_children(&shell, &pw).into_iter().enumerate() {
+            let _ = self.holes[first + i].words.set(Arc::new(k));
+        }
+        Arc::clone(self.holes[id].words.get().expect("siblings were just set"))
+    }
+
+    /// The dense histogram of hole `id` when it has at most 16 bits and is large.
+    fn dense(&self, id: usize) -> Option<Dense> {
+        let h = &self.holes[id];
+        h.dense
+            .get_or_init(|| {
+                (h.width <= 16 && h.len > EXACT_WORDS).then(|| dense_of(&self.words(id)))
+            })
+            .clone()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_hole(
         &mut self,
-        target: Words,
+        words: Option<Words>,
+        src: Option<(usize, Shell, usize)>,
+        dense: Option<Option<Dense>>,
+        (width, len): (u32, usize),
         depth: u32,
         dtype: Option<Dtype>,
         parent: Option<ProdKind>,
-        made: &mut Vec<(Arc<Words>, u64)>,
+        pos: u32,
+        lit_bytes: u64,
     ) -> usize {
-        let (target, lit_bytes) = match made.iter().find(|(w, _)| **w == target) {
-            Some((w, l)) => (Arc::clone(w), *l),
-            None => {
-                self.memory += words_bytes(&target);
-                let lit_bytes = if target.len() <= EXACT_WORDS {
-                    lit_node_len(&target)
-                } else {
-                    lit_node_estimate(&target)
-                };
-                let w = Arc::new(target);
-                made.push((Arc::clone(&w), lit_bytes));
-                (w, lit_bytes)
-            }
-        };
+        self.memory += (len * container_bytes(width)) as u64;
+        let cell = OnceCell::new();
+        if let Some(w) = words {
+            let _ = cell.set(Arc::new(w));
+        }
+        let dcell = OnceCell::new();
+        if let Some(d) = dense {
+            let _ = dcell.set(d);
+        }
         self.holes.push(Hole {
-            target,
+            words: cell,
+            src,
+            dense: dcell,
+            width,
+            len,
             depth,
             dtype,
             parent,
+            pos,
             lit_bytes,
         });
         self.holes.len() - 1
+    }
+
+    /// Adds a hole whose words are known, sizing its literal.
+    fn add_words_hole(
+        &mut self,
+        w: Words,
+        depth: u32,
+        dtype: Option<Dtype>,
+        parent: Option<ProdKind>,
+        pos: u32,
+    ) -> usize {
+        let (width, len) = (w.width(), w.len());
+        let (lit, dense) = if len <= EXACT_WORDS {
+            (lit_node_len(&w), Some(None))
+        } else if width <= 16 {
+            let d = dense_of(&w);
+            (dense_estimate(&d, width, len), Some(Some(d)))
+        } else if len > SAMPLE_WORDS {
+            (sampled_estimate(&sample_of(&w), len), None)
+        } else {
+            (lit_node_estimate(&w), None)
+        };
+        self.push_hole(
+            Some(w),
+            None,
+            dense,
+            (width, len),
+            depth,
+            dtype,
+            parent,
+            pos,
+            lit,
+        )
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -178,31 +388,40 @@ impl Search<'_> {
     }
 
     fn offer(&mut self, s: &State) {
-        let full = self.finalists.len() >= FINALISTS;
-        if full && self.finalists.last().is_some_and(|(b, _)| s.rollout >= *b) {
-            return;
+        if self.records.last().is_none_or(|(b, _)| s.rollout < *b) {
+            self.records.push((s.rollout, s.clone()));
         }
-        // Keep the list sorted by size; equal sizes keep their creation order.
-        let at = self.finalists.partition_point(|(b, _)| *b <= s.rollout);
-        self.finalists.insert(at, (s.rollout, s.clone()));
-        self.finalists.truncate(FINALISTS);
+    }
+
+    fn context(&self, hid: usize) -> Context {
+        let h = &self.holes[hid];
+        let feat = if self.prior.is_uniform() {
+            Features::default()
+        } else {
+            Features::of(&self.words(hid))
+        };
+        Context {
+            width: h.width,
+            depth: h.depth,
+            parent: h.parent,
+            pos: h.pos,
+            dtype: h.dtype,
+            feat,
+        }
     }
 
     /// Expands the leftmost hole of `s`, pushing open children and offering every child.
-    fn expand(&mut self, s: &State, queue: &mut BinaryHeap<State>) {
+    fn expand(&mut self, s: &State, queue: &mut Frontier) {
         let hid = s.holes[0];
-        let (depth, width, dtype, parent, lit_bytes) = {
+        let (depth, width, len, dtype, lit_bytes) = {
             let h = &self.holes[hid];
-            (h.depth, h.target.width(), h.dtype, h.parent, h.lit_bytes)
+            (h.depth, h.width, h.len, h.dtype, h.lit_bytes)
         };
-        let ctx = Context {
-            width,
-            depth,
-            parent,
-        };
+        let ctx = self.context(hid);
         let rest = &s.holes[1..];
         let rest_rollout = s.rollout - lit_bytes;
         let rest_h = s.h - self.prior.min_cost(width);
+        let mut out = Vec::new();
 
         // Lit in the hole.
         let lit_state = State {
@@ -215,16 +434,25 @@ impl Search<'_> {
             nodes: s.nodes,
             seq: self.next_seq(),
         };
-        self.push_or_finish(lit_state, queue);
+        out.push(lit_state);
 
         let may_split = depth < self.opts.max_depth && s.nodes + 2 <= self.opts.max_nodes;
-        let mut made = Vec::new();
-        let proposals = propose(&self.holes[hid].target, HoleInfo { dtype, may_split });
-        for p in proposals {
-            match p {
-                Proposal::Leaf(kind, node) => {
+        let words = self.words(hid);
+        let dense = self.dense(hid);
+        let syms: Option<Vec<u64>> = dense.as_ref().map(|d| {
+            d.iter()
+                .enumerate()
+                .filter(|&(_, &c)| c > 0)
+                .map(|(s, _)| s as u64)
+                .collect()
+        });
+        let cands = candidates_with(&words, HoleInfo { dtype, may_split }, syms.as_deref());
+        let mut sample: Option<Words> = None;
+        for c in cands {
+            match c {
+                Cand::Leaf(kind, node) => {
                     let bytes = program_len(&node);
-                    let st = State {
+                    out.push(State {
                         tree: replace_hole(&s.tree, hid, PNode::Done(node)),
                         holes: rest.to_vec(),
                         g: s.g + self.prior.cost(&ctx, kind),
@@ -233,10 +461,9 @@ impl Search<'_> {
                         rollout: rest_rollout + bytes,
                         nodes: s.nodes,
                         seq: self.next_seq(),
-                    };
-                    self.push_or_finish(st, queue);
+                    });
                 }
-                Proposal::Split(kind, shell, targets) => {
+                Cand::Eager(kind, shell, targets) => {
                     let k = targets.len() as u32;
                     if s.nodes + k > self.opts.max_nodes {
                         continue;
@@ -246,46 +473,169 @@ impl Search<'_> {
                         self.stats.memory_limited = true;
                         continue;
                     }
-                    let own = shell_own_len(&shell, &targets);
+                    let own = shell_own_len(&shell, targets.iter().map(|t| (t.width(), t.len())));
                     let mut ids = Vec::with_capacity(targets.len());
-                    let mut h = rest_h;
-                    let mut rollout = rest_rollout + own;
-                    for t in targets {
-                        h += self.prior.min_cost(t.width());
-                        let id = self.add_hole(t, depth + 1, None, Some(kind), &mut made);
-                        rollout += self.holes[id].lit_bytes;
-                        ids.push(id);
+                    for (i, t) in targets.into_iter().enumerate() {
+                        ids.push(self.add_words_hole(t, depth + 1, None, Some(kind), i as u32));
                     }
-                    let sub = PNode::Op(shell, ids.iter().map(|&i| PNode::Hole(i)).collect());
-                    let mut holes = ids;
-                    holes.extend_from_slice(rest);
-                    let st = State {
-                        tree: replace_hole(&s.tree, hid, sub),
-                        holes,
-                        g: s.g + self.prior.cost(&ctx, kind),
-                        h,
-                        fixed: s.fixed + own,
-                        rollout,
-                        nodes: s.nodes + k,
-                        seq: self.next_seq(),
+                    out.push(self.split_state(s, hid, kind, shell, ids, own, &ctx));
+                }
+                Cand::Lazy(kind, shell) => {
+                    // Child types without computing the children.
+                    let types: Vec<(u32, usize)> = match &shell {
+                        Shell::Scan(..) => vec![(width, len - 1)],
+                        Shell::Map(_) => vec![(width, len)],
+                        Shell::Merge(f) => match f.widths(width) {
+                            Ok(ws) => ws.into_iter().map(|w| (w, len)).collect(),
+                            Err(_) => continue,
+                        },
+                        _ => continue,
                     };
-                    self.push_or_finish(st, queue);
+                    let k = types.len() as u32;
+                    if s.nodes + k > self.opts.max_nodes {
+                        continue;
+                    }
+                    let need: u64 = types
+                        .iter()
+                        .map(|&(w, n)| (n * container_bytes(w)) as u64)
+                        .sum();
+                    if self.memory + need > self.opts.max_memory {
+                        self.stats.memory_limited = true;
+                        continue;
+                    }
+                    let own = shell_own_len(&shell, types.iter().copied());
+                    let first = self.holes.len();
+                    let src = Some((hid, shell.clone(), first));
+                    let pw = if len <= EXACT_WORDS {
+                        None
+                    } else {
+                        pointwise(&shell, width)
+                    };
+                    let mut ids = Vec::with_capacity(types.len());
+                    match (&dense, pw) {
+                        // Histograms of the children by marginalizing the parent's.
+                        (Some(d), Some(fns)) => {
+                            for (i, ((cw, f), &(_, n))) in fns.iter().zip(&types).enumerate() {
+                                let mut cd = vec![0u64; 1 << cw];
+                                for (x, &c) in d.iter().enumerate() {
+                                    if c > 0 {
+                                        cd[f(x as u64) as usize] += c;
+                                    }
+                                }
+                                let lit = dense_estimate(&cd, *cw, n);
+                                let id = self.push_hole(
+                                    None,
+                                    src.clone(),
+                                    Some(Some(Arc::new(cd))),
+                                    (*cw, n),
+                                    depth + 1,
+                                    None,
+                                    Some(kind),
+                                    i as u32,
+                                    lit,
+                                );
+                                ids.push(id);
+                            }
+                        }
+                        _ if len > SAMPLE_WORDS => {
+                            let smp = sample.get_or_insert_with(|| sample_of(&words));
+                            let kids = lazy_children(&shell, smp);
+                            for (i, (kw, &(cw, n))) in kids.iter().zip(&types).enumerate() {
+                                let lit = sampled_estimate(kw, n);
+                                let id = self.push_hole(
+                                    None,
+                                    src.clone(),
+                                    None,
+                                    (cw, n),
+                                    depth + 1,
+                                    None,
+                                    Some(kind),
+                                    i as u32,
+                                    lit,
+                                );
+                                ids.push(id);
+                            }
+                        }
+                        _ => {
+                            for (i, t) in lazy_children(&shell, &words).into_iter().enumerate() {
+                                let id =
+                                    self.add_words_hole(t, depth + 1, None, Some(kind), i as u32);
+                                ids.push(id);
+                            }
+                        }
+                    }
+                    out.push(self.split_state(s, hid, kind, shell, ids, own, &ctx));
+                }
+            }
+        }
+        if self.opts.first_complete {
+            // Lit last, so that depth first takes the first proposal.
+            out.rotate_left(1);
+        }
+        for st in out {
+            self.push_or_finish(st, queue);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn split_state(
+        &mut self,
+        s: &State,
+        hid: usize,
+        kind: ProdKind,
+        shell: Shell,
+        ids: Vec<usize>,
+        own: u64,
+        ctx: &Context,
+    ) -> State {
+        let lit_bytes = self.holes[hid].lit_bytes;
+        let width = self.holes[hid].width;
+        let mut h = s.h - self.prior.min_cost(width);
+        let mut rollout = s.rollout - lit_bytes + own;
+        for &i in &ids {
+            h += self.prior.min_cost(self.holes[i].width);
+            rollout += self.holes[i].lit_bytes;
+        }
+        let k = ids.len() as u32;
+        let sub = PNode::Op(shell, ids.iter().map(|&i| PNode::Hole(i)).collect());
+        let mut holes = ids;
+        holes.extend_from_slice(&s.holes[1..]);
+        State {
+            tree: replace_hole(&s.tree, hid, sub),
+            holes,
+            g: s.g + self.prior.cost(ctx, kind),
+            h,
+            fixed: s.fixed + own,
+            rollout,
+            nodes: s.nodes + k,
+            seq: self.next_seq(),
+        }
+    }
+
+    fn push_or_finish(&mut self, st: State, queue: &mut Frontier) {
+        self.stats.candidates += 1;
+        self.offer(&st);
+        match queue {
+            Frontier::AStar(q) => {
+                if !st.holes.is_empty() {
+                    q.push(st);
+                }
+            }
+            Frontier::Stack(v) => {
+                let root_lit = matches!(st.tree, PNode::LitOf(0));
+                if st.holes.is_empty() && !root_lit && self.first.is_none() {
+                    self.first = Some(st.clone());
+                }
+                if !st.holes.is_empty() {
+                    v.push(st);
                 }
             }
         }
     }
 
-    fn push_or_finish(&mut self, st: State, queue: &mut BinaryHeap<State>) {
-        self.stats.candidates += 1;
-        self.offer(&st);
-        if !st.holes.is_empty() {
-            queue.push(st);
-        }
-    }
-
     fn materialize(&self, p: &PNode) -> Node {
         match p {
-            PNode::Hole(i) | PNode::LitOf(i) => Node::lit(&self.holes[*i].target),
+            PNode::Hole(i) | PNode::LitOf(i) => Node::lit(&self.words(*i)),
             PNode::Done(n) => n.clone(),
             PNode::Op(shell, kids) => shell
                 .build(kids.iter().map(|k| self.materialize(k)).collect())
@@ -294,13 +644,16 @@ impl Search<'_> {
     }
 }
 
-/// The node's own bytes for an operator over children of the given targets.
-fn shell_own_len(shell: &Shell, targets: &[Words]) -> u64 {
-    let placeholders = targets
-        .iter()
-        .map(|t| {
+fn words_bytes(w: &Words) -> u64 {
+    (w.len() * container_bytes(w.width())) as u64
+}
+
+/// The node's own bytes for an operator over children of the given (width, length).
+fn shell_own_len(shell: &Shell, types: impl Iterator<Item = (u32, usize)>) -> u64 {
+    let placeholders = types
+        .map(|(w, n)| {
             Node::lit_encoded(
-                Ty::new(t.width(), t.len() as u64),
+                Ty::new(w, n as u64),
                 Lit {
                     codec: codec::CodecId::Raw,
                     body: Vec::new(),
@@ -348,16 +701,6 @@ pub fn search(
             stats,
         };
     }
-    let root_state = State {
-        tree: PNode::Hole(0),
-        holes: vec![0],
-        g: 0.0,
-        h: prior.min_cost(target.width()),
-        fixed: 0,
-        rollout: 0,
-        nodes: 1,
-        seq: 0,
-    };
     let mut search = Search {
         opts,
         prior,
@@ -365,33 +708,102 @@ pub fn search(
         memory: 0,
         seq: 0,
         stats,
-        finalists: Vec::new(),
+        records: Vec::new(),
+        first: None,
     };
-    search.add_hole(target.clone(), 1, dtype, None, &mut Vec::new());
-    let mut root = root_state;
-    root.rollout = search.holes[0].lit_bytes;
+    search.add_words_hole(target.clone(), 1, dtype, None, 0);
+    // The root's literal is sized by planning its tables (never approximated), which also
+    // gives the lower bound the final comparison needs.
+    let mut root_lb = None;
+    if let Some(d) = search.dense(0) {
+        let list = dense_list(&d);
+        let (width, n) = (target.width(), target.len());
+        let max = list.last().map_or(0, |&(s, _)| s);
+        let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
+        let (est, lb) = if list.len() > APPROX_SYMBOLS {
+            root_rans_sizes(&list, width, n)
+        } else {
+            plan_sizes(&list, width, n)
+        };
+        let node = |b: u64| 1 + uleb_len(b) + b;
+        search.holes[0].lit_bytes = node(plain.min(est));
+        root_lb = Some(node(plain.min(lb)));
+    }
+    let root = State {
+        tree: PNode::Hole(0),
+        holes: vec![0],
+        g: 0.0,
+        h: prior.min_cost(target.width()),
+        fixed: 0,
+        rollout: search.holes[0].lit_bytes,
+        nodes: 1,
+        seq: 0,
+    };
     search.offer(&root);
-    let mut queue = BinaryHeap::new();
-    queue.push(root);
+    let mut queue = if opts.first_complete {
+        Frontier::Stack(Vec::new())
+    } else {
+        Frontier::AStar(BinaryHeap::new())
+    };
+    let mut last = root.clone();
+    match &mut queue {
+        Frontier::AStar(q) => q.push(root),
+        Frontier::Stack(v) => v.push(root),
+    }
     while let Some(s) = queue.pop() {
-        if search.stats.expansions >= opts.budget {
-            search.stats.budget_exhausted = true;
+        if search.stats.expansions >= opts.budget || search.first.is_some() {
+            search.stats.budget_exhausted = search.first.is_none();
+            last = s;
             break;
         }
         search.stats.expansions += 1;
-        search.expand(&s, &mut queue);
+        if let Frontier::Stack(v) = &mut queue {
+            // Depth first in proposal order: the first proposal is expanded next.
+            let before = v.len();
+            search.expand(&s, &mut queue);
+            if let Frontier::Stack(v) = &mut queue {
+                v[before..].reverse();
+            }
+        } else {
+            search.expand(&s, &mut queue);
+        }
+        last = s;
     }
-    // The finalists, sized exactly; the smallest wins, ties to the earlier finalist.
-    let mut winner: Option<(u64, Node, bool)> = None;
-    for (_, st) in &search.finalists {
-        let program = search.materialize(&st.tree);
+    // The candidate: the best record by size (A*), or the first complete program (or
+    // failing that the last state's rollout) in the ablation.
+    let chosen = if opts.first_complete {
+        search.first.clone().unwrap_or(last)
+    } else {
+        search
+            .records
+            .last()
+            .map(|(_, s)| s.clone())
+            .expect("the root is always a record")
+    };
+    let is_root = matches!(chosen.tree, PNode::Hole(0) | PNode::LitOf(0));
+    let mut winner = None;
+    if !is_root {
+        let program = search.materialize(&chosen.tree);
         let bytes = program_len(&program);
-        if winner.as_ref().is_none_or(|(b, _, _)| bytes < *b) {
-            let fallback = matches!(st.tree, PNode::Hole(0) | PNode::LitOf(0));
-            winner = Some((bytes, program, fallback));
+        // Never larger than Lit(target): encode the literal only when its lower bound
+        // leaves it a chance; ties go to the literal.
+        let lb = root_lb.unwrap_or_else(|| lit_lower_bound(target, None));
+        if lb > bytes {
+            winner = Some((bytes, program, false));
+        } else {
+            let lit = Node::lit(target);
+            let lb = program_len(&lit);
+            winner = Some(if lb <= bytes {
+                (lb, lit, true)
+            } else {
+                (bytes, program, false)
+            });
         }
     }
-    let (bytes, program, fallback) = winner.expect("the root state is always a finalist");
+    let (bytes, program, fallback) = winner.unwrap_or_else(|| {
+        let lit = Node::lit(target);
+        (program_len(&lit), lit, true)
+    });
     let mut stats = search.stats;
     stats.literal_fallback = fallback;
     Synthesis {

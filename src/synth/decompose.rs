@@ -156,9 +156,92 @@ pub struct HoleInfo {
 /// Minimum words before `Concat` at a run boundary is worth proposing.
 const MIN_RUN: usize = 32;
 
+/// One way to fill a hole, with the children's targets left to be computed.
+#[derive(Clone, Debug)]
+pub enum Cand {
+    /// A complete node (`Const`).
+    Leaf(ProdKind, Node),
+    /// An operator whose children are slices of the target (`Repeat`, `Concat`).
+    Eager(ProdKind, Shell, Vec<Words>),
+    /// An operator whose children follow from the target by [`lazy_children`] (`Map`,
+    /// `Scan`, `Merge`); the search sizes them from a histogram or a sample and computes
+    /// them only when it needs their words.
+    Lazy(ProdKind, Shell),
+}
+
 /// All proposals for a hole with target `t`, in a fixed order. `Lit` is not included
 /// (the search always has it); `Const` is, when the stream is constant.
 pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
+    candidates(t, info)
+        .into_iter()
+        .map(|c| match c {
+            Cand::Leaf(k, n) => Proposal::Leaf(k, n),
+            Cand::Eager(k, s, kids) => Proposal::Split(k, s, kids),
+            Cand::Lazy(k, s) => {
+                let kids = lazy_children(&s, t);
+                Proposal::Split(k, s, kids)
+            }
+        })
+        .collect()
+}
+
+/// The child targets of a lazy proposal (`Map`, `Scan`, `Merge`) applied to `t`. For
+/// `Scan` the shell's first word is ignored and `t.len() - 1` differences are returned,
+/// so the function also serves samples of `t`.
+pub fn lazy_children(shell: &Shell, t: &Words) -> Vec<Words> {
+    match shell {
+        Shell::Map(f) => vec![map_words(t, *f, true)],
+        Shell::Scan(f, _) => vec![unscan(*f, t)
+            .map(|(_, u)| u)
+            .unwrap_or_else(|| Words::empty(t.width()))],
+        Shell::Merge(f) => {
+            let widths = f.widths(t.width()).expect("proposed merges are well typed");
+            split_fields(t, &widths)
+        }
+        Shell::Concat | Shell::Repeat(_) => panic!("concat and repeat children are eager"),
+    }
+}
+
+/// A function of one word, giving a child's word from its parent's.
+pub type WordFn = Box<dyn Fn(u64) -> u64>;
+
+/// How a lazy child's word follows from one word of its parent, when it does (`Map`,
+/// `Merge`): `(child width, function)` per child. `None` for `Scan`.
+pub fn pointwise(shell: &Shell, width: u32) -> Option<Vec<(u32, WordFn)>> {
+    match shell {
+        Shell::Map(f) => {
+            let f = *f;
+            Some(vec![(width, Box::new(move |x| f.invert(x, width)))])
+        }
+        Shell::Merge(f) => {
+            let widths = f.widths(width).ok()?;
+            let mut shift = width;
+            Some(
+                widths
+                    .into_iter()
+                    .map(|w| {
+                        shift -= w;
+                        let (s, m) = (shift, mask(w));
+                        (
+                            w,
+                            Box::new(move |x: u64| (x >> s) & m) as Box<dyn Fn(u64) -> u64>,
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// [`propose`] without computing the children of `Map`, `Scan` and `Merge`.
+pub fn candidates(t: &Words, info: HoleInfo) -> Vec<Cand> {
+    candidates_with(t, info, None)
+}
+
+/// [`candidates`], given the distinct words of `t` ascending when already known (they
+/// replace the passes that find the minimum, maximum and common bits).
+pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<Cand> {
     let mut out = Vec::new();
     let n = t.len();
     let b = t.width();
@@ -167,7 +250,7 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
     }
     if t.is_constant() {
         if let Ok(node) = Node::constant(Ty::new(b, n as u64), t.get(0)) {
-            out.push(Proposal::Leaf(ProdKind::Const, node));
+            out.push(Cand::Leaf(ProdKind::Const, node));
         }
         return out;
     }
@@ -176,7 +259,7 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
     }
     // Repeat: the smallest exact period that divides n.
     if let Some(p) = smallest_period(t, 64) {
-        out.push(Proposal::Split(
+        out.push(Cand::Eager(
             ProdKind::Repeat,
             Shell::Repeat((n / p) as u64),
             vec![t.slice(0, p)],
@@ -184,7 +267,7 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
     }
     // Concat at the boundary of a long constant run at either end.
     if let Some(cut) = run_boundary(t) {
-        out.push(Proposal::Split(
+        out.push(Cand::Eager(
             ProdKind::Concat,
             Shell::Concat,
             vec![t.slice(0, cut), t.slice(cut, n)],
@@ -194,31 +277,25 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
     // top mantissa bits with the exponent, see BITS.md) at a float root; byte planes on
     // wide words; bit planes on narrow ones.
     for widths in field_splits(b, info.dtype) {
-        out.push(Proposal::Split(
+        out.push(Cand::Lazy(
             ProdKind::MergeFields,
-            Shell::Merge(MergeFn::Fields(widths.clone())),
-            split_fields(t, &widths),
+            Shell::Merge(MergeFn::Fields(widths)),
         ));
     }
     if b >= 16 && b.is_multiple_of(8) {
-        let widths = vec![8; (b / 8) as usize];
-        out.push(Proposal::Split(
+        out.push(Cand::Lazy(
             ProdKind::MergeBytePlanes,
             Shell::Merge(MergeFn::BytePlanes),
-            split_fields(t, &widths),
         ));
     }
     if (2..=8).contains(&b) && info.dtype.is_none() {
-        let widths = vec![1; b as usize];
-        out.push(Proposal::Split(
+        out.push(Cand::Lazy(
             ProdKind::MergeBitPlanes,
             Shell::Merge(MergeFn::BitPlanes),
-            split_fields(t, &widths),
         ));
     }
     // Map: bijections whose parameters come from the data.
-    for f in map_candidates(t) {
-        let child = map_words(t, f, true);
+    for f in map_candidates(t, syms) {
         let kind = match f {
             MapFn::Xor(_) => ProdKind::MapXor,
             MapFn::Add(_) => ProdKind::MapAdd,
@@ -227,18 +304,16 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
             MapFn::BitRev => ProdKind::MapBitRev,
             MapFn::RotL(_) => ProdKind::MapRotL,
         };
-        out.push(Proposal::Split(kind, Shell::Map(f), vec![child]));
+        out.push(Cand::Lazy(kind, Shell::Map(f)));
     }
     // Scan: differences, when a sample says they are more predictable than the words.
     if n >= 2 {
         for f in scan_candidates(t) {
-            if let Some((first, u)) = unscan(f, t) {
-                let kind = match f {
-                    ScanFn::Xor => ProdKind::ScanXor,
-                    ScanFn::Add => ProdKind::ScanAdd,
-                };
-                out.push(Proposal::Split(kind, Shell::Scan(f, first), vec![u]));
-            }
+            let kind = match f {
+                ScanFn::Xor => ProdKind::ScanXor,
+                ScanFn::Add => ProdKind::ScanAdd,
+            };
+            out.push(Cand::Lazy(kind, Shell::Scan(f, t.get(0))));
         }
     }
     out
@@ -307,22 +382,33 @@ pub fn field_splits(b: u32, dtype: Option<Dtype>) -> Vec<Vec<u32>> {
 }
 
 /// Map bijections whose parameters are read off the data.
-fn map_candidates(t: &Words) -> Vec<MapFn> {
+fn map_candidates(t: &Words, syms: Option<&[u64]>) -> Vec<MapFn> {
     let b = t.width();
     let mut out = Vec::new();
-    let (min, max) = (t.min().unwrap_or(0), t.max().unwrap_or(0));
+    let (min, max, all_and, all_or) = match syms {
+        Some(s) => (
+            s.first().copied().unwrap_or(0),
+            s.last().copied().unwrap_or(0),
+            s.iter().fold(u64::MAX, |a, &x| a & x),
+            s.iter().fold(0, |a, &x| a | x),
+        ),
+        None => (
+            t.min().unwrap_or(0),
+            t.max().unwrap_or(0),
+            with_all(t, u64::MAX, |acc, x| acc & x),
+            with_all(t, 0, |acc, x| acc | x),
+        ),
+    };
     let bits = |v: u64| 64 - v.leading_zeros();
     // Add: shift the range down to start at 0 when that narrows the words.
     if min > 0 && bits(max - min) < bits(max) {
         out.push(MapFn::Add(min));
     }
     // Xor: clear the bits every word has set.
-    let all_and = with_all(t, u64::MAX, |acc, x| acc & x);
     if all_and != 0 && all_and != min {
         out.push(MapFn::Xor(all_and));
     }
     // RotL: low bits that are zero in every word move to the top.
-    let all_or = with_all(t, 0, |acc, x| acc | x);
     let tz = all_or.trailing_zeros();
     if b >= 2 && tz > 0 && tz < b {
         out.push(MapFn::RotL(tz));

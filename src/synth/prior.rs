@@ -1,10 +1,30 @@
 //! Production prior (DESIGN §6; paper Eq. 9-10): the cost `-log2 q` of applying a
 //! production in a context, used to order the search. The prior never changes legality,
 //! sizes or the final comparison; the archive never stores it.
+//!
+//! `q(p | c)` is estimated from counts of productions in winning programs (see
+//! [`super::calibrate`]) with additive smoothing `(count + alpha) / (total + alpha * K)`
+//! over the `K` production kinds. A context seen fewer than [`MIN_SUPPORT`] times backs
+//! off to a coarser one: full context, then (width, parent, position, depth), then
+//! (width), then no context at all.
+//!
+//! The file form is JSON ([`Prior::to_json`], [`Prior::from_json`]) with a schema
+//! version, context keys a person can read (`w16 d1 p- c0 bf16 s5 z0 u2 r0 e3`) and
+//! counts by production name, so a prior can be inspected and edited by hand.
 
-use super::decompose::ProdKind;
+use super::decompose::{ProdKind, ALL_PRODS};
+use crate::tensor::{Dtype, Words};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// Where a production is applied: what the prior conditions on.
+/// The schema version written to and required from prior files.
+pub const SCHEMA: &str = "brevis-prior/1";
+
+/// Contexts seen fewer times than this back off to a coarser level.
+pub const MIN_SUPPORT: u64 = 2;
+
+/// Where a production is applied: what the prior conditions on (DESIGN §6). The data
+/// features are bucketed coarsely and computed on a sample of the hole's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Context {
     /// Width in bits of the hole.
@@ -13,30 +33,269 @@ pub struct Context {
     pub depth: u32,
     /// The parent's production, `None` at the root.
     pub parent: Option<ProdKind>,
+    /// Position among the parent's children (0 at the root).
+    pub pos: u32,
+    /// The tensor's dtype at the root, `None` below it.
+    pub dtype: Option<Dtype>,
+    /// Features of the hole's words.
+    pub feat: Features,
+}
+
+/// Coarse features of a word stream, each a small bucket number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Features {
+    /// `floor(log2(len)) / 4`: 0 up to 15 words, 1 up to 255, ...
+    pub size: u8,
+    /// Fraction of zero words: 0 none, 1 under 1/2, 2 at least 1/2.
+    pub zero: u8,
+    /// Distinct words over words sampled: 0 under 1/64, 1 under 1/4, 2 more.
+    pub distinct: u8,
+    /// Fraction of words equal to their predecessor: 0 under 1/8, 1 under 1/2, 2 more.
+    pub repeat: u8,
+    /// Order-0 entropy of adjacent differences, bits per word, in steps of 4 (max 4).
+    pub diff_entropy: u8,
+}
+
+/// Words of the sample the features are computed on.
+const FEATURE_SAMPLE: usize = 4096;
+
+impl Features {
+    /// Features of `w`, from a deterministic sample of at most 4,096 words spread over
+    /// the stream in 16 blocks.
+    pub fn of(w: &Words) -> Features {
+        let n = w.len();
+        if n == 0 {
+            return Features::default();
+        }
+        let sample: Vec<u64> = if n <= FEATURE_SAMPLE {
+            w.iter().collect()
+        } else {
+            let (blocks, len) = (16, FEATURE_SAMPLE / 16);
+            let mut v = Vec::with_capacity(FEATURE_SAMPLE);
+            for b in 0..blocks {
+                let start = (n - len) * b / (blocks - 1);
+                v.extend((start..start + len).map(|i| w.get(i)));
+            }
+            v
+        };
+        let m = sample.len();
+        let zeros = sample.iter().filter(|&&x| x == 0).count();
+        let repeats = sample.windows(2).filter(|p| p[0] == p[1]).count();
+        let mut sorted = sample.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mask = crate::tensor::mask(w.width());
+        let mut diffs: Vec<u64> = sample
+            .windows(2)
+            .map(|p| p[1].wrapping_sub(p[0]) & mask)
+            .collect();
+        diffs.sort_unstable();
+        let mut counts = Vec::new();
+        let mut i = 0;
+        while i < diffs.len() {
+            let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
+            counts.push((j - i) as u64);
+            i = j;
+        }
+        let h = if diffs.is_empty() {
+            0.0
+        } else {
+            crate::stats::entropy_bits(counts.iter().copied()) / diffs.len() as f64
+        };
+        let bucket3 = |num: usize, lo: usize, hi: usize| -> u8 {
+            // 0 when num * lo < m, 1 when num * hi < m, else 2 (thresholds m/lo, m/hi)
+            if num * lo < m {
+                0
+            } else if num * hi < m {
+                1
+            } else {
+                2
+            }
+        };
+        Features {
+            size: ((usize::BITS - 1 - n.leading_zeros()) / 4) as u8,
+            zero: if zeros == 0 {
+                0
+            } else if zeros * 2 < m {
+                1
+            } else {
+                2
+            },
+            distinct: bucket3(sorted.len(), 64, 4),
+            repeat: bucket3(repeats, 8, 2),
+            diff_entropy: ((h / 4.0) as u8).min(4),
+        }
+    }
+}
+
+impl Context {
+    /// The readable keys of this context from the finest level to the coarsest.
+    pub fn keys(&self) -> [String; 4] {
+        let parent = self.parent.map_or("-", ProdKind::name);
+        let dtype = self.dtype.map_or("-", Dtype::name);
+        let f = &self.feat;
+        let mid = format!("w{} d{} p{} c{}", self.width, self.depth, parent, self.pos);
+        [
+            format!(
+                "{mid} {dtype} s{} z{} u{} r{} e{}",
+                f.size, f.zero, f.distinct, f.repeat, f.diff_entropy
+            ),
+            mid,
+            format!("w{}", self.width),
+            String::new(),
+        ]
+    }
 }
 
 /// A production prior. [`Prior::uniform`] charges every production the same cost.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prior {
-    _private: (),
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Additive smoothing constant.
+    pub alpha: f64,
+    /// Counts of productions per context key, for every backoff level (the key of the
+    /// coarsest level is the empty string). Empty for the uniform prior.
+    pub counts: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Where the counts came from (file, tensors, budget), for people.
+    #[serde(default)]
+    pub source: String,
+}
+
+// `alpha` is checked to be finite on load and counts are integers, so equality is total.
+impl Eq for Prior {}
+
+impl Default for Prior {
+    fn default() -> Self {
+        Prior::uniform()
+    }
+}
+
+/// Why a prior file was rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum PriorError {
+    /// Not JSON of the expected shape.
+    #[error("prior is not valid json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Another schema version.
+    #[error("prior schema is {actual:?}, expected {expected:?}")]
+    Schema {
+        expected: &'static str,
+        actual: String,
+    },
+    /// A production name that does not exist.
+    #[error("prior names an unknown production {0:?}")]
+    Production(String),
+    /// Smoothing must be positive so that every production keeps a finite cost.
+    #[error("prior alpha must be positive and finite, got {0}")]
+    Alpha(f64),
 }
 
 impl Prior {
     /// Every production costs 1 bit.
     pub fn uniform() -> Prior {
-        Prior::default()
+        Prior {
+            schema: SCHEMA.to_string(),
+            alpha: 1.0,
+            counts: BTreeMap::new(),
+            source: "uniform".to_string(),
+        }
     }
 
-    /// Cost in bits (`-log2 q`) of applying `prod` in `ctx`.
+    /// Whether this is the uniform prior (no counts).
+    pub fn is_uniform(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Adds one observation of `prod` in `ctx` at every backoff level.
+    pub fn observe(&mut self, ctx: &Context, prod: ProdKind) {
+        for key in ctx.keys() {
+            *self
+                .counts
+                .entry(key)
+                .or_default()
+                .entry(prod.name().to_string())
+                .or_default() += 1;
+        }
+    }
+
+    /// The counts used for `ctx`: the finest level seen at least [`MIN_SUPPORT`] times.
+    fn level(&self, ctx: &Context) -> Option<&BTreeMap<String, u64>> {
+        let keys = ctx.keys();
+        let mut coarsest = None;
+        for key in &keys {
+            if let Some(c) = self.counts.get(key) {
+                if c.values().sum::<u64>() >= MIN_SUPPORT {
+                    return Some(c);
+                }
+                coarsest = Some(c);
+            }
+        }
+        coarsest
+    }
+
+    /// Cost in bits (`-log2 q`, Eq. 10) of applying `prod` in `ctx`.
     pub fn cost(&self, ctx: &Context, prod: ProdKind) -> f64 {
-        let _ = (ctx, prod);
-        1.0
+        match self.level(ctx) {
+            None => 1.0,
+            Some(c) => self.cost_in(c, prod),
+        }
     }
 
-    /// A lower bound on the cost of filling one hole of width `width` (the admissible
-    /// heuristic of a relaxed grammar: every hole needs at least one production).
+    fn cost_in(&self, c: &BTreeMap<String, u64>, prod: ProdKind) -> f64 {
+        let total: u64 = c.values().sum();
+        let k = ALL_PRODS.len() as f64;
+        let n = c.get(prod.name()).copied().unwrap_or(0);
+        let q = (n as f64 + self.alpha) / (total as f64 + self.alpha * k);
+        -q.log2()
+    }
+
+    /// A lower bound on the cost of filling one hole of width `width`: the cheapest
+    /// production in any context of that width at any level (the admissible heuristic
+    /// of a relaxed grammar that keeps only the type width). Never above any
+    /// [`Prior::cost`] for a context of that width.
     pub fn min_cost(&self, width: u32) -> f64 {
-        let _ = width;
-        1.0
+        if self.is_uniform() {
+            return 1.0;
+        }
+        let w = format!("w{width}");
+        let mut best: f64 = 1.0; // the cost of a context with no counts at all
+        for (key, c) in &self.counts {
+            let first = key.split(' ').next().unwrap_or("");
+            if key.is_empty() || first == w {
+                for &p in &ALL_PRODS {
+                    best = best.min(self.cost_in(c, p));
+                }
+            }
+        }
+        best.max(0.0)
+    }
+
+    /// The file form: pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a prior always serializes")
+    }
+
+    /// Parses and checks a prior file.
+    ///
+    /// Fails when the text is not JSON of the prior's shape, the schema version differs
+    /// from [`SCHEMA`], a production name is unknown or `alpha` is not positive.
+    pub fn from_json(text: &str) -> Result<Prior, PriorError> {
+        let p: Prior = serde_json::from_str(text)?;
+        if p.schema != SCHEMA {
+            return Err(PriorError::Schema {
+                expected: SCHEMA,
+                actual: p.schema,
+            });
+        }
+        if !(p.alpha > 0.0 && p.alpha.is_finite()) {
+            return Err(PriorError::Alpha(p.alpha));
+        }
+        for c in p.counts.values() {
+            if let Some(bad) = c.keys().find(|k| ProdKind::from_name(k).is_none()) {
+                return Err(PriorError::Production(bad.clone()));
+            }
+        }
+        Ok(p)
     }
 }

@@ -193,6 +193,27 @@ pub fn message(frame: &mut Frame, area: Rect, text: &str) {
     frame.render_widget(p, mid);
 }
 
+/// The selected tensor's analysis and its escaped name, or `None` after drawing the
+/// message that stands in for it (still analysing, failed, nothing selected).
+pub fn inspected(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+) -> Option<(std::sync::Arc<super::inspect::Inspection>, String)> {
+    if let Some(msg) = pending(app) {
+        message(frame, area, &msg);
+        return None;
+    }
+    let Some(Ok(ins)) = app.current().cloned() else {
+        return None;
+    };
+    let name = app
+        .selected_row()
+        .map(|r| super::escape_name(&r.name).into_owned())
+        .unwrap_or_default();
+    Some((ins, name))
+}
+
 /// The message shown while the selected tensor is analysed, or why it failed; `None`
 /// when the analysis is there.
 pub fn pending(app: &App) -> Option<String> {

@@ -2,9 +2,8 @@
 //! bytes held by each node.
 
 use super::super::app::App;
-use super::super::escape_name;
 use super::super::inspect::{share, thousands, Histogram, Inspection};
-use super::{message, pending, ACCENT};
+use super::{inspected, ACCENT};
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -12,17 +11,9 @@ use ratatui::widgets::{Bar, BarChart, Block, Borders, Paragraph};
 use ratatui::Frame;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
-    if let Some(msg) = pending(app) {
-        message(frame, area, &msg);
-        return;
-    }
-    let Some(Ok(ins)) = app.current().cloned() else {
+    let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
-    let name = app
-        .selected_row()
-        .map(|r| escape_name(&r.name).into_owned())
-        .unwrap_or_default();
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area);
     histogram(frame, left, &ins.hist, &name);

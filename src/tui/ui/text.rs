@@ -1,27 +1,18 @@
 //! The program in its text form, highlighted with the shipped syntax and theme.
 
 use super::super::app::App;
-use super::super::escape_name;
 use super::super::highlight::highlight;
 use super::super::inspect::thousands;
-use super::{message, pending, ACCENT};
+use super::{inspected, ACCENT};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
-    if let Some(msg) = pending(app) {
-        message(frame, area, &msg);
-        return;
-    }
-    let Some(Ok(ins)) = app.current().cloned() else {
+    let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
-    let name = app
-        .selected_row()
-        .map(|r| escape_name(&r.name).into_owned())
-        .unwrap_or_default();
     let lines = highlight(&ins.text);
     let inner_h = area.height.saturating_sub(1) as usize;
     let max = lines.len().saturating_sub(inner_h);

@@ -2,9 +2,8 @@
 //! subtree bytes and its share of the program, and details of the node under the cursor.
 
 use super::super::app::App;
-use super::super::escape_name;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
-use super::{bar, message, pending, selected_style, ACCENT};
+use super::{bar, inspected, selected_style, ACCENT};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -14,17 +13,9 @@ use ratatui::Frame;
 const BAR: usize = 10;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
-    if let Some(msg) = pending(app) {
-        message(frame, area, &msg);
-        return;
-    }
-    let Some(Ok(ins)) = app.current().cloned() else {
+    let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
-    let name = app
-        .selected_row()
-        .map(|r| escape_name(&r.name).into_owned())
-        .unwrap_or_default();
     let [head, table_area, detail] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(0),

@@ -4,7 +4,7 @@
 use super::super::app::App;
 use super::super::escape_name;
 use super::super::inspect::{thousands, Inspection};
-use super::{bar, message, pending, ACCENT};
+use super::{bar, inspected, ACCENT};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -14,17 +14,9 @@ use ratatui::Frame;
 const BAR: usize = 24;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
-    if let Some(msg) = pending(app) {
-        message(frame, area, &msg);
-        return;
-    }
-    let Some(Ok(ins)) = app.current().cloned() else {
+    let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
-    let name = app
-        .selected_row()
-        .map(|r| escape_name(&r.name).into_owned())
-        .unwrap_or_default();
     let lines = lines(&name, &ins);
     let max = lines.len().saturating_sub(area.height as usize);
     app.scroll = app.scroll.min(max);

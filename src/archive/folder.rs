@@ -1,0 +1,704 @@
+//! Checkpoint folders (DESIGN §8): a sharded checkpoint (`*.safetensors` shards plus
+//! `model.safetensors.index.json`, configs, tokenizer files) as one job.
+//!
+//! # Layout
+//!
+//! A compressed folder is a folder (by default `DIR.brv/`) holding:
+//!
+//! - one `.brv` archive per `.safetensors` file of the source, at the same relative path
+//!   with `.safetensors` replaced by `.brv` (`model-00001-of-00002.brv`). Each is an
+//!   ordinary archive ([`super::format`]) with its own index and checksums, so a reader
+//!   opens only the shard that holds a tensor, and shards can be decoded independently
+//!   (in parallel, or on different machines);
+//! - every other file of the source (index JSON, `config.json`, tokenizer files, ...)
+//!   copied verbatim at its relative path;
+//! - the manifest [`MANIFEST_NAME`] (`brevis-folder.json`), UTF-8 JSON:
+//!   `{"format": "brevis-folder", "version": 1, "files": [{"path", "kind", "archive",
+//!   "bytes", "xxh3"}]}` with one entry per source file in path order; `path` is the
+//!   file's path relative to the folder with `/` separators, `kind` is `"archive"` or
+//!   `"copy"`, `archive` the relative path of its `.brv` (for archives), `bytes` its
+//!   length and `xxh3` the xxh3-64 of its bytes as 16 lowercase hex digits.
+//!
+//! The output folder is built in a temporary folder beside it and renamed into place only
+//! when complete, so a failed job leaves nothing behind.
+//!
+//! Before anything is written, the index (if any) is checked against the shards: a shard
+//! it names that is missing, or a tensor it maps to a shard that does not hold it, is
+//! refused with a message naming them ([`Error::Io`] with the index as path).
+
+use super::reader::{Archive, DecompressOptions};
+use super::safetensors::parse;
+use super::verify::{verify, VerifyReport};
+use super::writer::{compress_file, temp_beside_dir, CompressOptions, CompressSummary};
+use super::{map_file, ProgressEvent};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use xxhash_rust::xxh3::Xxh3Default;
+
+/// File name of the manifest inside a compressed folder.
+pub const MANIFEST_NAME: &str = "brevis-folder.json";
+/// File name of the Hugging Face shard index.
+pub const INDEX_NAME: &str = "model.safetensors.index.json";
+const FORMAT: &str = "brevis-folder";
+const VERSION: u32 = 1;
+/// Largest manifest or index JSON read, in bytes.
+const MAX_JSON_BYTES: u64 = 256 << 20;
+
+/// How one file of the source folder is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileKind {
+    /// A `.safetensors` file compressed into a `.brv` archive.
+    Archive,
+    /// Any other file, copied verbatim.
+    Copy,
+}
+
+/// One file of the source folder, as the manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FolderFile {
+    /// Path relative to the folder, `/`-separated.
+    pub path: String,
+    /// How it is kept.
+    pub kind: FileKind,
+    /// Relative path of its archive (for [`FileKind::Archive`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
+    /// Length of the original file in bytes.
+    pub bytes: u64,
+    /// xxh3-64 of the original file, 16 lowercase hex digits.
+    pub xxh3: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Manifest {
+    format: String,
+    version: u32,
+    files: Vec<FolderFile>,
+}
+
+/// Whether `path` asks for folder mode on compression: a folder, or a shard index JSON.
+/// Returns the source folder.
+pub fn source_folder(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        return Some(path.to_path_buf());
+    }
+    let name = path.file_name()?.to_str()?;
+    if name.ends_with(".index.json") && path.is_file() {
+        return Some(match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        });
+    }
+    None
+}
+
+/// Whether `path` is a compressed folder (a folder holding [`MANIFEST_NAME`], or the
+/// manifest itself). Returns the compressed folder.
+pub fn compressed_folder(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() && path.join(MANIFEST_NAME).is_file() {
+        return Some(path.to_path_buf());
+    }
+    if path.file_name().is_some_and(|n| n == MANIFEST_NAME) && path.is_file() {
+        return Some(match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        });
+    }
+    None
+}
+
+/// `x/` -> `x.brv/`.
+pub fn default_folder_archive_name(folder: &Path) -> PathBuf {
+    let mut s = folder.components().as_path().as_os_str().to_owned();
+    s.push(".brv");
+    PathBuf::from(s)
+}
+
+/// What [`compress_folder`] did.
+#[derive(Clone, Debug)]
+pub struct FolderSummary {
+    /// The source folder.
+    pub input: PathBuf,
+    /// The compressed folder written.
+    pub output: PathBuf,
+    /// Bytes of every source file.
+    pub original_bytes: u64,
+    /// Bytes of every file written (archives, copies, manifest).
+    pub archive_bytes: u64,
+    /// One summary per compressed shard, in path order.
+    pub shards: Vec<CompressSummary>,
+    /// Files copied verbatim (relative paths).
+    pub copied: Vec<String>,
+}
+
+fn other(path: &Path, what: &'static str, msg: String) -> Error {
+    Error::io(path, what, io::Error::other(msg))
+}
+
+/// Every regular file under `root`, as sorted `/`-separated relative paths.
+fn list_files(root: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        let entries = fs::read_dir(&dir).map_err(|e| Error::io(&dir, "cannot list", e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&dir, "cannot list", e))?;
+            let path = entry.path();
+            let meta = fs::metadata(&path).map_err(|e| Error::io(&path, "cannot read", e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                return Err(other(
+                    &path,
+                    "cannot archive",
+                    "file name is not UTF-8".to_string(),
+                ));
+            };
+            let child = rel.join(name);
+            if meta.is_dir() {
+                stack.push(child);
+            } else if meta.is_file() {
+                let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
+                out.push(parts.join("/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn is_shard(rel: &str) -> bool {
+    rel.ends_with(".safetensors")
+}
+
+fn archive_name(rel: &str) -> String {
+    format!("{}.brv", rel.strip_suffix(".safetensors").unwrap_or(rel))
+}
+
+/// A relative `/`-separated path that stays inside its folder.
+fn safe_relative(rel: &str) -> bool {
+    !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
+fn read_json_file(path: &Path) -> Result<Vec<u8>> {
+    let len = fs::metadata(path)
+        .map_err(|e| Error::io(path, "cannot read", e))?
+        .len();
+    if len > MAX_JSON_BYTES {
+        return Err(other(
+            path,
+            "cannot read",
+            format!("{len} bytes is over the limit of {MAX_JSON_BYTES} bytes for a JSON file"),
+        ));
+    }
+    fs::read(path).map_err(|e| Error::io(path, "cannot read", e))
+}
+
+/// Tensor names of a `.safetensors` file (parsing it strictly).
+fn shard_tensor_names(path: &Path) -> Result<BTreeSet<String>> {
+    let file = fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "cannot read", e))?
+        .len();
+    let map = if len == 0 {
+        None
+    } else {
+        Some(map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?)
+    };
+    let src = parse(map.as_deref().unwrap_or(&[])).map_err(|e| Error::source(path, e))?;
+    Ok(src.tensors().iter().map(|t| t.name.clone()).collect())
+}
+
+/// Checks `index` (a `model.safetensors.index.json`) against the folder: every shard it
+/// names exists and holds every tensor it maps to it.
+///
+/// # Errors
+/// [`Error::Io`] naming the index and the missing shard or tensor; [`Error::Source`] if
+/// a shard is not a valid `.safetensors` file.
+pub fn check_index(folder: &Path, index: &Path) -> Result<()> {
+    let text = read_json_file(index)?;
+    let value: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| other(index, "invalid shard index", format!("not valid JSON: {e}")))?;
+    let Some(map) = value.get("weight_map").and_then(|m| m.as_object()) else {
+        return Err(other(
+            index,
+            "invalid shard index",
+            "no \"weight_map\" object".to_string(),
+        ));
+    };
+    let mut by_shard: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (tensor, shard) in map {
+        let Some(shard) = shard.as_str() else {
+            return Err(other(
+                index,
+                "invalid shard index",
+                format!("tensor {tensor:?} maps to {shard}, not a file name"),
+            ));
+        };
+        by_shard.entry(shard).or_default().push(tensor);
+    }
+    let missing: Vec<&str> = by_shard
+        .keys()
+        .copied()
+        .filter(|s| !safe_relative(s) || !folder.join(s).is_file())
+        .collect();
+    if !missing.is_empty() {
+        let tensors: Vec<&str> = missing
+            .iter()
+            .flat_map(|s| by_shard[s].iter().copied())
+            .collect();
+        return Err(other(
+            index,
+            "incomplete checkpoint",
+            format!(
+                "missing shard {} (named by the index; tensors no shard holds: {})",
+                quoted(&missing, 4),
+                quoted(&tensors, 8)
+            ),
+        ));
+    }
+    for (shard, tensors) in &by_shard {
+        let held = shard_tensor_names(&folder.join(shard))?;
+        let absent: Vec<&str> = tensors
+            .iter()
+            .copied()
+            .filter(|t| !held.contains(*t))
+            .collect();
+        if !absent.is_empty() {
+            return Err(other(
+                index,
+                "incomplete checkpoint",
+                format!(
+                    "shard {shard:?} does not hold tensor {} that the index maps to it",
+                    quoted(&absent, 8)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn quoted(names: &[&str], at_most: usize) -> String {
+    let mut s: Vec<String> = names
+        .iter()
+        .take(at_most)
+        .map(|n| format!("{n:?}"))
+        .collect();
+    if names.len() > at_most {
+        s.push(format!("and {} more", names.len() - at_most));
+    }
+    s.join(", ")
+}
+
+/// xxh3-64 and length of a file, read in 4 MiB blocks.
+fn file_checksum(path: &Path) -> Result<(u64, u64)> {
+    use std::io::Read;
+    let mut f = fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    let mut h = Xxh3Default::new();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| Error::io(path, "cannot read", e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        len += n as u64;
+    }
+    Ok((h.digest(), len))
+}
+
+fn hex(x: u64) -> String {
+    format!("{x:016x}")
+}
+
+/// Compresses the checkpoint folder `input` (every `.safetensors` file into a `.brv`,
+/// every other file copied) into the folder `output` (see the module doc for the
+/// layout). Shards are compressed one after another, each on `opts.jobs` threads.
+///
+/// # Errors
+/// As [`check_index`] if the folder's index names a missing shard or tensor;
+/// [`Error::OutputExists`] if `output` exists and `opts.force` is false; as
+/// [`compress_file`] for each shard; [`Error::Io`] if a file cannot be read or written.
+pub fn compress_folder(
+    input: &Path,
+    output: &Path,
+    opts: &CompressOptions,
+    progress: &dyn Fn(&str, ProgressEvent<'_>),
+) -> Result<FolderSummary> {
+    if !input.is_dir() {
+        return Err(other(input, "cannot read", "not a folder".to_string()));
+    }
+    let files = list_files(input)?;
+    for index in files.iter().filter(|f| f.ends_with(".index.json")) {
+        let path = input.join(index);
+        let dir = path.parent().unwrap_or(input);
+        check_index(dir, &path)?;
+    }
+    if output.exists() && !opts.force {
+        return Err(Error::OutputExists {
+            path: output.to_path_buf(),
+        });
+    }
+    let names: BTreeSet<String> = files.iter().cloned().collect();
+    for f in files.iter().filter(|f| is_shard(f)) {
+        if names.contains(&archive_name(f)) {
+            return Err(other(
+                &input.join(f),
+                "cannot archive",
+                format!(
+                    "its archive name {:?} is taken by another file",
+                    archive_name(f)
+                ),
+            ));
+        }
+    }
+    if names.contains(MANIFEST_NAME) {
+        return Err(other(
+            &input.join(MANIFEST_NAME),
+            "cannot archive",
+            "the folder already holds a brevis manifest (is it a compressed folder?)".to_string(),
+        ));
+    }
+
+    let tmp = temp_beside_dir(output)?;
+    let mut manifest = Manifest {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        files: Vec::new(),
+    };
+    let mut shards = Vec::new();
+    let mut copied = Vec::new();
+    let mut original_bytes = 0;
+    let mut archive_bytes = 0;
+    for rel in &files {
+        let src = input.join(rel);
+        let (sum, len) = file_checksum(&src)?;
+        original_bytes += len;
+        if is_shard(rel) {
+            let arch = archive_name(rel);
+            let dst = tmp.path().join(&arch);
+            make_parent(&dst)?;
+            let shard_opts = CompressOptions {
+                force: false,
+                ..opts.clone()
+            };
+            let s = compress_file(&src, &dst, &shard_opts, &|ev| progress(rel, ev))?;
+            archive_bytes += s.archive_bytes;
+            shards.push(s);
+            manifest.files.push(FolderFile {
+                path: rel.clone(),
+                kind: FileKind::Archive,
+                archive: Some(arch),
+                bytes: len,
+                xxh3: hex(sum),
+            });
+        } else {
+            let dst = tmp.path().join(rel);
+            make_parent(&dst)?;
+            fs::copy(&src, &dst).map_err(|e| Error::io(&dst, "cannot copy", e))?;
+            archive_bytes += len;
+            copied.push(rel.clone());
+            manifest.files.push(FolderFile {
+                path: rel.clone(),
+                kind: FileKind::Copy,
+                archive: None,
+                bytes: len,
+                xxh3: hex(sum),
+            });
+        }
+    }
+    let mut text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
+        path: output.to_path_buf(),
+        what: format!("cannot write the manifest: {e}"),
+    })?;
+    text.push(b'\n');
+    archive_bytes += text.len() as u64;
+    let mpath = tmp.path().join(MANIFEST_NAME);
+    fs::write(&mpath, &text).map_err(|e| Error::io(&mpath, "cannot write", e))?;
+    persist_dir(tmp, output, opts.force)?;
+    for (s, f) in shards.iter_mut().zip(
+        manifest
+            .files
+            .iter()
+            .filter(|f| f.kind == FileKind::Archive),
+    ) {
+        if let Some(a) = &f.archive {
+            s.output = output.join(a);
+        }
+    }
+    Ok(FolderSummary {
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
+        original_bytes,
+        archive_bytes,
+        shards,
+        copied,
+    })
+}
+
+fn make_parent(path: &Path) -> Result<()> {
+    if let Some(p) = path.parent() {
+        fs::create_dir_all(p).map_err(|e| Error::io(p, "cannot create folder", e))?;
+    }
+    Ok(())
+}
+
+/// Renames a complete temporary folder to `output`, replacing it only if `force`.
+fn persist_dir(tmp: tempfile::TempDir, output: &Path, force: bool) -> Result<()> {
+    if output.exists() {
+        if !force {
+            return Err(Error::OutputExists {
+                path: output.to_path_buf(),
+            });
+        }
+        let r = if output.is_dir() {
+            fs::remove_dir_all(output)
+        } else {
+            fs::remove_file(output)
+        };
+        r.map_err(|e| Error::io(output, "cannot replace", e))?;
+    }
+    let path = tmp.keep();
+    if let Err(e) = fs::rename(&path, output) {
+        let _ = fs::remove_dir_all(&path);
+        return Err(Error::io(output, "cannot rename into place", e));
+    }
+    Ok(())
+}
+
+/// An opened compressed folder: its manifest, with archives opened on demand.
+#[derive(Clone, Debug)]
+pub struct Folder {
+    root: PathBuf,
+    files: Vec<FolderFile>,
+}
+
+/// What [`Folder::verify`] found for one file.
+#[derive(Clone, Debug)]
+pub enum FileCheck {
+    /// A shard: the archive's own report.
+    Archive(Box<VerifyReport>),
+    /// A copied file: whether its length and checksum match the manifest.
+    Copy {
+        /// Whether they match.
+        ok: bool,
+    },
+}
+
+impl FileCheck {
+    /// Whether the file is intact.
+    pub fn is_ok(&self) -> bool {
+        match self {
+            FileCheck::Archive(r) => r.is_ok(),
+            FileCheck::Copy { ok } => *ok,
+        }
+    }
+}
+
+impl Folder {
+    /// Opens a compressed folder (or its manifest).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the manifest cannot be read, is not a brevis folder manifest, or
+    /// names a path outside the folder.
+    pub fn open(path: &Path) -> Result<Folder> {
+        let root = compressed_folder(path).unwrap_or_else(|| path.to_path_buf());
+        let mpath = root.join(MANIFEST_NAME);
+        let text = read_json_file(&mpath)?;
+        let m: Manifest = serde_json::from_slice(&text).map_err(|e| {
+            other(
+                &mpath,
+                "damaged folder manifest",
+                format!("not a brevis folder manifest: {e}"),
+            )
+        })?;
+        if m.format != FORMAT || m.version != VERSION {
+            return Err(other(
+                &mpath,
+                "damaged folder manifest",
+                format!(
+                    "format {:?} version {}, expected {FORMAT:?} version {VERSION}",
+                    m.format, m.version
+                ),
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for f in &m.files {
+            let arch_ok = match (f.kind, &f.archive) {
+                (FileKind::Archive, Some(a)) => safe_relative(a),
+                (FileKind::Copy, None) => true,
+                _ => false,
+            };
+            if !safe_relative(&f.path) || !arch_ok || !seen.insert(f.path.as_str()) {
+                return Err(other(
+                    &mpath,
+                    "damaged folder manifest",
+                    format!("bad or repeated entry for {:?}", f.path),
+                ));
+            }
+            if u64::from_str_radix(&f.xxh3, 16).is_err() || f.xxh3.len() != 16 {
+                return Err(other(
+                    &mpath,
+                    "damaged folder manifest",
+                    format!("bad checksum {:?} for {:?}", f.xxh3, f.path),
+                ));
+            }
+        }
+        Ok(Folder {
+            root,
+            files: m.files,
+        })
+    }
+
+    /// The compressed folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Every file of the original folder, in path order.
+    pub fn files(&self) -> &[FolderFile] {
+        &self.files
+    }
+
+    /// Bytes of the original folder.
+    pub fn original_len(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+
+    /// The shards (files kept as archives), in path order.
+    pub fn shards(&self) -> impl Iterator<Item = &FolderFile> {
+        self.files.iter().filter(|f| f.kind == FileKind::Archive)
+    }
+
+    /// Path of a file's stored form inside the compressed folder.
+    pub fn stored_path(&self, f: &FolderFile) -> PathBuf {
+        self.root.join(f.archive.as_deref().unwrap_or(&f.path))
+    }
+
+    /// Opens the archive of a shard.
+    ///
+    /// # Errors
+    /// As [`Archive::open`].
+    pub fn open_shard(&self, f: &FolderFile) -> Result<Archive> {
+        Archive::open(&self.stored_path(f))
+    }
+
+    /// Finds the shard holding tensor `name`, opening archives in path order. Returns the
+    /// shard's archive and the tensor's index in it.
+    ///
+    /// # Errors
+    /// As [`Archive::open`].
+    pub fn find_tensor(&self, name: &str) -> Result<Option<(Archive, usize)>> {
+        for f in self.shards() {
+            let a = self.open_shard(f)?;
+            if let Some(i) = a.find(name) {
+                return Ok(Some((a, i)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn check_copy(&self, f: &FolderFile) -> Result<bool> {
+        let (sum, len) = file_checksum(&self.stored_path(f))?;
+        Ok(len == f.bytes && hex(sum) == f.xxh3)
+    }
+
+    /// Verifies every shard against its stored checksums and every copied file against
+    /// the manifest; `progress` gets each shard's events with its relative path.
+    ///
+    /// # Errors
+    /// As [`Archive::open`] and [`verify`]; [`Error::Io`] if a copied file is missing.
+    pub fn verify(
+        &self,
+        jobs: Option<usize>,
+        progress: &dyn Fn(&str, ProgressEvent<'_>),
+    ) -> Result<Vec<(String, FileCheck)>> {
+        let mut out = Vec::new();
+        for f in &self.files {
+            let check = match f.kind {
+                FileKind::Archive => {
+                    let a = self.open_shard(f)?;
+                    let mut r = verify(&a, jobs, &|ev| progress(&f.path, ev))?;
+                    if a.original_len() != f.bytes || hex(a.file_checksum()) != f.xxh3 {
+                        r.file_checksum_ok = false;
+                    }
+                    FileCheck::Archive(Box::new(r))
+                }
+                FileKind::Copy => FileCheck::Copy {
+                    ok: self.check_copy(f)?,
+                },
+            };
+            out.push((f.path.clone(), check));
+        }
+        Ok(out)
+    }
+
+    /// Restores the original folder at `output` through a temporary folder beside it,
+    /// renamed into place only when every file matched its checksums.
+    ///
+    /// # Errors
+    /// [`Error::OutputExists`] if `output` exists and `opts.force` is false;
+    /// [`Error::Mismatch`] if a copied file differs from the manifest; as
+    /// [`Archive::decompress_to`] for each shard.
+    pub fn decompress_to(
+        &self,
+        output: &Path,
+        opts: &DecompressOptions,
+        progress: &dyn Fn(&str, ProgressEvent<'_>),
+    ) -> Result<u64> {
+        if output.exists() && !opts.force {
+            return Err(Error::OutputExists {
+                path: output.to_path_buf(),
+            });
+        }
+        let tmp = temp_beside_dir(output)?;
+        for f in &self.files {
+            let dst = tmp.path().join(&f.path);
+            make_parent(&dst)?;
+            match f.kind {
+                FileKind::Archive => {
+                    let a = self.open_shard(f)?;
+                    if a.original_len() != f.bytes || hex(a.file_checksum()) != f.xxh3 {
+                        return Err(other(
+                            a.path(),
+                            "damaged folder",
+                            format!("archive does not restore {:?} of the manifest", f.path),
+                        ));
+                    }
+                    let o = DecompressOptions {
+                        force: false,
+                        ..opts.clone()
+                    };
+                    a.decompress_to(&dst, &o, &|ev| progress(&f.path, ev))?;
+                }
+                FileKind::Copy => {
+                    let src = self.stored_path(f);
+                    fs::copy(&src, &dst).map_err(|e| Error::io(&dst, "cannot copy", e))?;
+                    let (sum, len) = file_checksum(&dst)?;
+                    if len != f.bytes || hex(sum) != f.xxh3 {
+                        return Err(Error::Mismatch {
+                            path: src,
+                            region: "whole file".to_string(),
+                            expected: u64::from_str_radix(&f.xxh3, 16).unwrap_or(0),
+                            actual: sum,
+                        });
+                    }
+                }
+            }
+        }
+        persist_dir(tmp, output, opts.force)?;
+        Ok(self.original_len())
+    }
+}

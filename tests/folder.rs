@@ -1,0 +1,202 @@
+//! Checkpoint folders as one job (DESIGN §8): a corpus checkpoint split into 3 shards with
+//! a `model.safetensors.index.json` round-trips byte for byte through the CLI and the
+//! library; an index that maps a tensor to a shard that lacks it is refused.
+
+#![cfg(feature = "cli")]
+
+use brevis::archive::folder::{compress_folder, FileKind, Folder};
+use brevis::archive::{CompressOptions, DecompressOptions};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A shard being built: its header entries, its data bytes, its tensor names.
+type Shard = (Map<String, Value>, Vec<u8>, Vec<String>);
+
+const CORPUS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors"
+);
+
+fn brevis(args: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args(args)
+        .output()
+        .expect("run brevis")
+}
+
+/// Splits the corpus file into `k` shards (tensors dealt round-robin) plus an index and a
+/// config file in `dir`. Returns the tensor names of each shard.
+fn split_into_shards(dir: &Path, k: usize) -> Vec<Vec<String>> {
+    let bytes = std::fs::read(CORPUS).expect("read the corpus checkpoint");
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: Map<String, Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let data = &bytes[8 + n..];
+    let mut shards: Vec<Shard> = (0..k)
+        .map(|_| (Map::new(), Vec::new(), Vec::new()))
+        .collect();
+    let tensors = header.iter().filter(|(name, _)| *name != "__metadata__");
+    for (i, (name, info)) in tensors.enumerate() {
+        let off = &info["data_offsets"];
+        let (b, e) = (off[0].as_u64().unwrap(), off[1].as_u64().unwrap());
+        let (h, d, names) = &mut shards[i % k];
+        let begin = d.len() as u64;
+        d.extend_from_slice(&data[b as usize..e as usize]);
+        let mut info = info.clone();
+        info["data_offsets"] = json!([begin, d.len() as u64]);
+        h.insert(name.clone(), info);
+        names.push(name.clone());
+    }
+    let mut weight_map = Map::new();
+    let mut total = 0;
+    let mut names_per_shard = Vec::new();
+    for (s, (h, d, names)) in shards.into_iter().enumerate() {
+        let file = format!("model-{:05}-of-{k:05}.safetensors", s + 1);
+        let mut text = serde_json::to_vec(&Value::Object(h)).unwrap();
+        while !text.len().is_multiple_of(8) {
+            text.push(b' ');
+        }
+        let mut out = (text.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&text);
+        out.extend_from_slice(&d);
+        std::fs::write(dir.join(&file), out).unwrap();
+        total += d.len();
+        for n in &names {
+            weight_map.insert(n.clone(), json!(file));
+        }
+        names_per_shard.push(names);
+    }
+    let index = json!({"metadata": {"total_size": total}, "weight_map": weight_map});
+    std::fs::write(
+        dir.join("model.safetensors.index.json"),
+        serde_json::to_string_pretty(&index).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("config.json"), b"{\"hidden_size\": 384}\n").unwrap();
+    names_per_shard
+}
+
+fn assert_same_folder(a: &Path, b: &Path) {
+    let mut names: Vec<_> = std::fs::read_dir(a)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    let mut back: Vec<_> = std::fs::read_dir(b)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    back.sort();
+    assert_eq!(names, back, "same files");
+    for n in names {
+        let x = std::fs::read(a.join(&n)).unwrap();
+        let y = std::fs::read(b.join(&n)).unwrap();
+        assert!(x == y, "{n:?} differs after the round trip");
+    }
+}
+
+#[test]
+fn three_shard_checkpoint_round_trips_byte_for_byte_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    let shards = split_into_shards(&src, 3);
+    assert!(shards.iter().all(|s| !s.is_empty()));
+
+    // Given as the index JSON; the default output is `ckpt.brv/`.
+    let c = brevis(&[
+        Path::new("compress"),
+        &src.join("model.safetensors.index.json"),
+    ]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let archive = tmp.path().join("ckpt.brv");
+    assert!(archive.join("brevis-folder.json").is_file());
+    assert!(archive.join("model-00002-of-00003.brv").is_file());
+
+    for cmd in ["verify", "ls"] {
+        let o = brevis(&[Path::new(cmd), &archive]);
+        assert!(
+            o.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let restored = tmp.path().join("restored");
+    let d = brevis(&[
+        Path::new("decompress"),
+        &archive,
+        Path::new("-o"),
+        &restored,
+    ]);
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    assert_same_folder(&src, &restored);
+
+    // Not replaced without --force.
+    let again = brevis(&[
+        Path::new("decompress"),
+        &archive,
+        Path::new("-o"),
+        &restored,
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+}
+
+#[test]
+fn library_opens_a_compressed_folder_and_finds_tensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    let shards = split_into_shards(&src, 3);
+    let out = tmp.path().join("ckpt.brv");
+    let opts = CompressOptions {
+        jobs: Some(2),
+        ..CompressOptions::default()
+    };
+    let s = compress_folder(&src, &out, &opts, &|_, _| {}).unwrap();
+    assert_eq!(s.shards.len(), 3);
+    assert_eq!(s.copied.len(), 2);
+
+    let f = Folder::open(&out).unwrap();
+    assert_eq!(f.shards().count(), 3);
+    assert_eq!(
+        f.files()
+            .iter()
+            .filter(|x| x.kind == FileKind::Copy)
+            .count(),
+        2
+    );
+    let name = &shards[2][0];
+    let (arch, i) = f.find_tensor(name).unwrap().expect("tensor found");
+    assert!(arch.path().ends_with("model-00003-of-00003.brv"));
+    assert!(!arch.decode_tensor(i).unwrap().is_empty());
+    assert!(f
+        .verify(Some(1), &|_, _| {})
+        .unwrap()
+        .iter()
+        .all(|(_, c)| c.is_ok()));
+
+    let restored = tmp.path().join("back");
+    f.decompress_to(&restored, &DecompressOptions::default(), &|_, _| {})
+        .unwrap();
+    assert_same_folder(&src, &restored);
+}
+
+#[test]
+fn index_mapping_a_tensor_to_the_wrong_shard_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    split_into_shards(&src, 3);
+    let index = src.join("model.safetensors.index.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    v["weight_map"]["no.such.tensor"] = json!("model-00001-of-00003.safetensors");
+    std::fs::write(&index, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = tmp.path().join("out.brv");
+    let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &out]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no.such.tensor"), "{err}");
+    assert!(!out.exists());
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the source folder remains");
+}

@@ -1,0 +1,151 @@
+//! The production prior and its calibration (DESIGN §6; paper Eq. 9-10): calibration is
+//! deterministic and independent of the thread count, prior files round-trip and are
+//! checked, and a prior only orders the search: it never changes what a program
+//! serializes to, and results stay exact and never larger than `Lit(target)`.
+
+use brevis::dsl::{execute, program_len, Node};
+use brevis::synth::calibrate::{calibrate, CalibrateOptions, Tensor};
+use brevis::synth::{synthesize, synthesize_with_prior, Prior, SearchOptions};
+use brevis::tensor::{Dtype, Words};
+
+/// Deterministic pseudo-random BF16-like weights: small normal-ish values.
+fn weights(n: usize, seed: u64) -> Words {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    Words::from_fn(16, n, |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = ((x % 2001) as f32 - 1000.0) / 20_000.0;
+        u64::from((v.to_bits() >> 16) as u16)
+    })
+}
+
+fn corpus() -> Vec<(String, Dtype, Words)> {
+    vec![
+        ("a.weight".into(), Dtype::BF16, weights(20_000, 1)),
+        ("a.bias".into(), Dtype::BF16, weights(300, 2)),
+        ("b.weight".into(), Dtype::BF16, weights(9_000, 3)),
+        (
+            "mask".into(),
+            Dtype::U8,
+            Words::from_fn(8, 5_000, |i| (i % 7 == 0) as u64),
+        ),
+        ("b.bias".into(), Dtype::BF16, Words::filled(16, 0, 64)),
+    ]
+}
+
+fn learn(threads: usize) -> Prior {
+    let c = corpus();
+    let tensors: Vec<Tensor> = c
+        .iter()
+        .map(|(n, d, w)| Tensor {
+            name: n,
+            dtype: *d,
+            words: w.len(),
+        })
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        calibrate(
+            &tensors,
+            |i, n| c[i].2.slice(0, n),
+            &CalibrateOptions::default(),
+            "test",
+        )
+    })
+}
+
+#[test]
+fn calibration_is_deterministic_for_any_thread_count() {
+    let one = learn(1);
+    assert!(!one.is_uniform());
+    assert_eq!(one, learn(1));
+    assert_eq!(one.to_json(), learn(4).to_json());
+}
+
+#[test]
+fn prior_files_round_trip_and_are_checked() {
+    let p = learn(2);
+    let text = p.to_json();
+    assert!(text.contains("\"schema\": \"brevis-prior/1\""), "{text}");
+    assert_eq!(Prior::from_json(&text).unwrap(), p);
+    let other = text.replace("brevis-prior/1", "brevis-prior/9");
+    assert!(Prior::from_json(&other)
+        .unwrap_err()
+        .to_string()
+        .contains("schema"));
+    let bad = text.replacen("\"lit\"", "\"bogus\"", 1);
+    assert!(Prior::from_json(&bad).is_err());
+    assert!(Prior::from_json("{").is_err());
+}
+
+#[test]
+fn a_learned_prior_never_changes_program_bytes_or_exactness() {
+    let prior = learn(1);
+    for (_, dtype, w) in corpus() {
+        for budget in [1, 6, 32] {
+            let opts = SearchOptions {
+                budget,
+                ..SearchOptions::default()
+            };
+            let u = synthesize(&w, Some(dtype), &opts);
+            let l = synthesize_with_prior(&w, Some(dtype), &opts, &prior);
+            for s in [&u, &l] {
+                assert_eq!(execute(&s.program, u64::MAX).unwrap(), w);
+                // What a program serializes to is a function of the program alone.
+                assert_eq!(program_len(&s.program), s.bytes);
+                assert!(s.bytes <= program_len(&Node::lit(&w)));
+            }
+            if u.program == l.program {
+                assert_eq!(u.bytes, l.bytes);
+            }
+        }
+    }
+}
+
+#[test]
+fn costs_back_off_and_the_heuristic_is_admissible() {
+    let p = learn(1);
+    let u = Prior::uniform();
+    assert_eq!(u.min_cost(16), 1.0);
+    for width in [1, 8, 16] {
+        let h = p.min_cost(width);
+        assert!(h >= 0.0);
+        for prod in brevis::synth::decompose::ALL_PRODS {
+            for depth in 1..4 {
+                let ctx = brevis::synth::prior::Context {
+                    width,
+                    depth,
+                    parent: None,
+                    pos: 0,
+                    dtype: None,
+                    feat: Default::default(),
+                };
+                assert!(p.cost(&ctx, prod) + 1e-12 >= h, "{prod:?} at w{width}");
+            }
+        }
+    }
+}
+
+#[test]
+fn larger_budgets_never_return_larger_programs() {
+    let prior = learn(1);
+    for (_, dtype, w) in corpus() {
+        for p in [Prior::uniform(), prior.clone()] {
+            let mut last = u64::MAX;
+            for budget in [0, 1, 6, 32, 256] {
+                let opts = SearchOptions {
+                    budget,
+                    ..SearchOptions::default()
+                };
+                let s =
+                    synthesize_with_prior(&w.slice(0, w.len().min(4096)), Some(dtype), &opts, &p);
+                assert!(s.bytes <= last, "budget {budget}: {} > {last}", s.bytes);
+                last = s.bytes;
+            }
+        }
+    }
+}
