@@ -132,6 +132,14 @@ fn sampled_estimate(sample: &Words, n: usize) -> u64 {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => sample.max().unwrap_or(0),
     };
+    // Many words seen once in the sample mean the whole stream has far more distinct
+    // words than the sample shows (Good-Turing: singletons estimate the unseen mass), so
+    // a table scaled up from the sample would be far too optimistic: size such a stream
+    // without table codecs.
+    let hist = hist.filter(|h| {
+        let singletons = h.iter().filter(|&&(_, c)| c == 1).count() as u64;
+        singletons * 8 <= ns
+    });
     let scaled = hist.map(|h| {
         h.into_iter()
             .map(|(s, c)| (s, (c * n as u64 / ns).max(1)))
