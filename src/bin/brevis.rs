@@ -419,6 +419,11 @@ impl Drop for Progress {
     }
 }
 
+/// Width of a column: its widest cell, at least `min` (the header's width).
+fn col_width(cells: impl Iterator<Item = usize>, min: usize) -> usize {
+    cells.max().unwrap_or(0).max(min)
+}
+
 fn percent_smaller(original: u64, archive: u64) -> Option<f64> {
     (original > 0).then(|| (1.0 - archive as f64 / original as f64) * 100.0)
 }
@@ -903,24 +908,9 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         let text = format!("{:indent$}{}", "", node_line(n), indent = depth * 2);
         lines.push((text, sz.own_bytes, sz.subtree_bytes));
     }
-    let w = lines
-        .iter()
-        .map(|l| l.0.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let own_w = lines
-        .iter()
-        .map(|l| l.1.to_string().len())
-        .max()
-        .unwrap_or(0)
-        .max(3);
-    let sub_w = lines
-        .iter()
-        .map(|l| l.2.to_string().len())
-        .max()
-        .unwrap_or(0)
-        .max(7);
+    let w = col_width(lines.iter().map(|l| l.0.chars().count()), 4);
+    let own_w = col_width(lines.iter().map(|l| l.1.to_string().len()), 3);
+    let sub_w = col_width(lines.iter().map(|l| l.2.to_string().len()), 7);
     writeln!(
         s,
         "{:<w$}  {:>own_w$}  {:>sub_w$}  {:>6}",
