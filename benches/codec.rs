@@ -110,6 +110,8 @@ fn main() {
     let streams = [
         ("high byte", words.map_to(8, |w| w >> 8)),
         ("low byte", words.map_to(8, |w| w & 0xFF)),
+        ("sign bit", words.map_to(1, |w| w >> 15)),
+        ("low 4", words.map_to(4, |w| w & 0xF)),
         ("bf16 word", words),
     ];
     println!(

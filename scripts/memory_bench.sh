@@ -8,7 +8,7 @@
 #    prints peak RSS and the bound 4 x largest tensor + 64 MiB.
 # 2. A synthetic checkpoint of GIB (default 4) GiB made of 64 MiB BF16 tensors, written
 #    to a temporary folder under ${TMPDIR:-/tmp} and deleted afterwards; compressed with
-#    --jobs 2 --budget 1.
+#    --jobs 2 --budget 1. GIB=0 skips it. Needs about 2.7 x GIB of free disk space.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -48,7 +48,7 @@ report() { # label file
 }
 
 report "$(basename "$file")" "$file"
-
+[ "$gib" -gt 0 ] || exit 0
 python3 - "$work/synthetic.safetensors" "$gib" <<'EOF'
 import json, struct, sys
 import numpy as np

@@ -30,12 +30,17 @@
 pub mod folder;
 pub mod format;
 pub mod reader;
+pub mod rewrite;
 pub mod safetensors;
+mod stream;
 pub mod verify;
 pub mod writer;
 
 pub use reader::{Archive, DecompressOptions, DecompressSummary, GapEntry, TensorEntry};
-pub use verify::{verify, verify_against, CheckStatus, CompareReport, RegionCheck, VerifyReport};
+pub use rewrite::rewrite_with_programs;
+pub use verify::{
+    verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,
+};
 pub use writer::{compress_file, CompressOptions, CompressSummary, RegionStat};
 
 use crate::tensor::{WordBuf, Words};
@@ -130,14 +135,32 @@ const WINDOW_PER_THREAD: usize = 3;
 /// Runs `work(i)` for `i` in `0..count` on `pool`, at most a window of items in flight,
 /// and hands each result to `sink` in index order on the calling thread. Stops at the
 /// first error (of `work` or `sink`); a panic in `work` becomes `panicked(i)`.
+#[cfg(test)]
 pub(crate) fn ordered_pipeline<T: Send, E: Send>(
     pool: &rayon::ThreadPool,
     count: usize,
+    work: impl Fn(usize) -> Result<T, E> + Sync,
+    sink: impl FnMut(usize, T) -> Result<(), E>,
+    panicked: impl Fn(usize) -> E,
+) -> Result<(), E> {
+    ordered_pipeline_bounded(pool, count, |_| 0, 0, work, sink, panicked)
+}
+
+/// [`ordered_pipeline`] that also bounds the bytes in flight: item `i` weighs `cost(i)`
+/// bytes (e.g. the source bytes it encodes), and an item is started only while the items
+/// started and not yet handed to `sink` weigh at most `budget` bytes with it (an item
+/// heavier than that starts alone).
+pub(crate) fn ordered_pipeline_bounded<T: Send, E: Send>(
+    pool: &rayon::ThreadPool,
+    count: usize,
+    cost: impl Fn(usize) -> u64,
+    budget: u64,
     work: impl Fn(usize) -> Result<T, E> + Sync,
     mut sink: impl FnMut(usize, T) -> Result<(), E>,
     panicked: impl Fn(usize) -> E,
 ) -> Result<(), E> {
     let window = pool.current_num_threads().max(1) * WINDOW_PER_THREAD;
+    let mut in_flight = 0u64;
     let stop = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<Result<T, E>>)>();
     let work = &work;
@@ -151,6 +174,11 @@ pub(crate) fn ordered_pipeline<T: Send, E: Send>(
         let result = (|| {
             while next_sink < count {
                 while next_submit < count && next_submit - next_sink < window {
+                    let weight = cost(next_submit);
+                    if next_submit > next_sink && in_flight.saturating_add(weight) > budget {
+                        break;
+                    }
+                    in_flight = in_flight.saturating_add(weight);
                     let tx = tx.clone();
                     let i = next_submit;
                     scope.spawn(move |_| {
@@ -171,7 +199,10 @@ pub(crate) fn ordered_pipeline<T: Send, E: Send>(
                 ready.insert(i, r);
                 while let Some(r) = ready.remove(&next_sink) {
                     match r {
-                        Some(Ok(v)) => sink(next_sink, v)?,
+                        Some(Ok(v)) => {
+                            sink(next_sink, v)?;
+                            in_flight = in_flight.saturating_sub(cost(next_sink));
+                        }
                         Some(Err(e)) => return Err(e),
                         None => return Err(panicked(next_sink)),
                     }

@@ -22,7 +22,7 @@ pub mod raw;
 pub mod select;
 pub mod table;
 
-pub use select::{all_sizes, decode, encode_best, Encoded};
+pub use select::{all_sizes, decode, encode_best, encode_best_with_histogram, Encoded};
 
 /// Stable numeric identity of a literal codec, as stored in the wire format. The numeric
 /// order is also the tie-break order when two codecs produce bodies of equal size.

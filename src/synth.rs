@@ -9,6 +9,7 @@ pub mod prior;
 use crate::dsl::Node;
 use crate::tensor::{Dtype, Words};
 pub use prior::Prior;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Which production prior a compression uses.
@@ -39,7 +40,54 @@ pub struct SearchOptions {
     /// Ablation: depth first in proposal order, stopping at the first complete program
     /// (compared with `Lit(target)` still), instead of A*.
     pub first_complete: bool,
+    /// Watch and stop the search from another thread (none by default). Never changes
+    /// the program found for a search that is not stopped.
+    pub control: SearchControl,
 }
+
+/// Handles to follow and stop a running search from another thread (e.g. a UI). The
+/// search reads `cancel` and adds to `expansions` once per expansion; when `cancel` is
+/// set it stops as if the budget had run out and returns the best program found so far
+/// (still exact, never larger than `Lit(target)`).
+///
+/// Two controls are equal when they share the same handles (or both have none), so
+/// options with no control compare by their limits alone.
+#[derive(Clone, Debug, Default)]
+pub struct SearchControl {
+    /// Set to stop the search at its next expansion.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Incremented once per expansion (a progress counter; compare with the budget).
+    pub expansions: Option<Arc<AtomicU64>>,
+}
+
+impl SearchControl {
+    /// Whether the search was asked to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// Counts one expansion.
+    pub fn expanded(&self) {
+        if let Some(n) = &self.expansions {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl PartialEq for SearchControl {
+    fn eq(&self, other: &Self) -> bool {
+        fn same<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+            match (a, b) {
+                (None, None) => true,
+                (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                _ => false,
+            }
+        }
+        same(&self.cancel, &other.cancel) && same(&self.expansions, &other.expansions)
+    }
+}
+
+impl Eq for SearchControl {}
 
 impl Default for SearchOptions {
     fn default() -> Self {
@@ -49,7 +97,35 @@ impl Default for SearchOptions {
             max_nodes: 64,
             max_memory: 512 << 20,
             first_complete: false,
+            control: SearchControl::default(),
         }
+    }
+}
+
+impl SearchOptions {
+    /// Checks the limits a caller may have taken from a person (a form, a flag):
+    /// `max_depth` in `1..=`[`crate::dsl::wire::MAX_DEPTH`] (deeper programs could not be
+    /// read back) and `max_nodes` in `1..=`[`crate::dsl::wire::MAX_NODES`]. Any budget is
+    /// valid (0 means `Lit(target)`).
+    ///
+    /// # Errors
+    /// A lowercase sentence naming the limit, its value and the accepted range.
+    pub fn validate(&self) -> Result<(), String> {
+        let max_depth = crate::dsl::wire::MAX_DEPTH as u32;
+        let max_nodes = crate::dsl::wire::MAX_NODES as u32;
+        if !(1..=max_depth).contains(&self.max_depth) {
+            return Err(format!(
+                "depth {} is out of range: it must be 1 to {max_depth}",
+                self.max_depth
+            ));
+        }
+        if !(1..=max_nodes).contains(&self.max_nodes) {
+            return Err(format!(
+                "node limit {} is out of range: it must be 1 to {max_nodes}",
+                self.max_nodes
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -61,6 +61,25 @@ pub fn escape_name(name: &str) -> Cow<'_, str> {
     Cow::Owned(s)
 }
 
+/// Text the user typed (the name filter, a file path) made safe for the terminal: control
+/// and bidirectional formatting characters are escaped as in [`escape_name`], but a
+/// backslash stays one backslash, so what is shown is what was typed.
+pub fn escape_typed(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() || is_bidi(c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut s = String::with_capacity(text.len() + 8);
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        if c.is_control() || is_bidi(c) {
+            s.push_str(&escape_name(c.encode_utf8(&mut buf)));
+        } else {
+            s.push(c);
+        }
+    }
+    Cow::Owned(s)
+}
+
 fn is_bidi(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -144,17 +163,62 @@ fn install_panic_hook() {
     }));
 }
 
-const USAGE: &str = "\
-usage: brevis-tui [PATH]
+const ABOUT: &str = "Look inside a Brevis archive: every tensor's program, the bytes each node \
+costs, why a tensor compressed as it did, a re-run of the search, and a bit-exact verify.";
 
-Look inside a Brevis archive.
+const AFTER_HELP: &str = "\
+PATH is one of:
+  model.brv           an archive: opened through its index (nothing is decoded up front)
+  model.safetensors   a checkpoint: compressed first, with progress and a cancel key, into a
+                      new .brv next to it (never replacing a file; in a temporary folder if
+                      that folder is read-only), then opened
+  (none)              the built-in demo: a 4 MB BF16 checkpoint (all-MiniLM-L6-v2, first
+                      layer), compressed on start into a temporary folder
+A checkpoint folder is compressed with `brevis compress DIR`; open one of its .brv files.
 
-  PATH.brv           open the archive (only its index is read up front)
-  PATH.safetensors   compress it first (written next to it as a new .brv, never
-                     replacing a file; in a temporary folder if that one is read-only)
-  (no PATH)          the built-in demo: a 4 MB BF16 checkpoint, compressed on start
+Keys (? inside the program lists them all):
+  1-7, Tab            views: tensors, tree, text, why, plots, search, verify
+  up/down, Enter      move, open the selected tensor's program tree
+  s S, /              sort, reverse, filter by name (Esc clears the filter)
+  r                   re-run the search on the selected tensor (Search view: e edits a field,
+                      r runs, x cancels, w writes the new program into a new archive)
+  v V                 verify the selected tensor / the whole archive
+  ?, q                help and lessons, quit
 
-Keys are shown at the bottom of the screen; ? lists them all; q quits.";
+Exit status: 0 on a normal quit, 1 when the file cannot be opened or made, 2 on bad
+arguments.";
+
+/// The command line of `brevis-tui`.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "brevis-tui",
+    version,
+    about = ABOUT,
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
+pub struct Args {
+    /// A .brv archive, a .safetensors file, or nothing for the built-in demo
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+}
+
+/// Parses the arguments (without the program name). `Err` holds the text to print and
+/// the exit code: 0 for `--help` and `--version` (printed to standard output), 2 for a
+/// usage error such as an unknown option.
+pub fn parse_args<I, T>(args: I) -> Result<Args, (String, i32)>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    let all = std::iter::once(std::ffi::OsString::from("brevis-tui"))
+        .chain(args.into_iter().map(Into::into));
+    Args::try_parse_from(all).map_err(|e| {
+        let code = if e.use_stderr() { 2 } else { 0 };
+        (e.render().to_string(), code)
+    })
+}
 
 /// What to show, decided from the arguments before the terminal is touched.
 enum Plan {
@@ -170,21 +234,15 @@ enum Plan {
 /// Entry point of the binary; returns the process exit code (0 on a normal quit, 1 when
 /// the file cannot be opened or made, 2 on bad arguments).
 pub fn main_entry() -> i32 {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let path = match args.as_slice() {
-        [] => None,
-        [a] if a == "-h" || a == "--help" => {
-            println!("{USAGE}");
-            return 0;
-        }
-        [a] if a == "-V" || a == "--version" => {
-            println!("brevis-tui {}", env!("CARGO_PKG_VERSION"));
-            return 0;
-        }
-        [a] => Some(PathBuf::from(a)),
-        _ => {
-            eprintln!("error: expected at most one PATH\n\n{USAGE}");
-            return 2;
+    let path = match parse_args(std::env::args_os().skip(1)) {
+        Ok(a) => a.path,
+        Err((text, code)) => {
+            if code == 0 {
+                print!("{text}");
+            } else {
+                eprint!("{text}");
+            }
+            return code;
         }
     };
     let plan = match plan(path.as_deref()) {

@@ -200,3 +200,155 @@ fn index_mapping_a_tensor_to_the_wrong_shard_is_refused_naming_it() {
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "only the source folder remains");
 }
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn verify_against_compares_every_file_of_a_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    split_into_shards(&src, 3);
+    let archive = tmp.path().join("ckpt.brv");
+    let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let against = |original: &Path, json: bool| {
+        let mut args = vec![
+            Path::new("verify"),
+            &archive,
+            Path::new("--against"),
+            original,
+        ];
+        if json {
+            args.push(Path::new("--json"));
+        }
+        brevis(&args)
+    };
+
+    // The original folder: every file identical, exit 0.
+    let o = against(&src, false);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("identical to"), "{}", stdout(&o));
+
+    // A copy with one byte of a shard changed, the config missing and an extra file:
+    // each is named, exit 3 (data does not verify).
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), other.join(e.file_name())).unwrap();
+    }
+    let shard = other.join("model-00002-of-00003.safetensors");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let at = bytes.len() - 5;
+    bytes[at] ^= 0x40;
+    std::fs::write(&shard, &bytes).unwrap();
+    std::fs::remove_file(other.join("config.json")).unwrap();
+    std::fs::write(other.join("notes.txt"), b"not in the archive").unwrap();
+    let o = against(&other, false);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("model-00002-of-00003.safetensors differs")
+            && text.contains(&format!("at byte {at}")),
+        "{text}"
+    );
+    assert!(text.contains("config.json is missing"), "{text}");
+    assert!(text.contains("notes.txt is not in the archive"), "{text}");
+    assert!(
+        !text.contains("model-00001-of-00003.safetensors differs"),
+        "{text}"
+    );
+
+    let o = against(&other, true);
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["against"]["identical"], false);
+    let files = v["against"]["files"].as_array().unwrap();
+    let status = |p: &str| {
+        files
+            .iter()
+            .find(|f| f["path"] == p)
+            .map(|f| f["status"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        status("model-00002-of-00003.safetensors").as_deref(),
+        Some("differs")
+    );
+    assert_eq!(
+        status("model-00001-of-00003.safetensors").as_deref(),
+        Some("identical")
+    );
+    assert_eq!(status("config.json").as_deref(), Some("missing"));
+    assert_eq!(status("notes.txt").as_deref(), Some("extra"));
+
+    // A folder archive against a file, and an archive against a folder: a clear
+    // refusal (exit 1) saying what to pass, never "cannot map".
+    let o = against(&src.join("config.json"), false);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a folder"), "{}", stderr(&o));
+    let one = archive.join("model-00001-of-00003.brv");
+    let o = brevis(&[Path::new("verify"), &one, Path::new("--against"), &src]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("cannot map"), "{}", stderr(&o));
+}
+
+#[test]
+fn show_and_ls_work_on_a_folder_archive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    let shards = split_into_shards(&src, 3);
+    let archive = tmp.path().join("ckpt.brv");
+    let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
+    assert!(c.status.success(), "{}", stderr(&c));
+
+    let o = brevis(&[Path::new("ls"), &archive]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for names in &shards {
+        for n in names {
+            assert!(stdout(&o).contains(n.as_str()), "ls misses {n}");
+        }
+    }
+
+    // `show` finds the shard holding the tensor (given the folder or its manifest).
+    let name = &shards[1][0];
+    for input in [archive.clone(), archive.join("brevis-folder.json")] {
+        let o = brevis(&[Path::new("show"), &input, Path::new(name.as_str())]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains(&format!("tensor {name}")),
+            "{}",
+            stdout(&o)
+        );
+    }
+    let o = brevis(&[
+        Path::new("show"),
+        &archive,
+        Path::new(name.as_str()),
+        Path::new("--json"),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["archive"]
+            .as_str()
+            .unwrap()
+            .ends_with("model-00002-of-00003.brv"),
+        "{v}"
+    );
+    let o = brevis(&[Path::new("show"), &archive, Path::new("no.such.tensor")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no tensor named") && stderr(&o).contains("brevis ls"),
+        "{}",
+        stderr(&o)
+    );
+}

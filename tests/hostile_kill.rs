@@ -211,3 +211,114 @@ fn killed_runs_on_minilm_layer0_leave_no_output() {
 fn killed_runs_on_whisper_leave_no_output() {
     kill_runs("whisper-tiny-en-f16.safetensors", 0x0bad_cafe, 4);
 }
+
+/// xxh3-64 of every file of a folder, by name.
+fn folder_sums(dir: &Path) -> Vec<(String, u64)> {
+    entries(dir)
+        .into_iter()
+        .map(|n| {
+            let sum = xxh3_64(&std::fs::read(dir.join(&n)).unwrap());
+            (n, sum)
+        })
+        .collect()
+}
+
+/// `brevis compress DIR` writes `DIR.brv/` through a temporary folder: SIGTERM and
+/// SIGINT remove it (exit 128 + signal), SIGKILL leaves at most a `.brevis-*.tmp`
+/// folder, and the output folder exists only when complete.
+#[test]
+fn interrupted_folder_compress_leaves_no_temporary_folder() {
+    let shards = [
+        "minilm-l6-v2-bf16-layer0.safetensors",
+        "silero-vad-16k-f32.safetensors",
+        "fracast0-f32.safetensors",
+    ];
+    let src_dir = tempfile::tempdir().unwrap();
+    let input = src_dir.path().join("ckpt");
+    std::fs::create_dir(&input).unwrap();
+    for (k, name) in shards.iter().enumerate() {
+        let Ok(bytes) = std::fs::read(Path::new(CORPUS).join(name)) else {
+            eprintln!("skipped: {name} is missing");
+            return;
+        };
+        let shard = format!("model-{:05}-of-{:05}.safetensors", k + 1, shards.len());
+        std::fs::write(input.join(shard), bytes).unwrap();
+    }
+    std::fs::write(input.join("config.json"), b"{\"hidden_size\": 384}\n").unwrap();
+    let input_sums = folder_sums(&input);
+    let outdir = tempfile::tempdir().unwrap();
+    let output = outdir.path().join("ckpt.brv");
+    let args = [
+        Path::new("compress"),
+        &input,
+        Path::new("-o"),
+        &output,
+        Path::new("-j2"),
+    ];
+    let t = run_to_end(&args);
+    std::fs::remove_dir_all(&output).unwrap();
+
+    let mut rng = Rng(0x0f01_de25);
+    let mut completed = 0;
+    let rounds = 10;
+    for round in 0..rounds {
+        let stop = [Stop::Term, Stop::Int, Stop::Term, Stop::Int, Stop::Kill][round % 5];
+        let after = t * ((rng.next() % 1000) as u32) / 1000;
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(after);
+        let finished = child.try_wait().unwrap().is_some();
+        let sig = match stop {
+            Stop::Kill => "-KILL",
+            Stop::Term => "-TERM",
+            Stop::Int => "-INT",
+        };
+        let _ = Command::new("kill")
+            .arg(sig)
+            .arg(child.id().to_string())
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{stop:?}: {stderr}");
+        assert_eq!(folder_sums(&input), input_sums, "the input changed");
+        if output.exists() {
+            // Renamed into place only when complete.
+            let f = brevis::archive::folder::Folder::open(&output).expect("complete folder");
+            let checks = f.verify(Some(2), &|_, _| {}).unwrap();
+            assert!(
+                checks.iter().all(|(_, c)| c.is_ok()),
+                "{stop:?} after {after:?}"
+            );
+            std::fs::remove_dir_all(&output).unwrap();
+            completed += 1;
+        } else if !matches!(stop, Stop::Kill) && !finished {
+            let code = out.status.code();
+            let want = if matches!(stop, Stop::Term) { 143 } else { 130 };
+            assert!(
+                code == Some(want) || code.is_none(),
+                "{stop:?}: exit {code:?}: {stderr}"
+            );
+        }
+        for name in entries(outdir.path()) {
+            assert!(
+                name.starts_with(".brevis-") && name.ends_with(".tmp"),
+                "{stop:?} after {after:?}: unexpected {name:?}"
+            );
+            assert!(
+                matches!(stop, Stop::Kill) || out.status.code().is_none(),
+                "{stop:?} after {after:?}: temporary folder {name:?} not removed: {stderr}"
+            );
+            let p = outdir.path().join(name);
+            if p.is_dir() {
+                std::fs::remove_dir_all(p).unwrap();
+            } else {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+    }
+    eprintln!("folder compress {t:?}: {rounds} interrupted runs, {completed} had finished");
+}

@@ -203,7 +203,7 @@ fn drive_the_real_binary_in_tmux() {
 
     // Re-run the search with budget 32.
     p.send(&[
-        "r", "b", "BSpace", "BSpace", "BSpace", "BSpace", "3", "2", "Enter",
+        "r", "b", "BSpace", "BSpace", "BSpace", "BSpace", "3", "2", "Enter", "r",
     ]);
     let search = p.wait_for("B → new", Duration::from_secs(120));
     eprintln!("--- search ---\n{search}");

@@ -121,8 +121,23 @@ fn search_view_snapshot() {
     let mut a = app();
     keys(&mut a, "jjjr");
     assert_eq!(a.view, View::Search);
+    // Uniform prior, depth 2: edit the prior (p, Space) and the depth (Tab, Tab... d).
+    keys(&mut a, "p ");
     press(&mut a, KeyCode::Enter);
-    insta::assert_snapshot!("search_paper_words", render(&mut a, 120, 14));
+    keys(&mut a, "d");
+    press(&mut a, KeyCode::Backspace);
+    keys(&mut a, "2");
+    insta::assert_snapshot!("search_editing_depth", render(&mut a, 120, 16));
+    press(&mut a, KeyCode::Enter);
+    keys(&mut a, "r");
+    insta::assert_snapshot!("search_paper_words", render(&mut a, 120, 16));
+    // An out-of-range limit is refused in the form.
+    keys(&mut a, "n");
+    press(&mut a, KeyCode::Backspace);
+    press(&mut a, KeyCode::Backspace);
+    press(&mut a, KeyCode::Enter);
+    keys(&mut a, "r");
+    insta::assert_snapshot!("search_refused", render(&mut a, 120, 16));
 }
 
 #[test]

@@ -28,8 +28,10 @@
 
 use super::reader::{Archive, DecompressOptions};
 use super::safetensors::parse;
-use super::verify::{verify, VerifyReport};
-use super::writer::{compress_file, temp_beside_dir, CompressOptions, CompressSummary};
+use super::verify::{verify, verify_against, CompareReport, VerifyReport};
+use super::writer::{
+    compress_file, kept_temp_dir, temp_beside_dir, CompressOptions, CompressSummary,
+};
 use super::{map_file, ProgressEvent};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -470,6 +472,7 @@ fn persist_dir(tmp: tempfile::TempDir, output: &Path, force: bool) -> Result<()>
         };
         r.map_err(|e| Error::io(output, "cannot replace", e))?;
     }
+    kept_temp_dir(tmp.path());
     let path = tmp.keep();
     if let Err(e) = fs::rename(&path, output) {
         let _ = fs::remove_dir_all(&path);
@@ -495,6 +498,70 @@ pub enum FileCheck {
         /// Whether they match.
         ok: bool,
     },
+}
+
+/// What [`Folder::verify_against`] found for one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileComparison {
+    /// Both sides exist and were compared byte for byte.
+    Compared(CompareReport),
+    /// The compressed folder restores this file, the original folder does not hold it.
+    Missing,
+    /// The original folder holds this file, the compressed folder does not restore it.
+    Extra,
+}
+
+impl FileComparison {
+    /// Whether the file is identical on both sides.
+    pub fn is_identical(&self) -> bool {
+        matches!(self, FileComparison::Compared(c) if c.identical)
+    }
+}
+
+/// Compares two files byte for byte, reading both in 4 MiB blocks.
+fn compare_files(ours: &Path, theirs: &Path) -> Result<CompareReport> {
+    use std::io::Read;
+    let open = |p: &Path| {
+        fs::File::open(p)
+            .map(|f| io::BufReader::with_capacity(4 << 20, f))
+            .map_err(|e| Error::io(p, "cannot open", e))
+    };
+    let (mut a, mut b) = (open(ours)?, open(theirs)?);
+    let (mut abuf, mut bbuf) = (Vec::new(), Vec::new());
+    let (mut at, mut a_len, mut b_len) = (0u64, 0u64, 0u64);
+    let mut first_difference = None;
+    loop {
+        abuf.clear();
+        bbuf.clear();
+        let na = (&mut a)
+            .take(4 << 20)
+            .read_to_end(&mut abuf)
+            .map_err(|e| Error::io(ours, "cannot read", e))?;
+        let nb = (&mut b)
+            .take(4 << 20)
+            .read_to_end(&mut bbuf)
+            .map_err(|e| Error::io(theirs, "cannot read", e))?;
+        a_len += na as u64;
+        b_len += nb as u64;
+        if first_difference.is_none() {
+            let n = na.min(nb);
+            if let Some(p) = abuf[..n].iter().zip(&bbuf[..n]).position(|(x, y)| x != y) {
+                first_difference = Some(at + p as u64);
+            } else if na != nb {
+                first_difference = Some(at + n as u64);
+            }
+        }
+        at += na.min(nb) as u64;
+        if na == 0 && nb == 0 {
+            break;
+        }
+    }
+    Ok(CompareReport {
+        identical: first_difference.is_none(),
+        first_difference,
+        file_bytes: b_len,
+        decoded_bytes: a_len,
+    })
 }
 
 impl FileCheck {
@@ -641,6 +708,55 @@ impl Folder {
                 },
             };
             out.push((f.path.clone(), check));
+        }
+        Ok(out)
+    }
+
+    /// Compares every file the compressed folder restores, byte for byte, with the file
+    /// at the same relative path under `original` (shards are decoded, copies read), and
+    /// lists the files of `original` that the compressed folder does not hold. Files are
+    /// read in order alongside the decoding, so memory stays bounded as for
+    /// [`Archive::write_original`]; `progress` gets each shard's events with its path.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `original` is not a folder or cannot be listed or read; as
+    /// [`Archive::open`] for a shard; [`Error::Archive`] if a shard's program cannot be
+    /// decoded (a difference is reported, not an error).
+    pub fn verify_against(
+        &self,
+        original: &Path,
+        jobs: Option<usize>,
+        progress: &dyn Fn(&str, ProgressEvent<'_>),
+    ) -> Result<Vec<(String, FileComparison)>> {
+        if !original.is_dir() {
+            return Err(other(
+                original,
+                "cannot compare with",
+                "not a folder (a folder archive is compared with the original folder)".to_string(),
+            ));
+        }
+        let theirs = list_files(original)?;
+        let mut out = Vec::new();
+        for f in &self.files {
+            let path = original.join(&f.path);
+            if !path.is_file() {
+                out.push((f.path.clone(), FileComparison::Missing));
+                continue;
+            }
+            let report = match f.kind {
+                FileKind::Archive => {
+                    let a = self.open_shard(f)?;
+                    verify_against(&a, &path, jobs, &|ev| progress(&f.path, ev))?
+                }
+                FileKind::Copy => compare_files(&self.stored_path(f), &path)?,
+            };
+            out.push((f.path.clone(), FileComparison::Compared(report)));
+        }
+        let ours: BTreeSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+        for rel in theirs {
+            if !ours.contains(rel.as_str()) {
+                out.push((rel, FileComparison::Extra));
+            }
         }
         Ok(out)
     }

@@ -9,8 +9,9 @@
 //! with the stored xxh3-64 checksum.
 
 use super::format::{self, Record};
+use super::stream::{self, Decoded};
 use super::writer::{check_output, persist, temp_beside};
-use super::{build_pool, ordered_pipeline, resolve_jobs, words_into_le_bytes, ProgressEvent};
+use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
 use crate::dsl::{execute, read_program, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
 use crate::tensor::Dtype;
@@ -236,8 +237,18 @@ impl Archive {
     /// Whether the archive's record bytes (names, shapes, programs: everything but the
     /// index) still hash to the checksum stored when it was written. Reads every record.
     pub fn records_intact(&self) -> bool {
-        let records = &self.bytes[format::FILE_HEADER_LEN..self.records_end];
-        xxh3_64(records) == self.records_checksum
+        // In chunks whose mapped pages are released once hashed: memory does not grow
+        // with the archive.
+        const CHUNK: usize = 8 << 20;
+        let mut hasher = Xxh3Default::new();
+        let mut at = format::FILE_HEADER_LEN;
+        while at < self.records_end {
+            let end = self.records_end.min(at + CHUNK);
+            hasher.update(&self.bytes[at..end]);
+            self.release(&(at..end));
+            at = end;
+        }
+        hasher.digest() == self.records_checksum
     }
 
     /// Length of the source's JSON header in bytes (its 8-byte length field's value).
@@ -364,14 +375,59 @@ impl Archive {
         read_program(&self.bytes[program.clone()], ty).map_err(|e| self.decode_err(item, e))
     }
 
+    /// Reads the program (or part of a program) of `item` held in `range` of the archive
+    /// as type `ty`; errors say where `range` starts.
+    pub(crate) fn read_at(&self, item: Item, range: &Range<usize>, ty: Ty) -> Result<Node> {
+        read_program(self.program_slice(range), ty)
+            .map_err(|e| self.decode_err_at(item, range.start, e))
+    }
+
+    /// The archive bytes in `range` (a range this archive's index produced).
+    pub(crate) fn program_slice(&self, range: &Range<usize>) -> &[u8] {
+        &self.bytes[range.clone()]
+    }
+
+    /// The byte range of an item's program in the archive and the type it restores.
+    pub(crate) fn item_program(&self, item: Item) -> (Range<usize>, Ty) {
+        match item {
+            Item::Header => (self.header_program.clone(), self.header_ty()),
+            Item::Tensor(i) => (self.tensors[i].program.clone(), self.tensors[i].ty()),
+            Item::Gap(g) => {
+                let g = &self.gaps[g];
+                (g.program.clone(), Ty::new(8, g.end - g.begin))
+            }
+        }
+    }
+
+    /// Drops the archive's pages holding `range` from the resident set (they are read
+    /// again from the file if needed), so that decoding a whole archive does not keep it
+    /// in memory. Nothing for an archive held in memory.
+    pub(crate) fn release(&self, range: &Range<usize>) {
+        if let Backing::Map(m) = &self.bytes {
+            if let Some(part) = m.get(range.clone()) {
+                super::release_pages(m, part);
+            }
+        }
+    }
+
     /// A decode error for `item`, saying where its program starts in the archive (the
     /// wire reader's offsets count from there).
-    fn decode_err(&self, item: Item, e: impl std::fmt::Display) -> Error {
+    pub(crate) fn decode_err(&self, item: Item, e: impl std::fmt::Display) -> Error {
         let start = match item {
             Item::Header => self.header_program.start,
             Item::Tensor(i) => self.tensors[i].program.start,
             Item::Gap(g) => self.gaps[g].program.start,
         };
+        self.decode_err_at(item, start, e)
+    }
+
+    /// A decode error for `item` in program bytes starting at archive byte `start`.
+    pub(crate) fn decode_err_at(
+        &self,
+        item: Item,
+        start: usize,
+        e: impl std::fmt::Display,
+    ) -> Error {
         Error::archive(
             &self.path,
             ArchiveError::Decode {
@@ -393,20 +449,20 @@ impl Archive {
             }
         };
         let node = self.read(program, ty, item)?;
-        self.check_decoded_size(item)?;
+        self.check_decoded_size(item, self.item_original_bytes(item))?;
         let words = execute(&node, ty.len).map_err(|e| self.decode_err(item, e))?;
         let bytes = words_into_le_bytes(words);
         let sum = xxh3_64(&bytes);
         Ok((bytes, sum))
     }
 
-    /// Refuses to decode an item larger than [`MAX_REGION_BYTES`] or than the memory the
+    /// Refuses to decode `bytes` of an item (all of it, or the part of a split region;
+    /// see [`super::stream`]) larger than [`MAX_REGION_BYTES`] or than the memory the
     /// process can get: a program as small as one `Const` node may declare a huge
     /// output, so the output size (already tied to the record's dtype and shape, and the
     /// index's original length) is checked, and an allocation of that size is tried
     /// fallibly, before anything runs. Allocation failure then is an error, not an abort.
-    fn check_decoded_size(&self, item: Item) -> Result<()> {
-        let bytes = self.item_original_bytes(item);
+    pub(crate) fn check_decoded_size(&self, item: Item, bytes: u64) -> Result<()> {
         let too_large = |what: String| {
             Error::archive(
                 &self.path,
@@ -445,7 +501,9 @@ impl Archive {
 
     /// Streams the original file into `out`: the 8-byte header length, the header, then
     /// every region, decoded in parallel on `jobs` threads (`None` = all cores) and
-    /// checked against the per-region and whole-file checksums.
+    /// checked against the per-region and whole-file checksums. Memory stays bounded by
+    /// the largest region (or region part) and the thread count, not the archive's size
+    /// (see [`super::stream`]); `out` receives chunks of at most 1 MiB.
     ///
     /// # Errors
     /// [`Error::Archive`] if a program is malformed; [`Error::Mismatch`] if decoded bytes
@@ -457,39 +515,46 @@ impl Archive {
         progress: &dyn Fn(ProgressEvent<'_>),
         name: &Path,
     ) -> Result<()> {
-        let pool = build_pool(resolve_jobs(jobs)).map_err(|what| Error::Internal {
-            path: self.path.clone(),
-            what,
-        })?;
         let write_err = |e| Error::io(name, "cannot write", e);
         let mut hasher = Xxh3Default::new();
-        progress(ProgressEvent::Begin {
-            items: self.items.len(),
-            bytes: self.original_len,
-        });
-        ordered_pipeline(
-            &pool,
-            self.items.len(),
-            |k| self.decode_checked(self.items[k]),
-            |k, bytes| {
-                let item = self.items[k];
-                if item == Item::Header {
-                    let field = self.header_len.to_le_bytes();
-                    hasher.update(&field);
-                    out.write_all(&field).map_err(write_err)?;
+        let mut region = Xxh3Default::new();
+        stream::decode_all_with_progress(
+            self,
+            resolve_jobs(jobs),
+            progress,
+            &mut |d| {
+                match d {
+                    Decoded::Begin(unit) => {
+                        if unit.first {
+                            region.reset();
+                            if unit.item == Item::Header {
+                                let field = self.header_len.to_le_bytes();
+                                hasher.update(&field);
+                                out.write_all(&field).map_err(write_err)?;
+                            }
+                        }
+                    }
+                    Decoded::Bytes(b) => {
+                        region.update(b);
+                        hasher.update(b);
+                        out.write_all(b).map_err(write_err)?;
+                    }
+                    Decoded::End(unit) => {
+                        let (expected, actual) = (self.item_checksum(unit.item), region.digest());
+                        if unit.last && actual != expected {
+                            return Err(Error::Mismatch {
+                                path: self.path.clone(),
+                                region: self.item_region(unit.item),
+                                expected,
+                                actual,
+                            });
+                        }
+                    }
+                    Decoded::Failed(_, e) => return Err(e),
                 }
-                hasher.update(&bytes);
-                out.write_all(&bytes).map_err(write_err)?;
-                progress(ProgressEvent::Item {
-                    label: self.item_label(item),
-                    bytes: self.item_original_bytes(item),
-                });
                 Ok(())
             },
-            |k| Error::Internal {
-                path: self.path.clone(),
-                what: format!("worker panicked on {}", self.item_region(self.items[k])),
-            },
+            &|| false,
         )?;
         let actual = hasher.digest();
         if actual != self.file_checksum {
@@ -500,7 +565,6 @@ impl Archive {
                 actual,
             });
         }
-        progress(ProgressEvent::End);
         Ok(())
     }
 

@@ -2,9 +2,11 @@
 //! or byte-compare it with the original file. The CLI and the TUI both call these.
 
 use super::reader::{Archive, Item};
-use super::{build_pool, ordered_pipeline, resolve_jobs, ProgressEvent};
+use super::stream::{self, decode_all, Decoded};
+use super::{resolve_jobs, ProgressEvent};
 use crate::error::{Error, Result};
 use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 use xxhash_rust::xxh3::Xxh3Default;
 
@@ -80,66 +82,106 @@ pub fn verify(
     jobs: Option<usize>,
     progress: &dyn Fn(ProgressEvent<'_>),
 ) -> Result<VerifyReport> {
-    let pool = pool_for(archive, jobs)?;
+    let report = verify_until(archive, jobs, progress, &|| false)?;
+    Ok(report.expect("never stopped"))
+}
+
+/// [`verify`] that can be stopped: `stop` is polled before each region is checked (in
+/// record order, between tensors), and once it returns true no further region is
+/// reported and `Ok(None)` is returned (the few regions already being decoded on the
+/// pool finish first; the rest are skipped).
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_until(
+    archive: &Archive,
+    jobs: Option<usize>,
+    progress: &dyn Fn(ProgressEvent<'_>),
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<VerifyReport>> {
     let items = archive.items();
     let mut regions = Vec::with_capacity(items.len());
     let mut hasher = Xxh3Default::new();
+    let mut region = Xxh3Default::new();
     let mut whole_ok = true;
+    // The region whose decoding failed: its other units are ignored.
+    let mut failed: Option<Item> = None;
+    let mut skipping = false;
     progress(ProgressEvent::Begin {
         items: items.len(),
         bytes: archive.original_len(),
     });
-    ordered_pipeline(
-        &pool,
-        items.len(),
-        |k| Ok(archive.decode_item(items[k])),
-        |k, decoded| {
-            let item = items[k];
-            let status = match decoded {
-                Ok((bytes, actual)) => {
-                    if item == Item::Header {
-                        hasher.update(&archive.header_len().to_le_bytes());
-                    }
-                    hasher.update(&bytes);
-                    let expected = archive.item_checksum(item);
-                    if actual == expected {
-                        CheckStatus::Ok
-                    } else {
-                        CheckStatus::Mismatch { expected, actual }
+    let mut report = |item: Item, status: CheckStatus| {
+        let bytes = archive.item_original_bytes(item);
+        progress(ProgressEvent::Item {
+            label: archive.item_label(item),
+            bytes,
+        });
+        regions.push(RegionCheck {
+            region: archive.item_region(item),
+            tensor: match item {
+                Item::Tensor(i) => Some(i),
+                _ => None,
+            },
+            bytes,
+            status,
+        });
+    };
+    let done = decode_all(
+        archive,
+        resolve_jobs(jobs),
+        &mut |d| {
+            match d {
+                Decoded::Begin(unit) => {
+                    skipping = failed == Some(unit.item);
+                    if unit.first {
+                        region.reset();
+                        if unit.item == Item::Header {
+                            hasher.update(&archive.header_len().to_le_bytes());
+                        }
                     }
                 }
-                Err(e) => {
-                    whole_ok = false;
-                    CheckStatus::Undecodable {
-                        what: undecodable_reason(&e),
+                Decoded::Bytes(b) => {
+                    if !skipping {
+                        region.update(b);
+                        hasher.update(b);
                     }
                 }
-            };
-            let bytes = archive.item_original_bytes(item);
-            progress(ProgressEvent::Item {
-                label: archive.item_label(item),
-                bytes,
-            });
-            regions.push(RegionCheck {
-                region: archive.item_region(item),
-                tensor: match item {
-                    Item::Tensor(i) => Some(i),
-                    _ => None,
-                },
-                bytes,
-                status,
-            });
+                Decoded::End(unit) => {
+                    if unit.last && !skipping {
+                        let expected = archive.item_checksum(unit.item);
+                        let actual = region.digest();
+                        let status = if actual == expected {
+                            CheckStatus::Ok
+                        } else {
+                            CheckStatus::Mismatch { expected, actual }
+                        };
+                        report(unit.item, status);
+                    }
+                }
+                Decoded::Failed(unit, e) => {
+                    if failed != Some(unit.item) {
+                        failed = Some(unit.item);
+                        whole_ok = false;
+                        let what = undecodable_reason(&e);
+                        report(unit.item, CheckStatus::Undecodable { what });
+                    }
+                }
+            }
             Ok(())
         },
-        |k| panicked(archive, k),
+        stop,
     )?;
+    if !done {
+        return Ok(None);
+    }
     progress(ProgressEvent::End);
-    Ok(VerifyReport {
+    Ok(Some(VerifyReport {
         regions,
         file_checksum_ok: whole_ok && hasher.digest() == archive.file_checksum(),
         records_intact: archive.records_intact(),
         original_bytes: archive.original_len(),
-    })
+    }))
 }
 
 /// What [`verify_against`] found.
@@ -167,56 +209,56 @@ pub fn verify_against(
     progress: &dyn Fn(ProgressEvent<'_>),
 ) -> Result<CompareReport> {
     let file = File::open(original).map_err(|e| Error::io(original, "cannot open", e))?;
-    let len = file
+    let meta = file
         .metadata()
-        .map_err(|e| Error::io(original, "cannot read", e))?
-        .len();
-    let map = if len == 0 {
-        None
-    } else {
-        Some(super::map_file(&file).map_err(|e| Error::io(original, "cannot map", e))?)
-    };
-    let theirs: &[u8] = map.as_deref().unwrap_or(&[]);
-    let pool = pool_for(archive, jobs)?;
-    let items = archive.items();
+        .map_err(|e| Error::io(original, "cannot read", e))?;
+    if meta.is_dir() {
+        return Err(Error::io(
+            original,
+            "cannot compare with",
+            std::io::Error::other("is a directory (a folder archive is compared with a folder)"),
+        ));
+    }
+    let len = meta.len();
+    // Read in order alongside the decoding, so neither side is held in memory.
+    let mut theirs = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut buf = Vec::new();
     let mut at = 0u64;
-    let mut first_difference = None;
-    let mut compare = |ours: &[u8], at: &mut u64| {
+    let mut first_difference: Option<u64> = None;
+    let mut compare = |ours: &[u8], at: &mut u64| -> Result<()> {
         if first_difference.is_none() {
-            let start = (*at).min(theirs.len() as u64) as usize;
-            let rest = &theirs[start..];
-            let n = ours.len().min(rest.len());
-            if let Some(p) = ours[..n].iter().zip(&rest[..n]).position(|(a, b)| a != b) {
+            buf.clear();
+            (&mut theirs)
+                .take(ours.len() as u64)
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io(original, "cannot read", e))?;
+            let n = buf.len();
+            if let Some(p) = ours[..n].iter().zip(&buf).position(|(a, b)| a != b) {
                 first_difference = Some(*at + p as u64);
             } else if n < ours.len() {
                 first_difference = Some(*at + n as u64);
             }
         }
         *at += ours.len() as u64;
+        Ok(())
     };
-    progress(ProgressEvent::Begin {
-        items: items.len(),
-        bytes: archive.original_len(),
-    });
-    ordered_pipeline(
-        &pool,
-        items.len(),
-        |k| archive.decode_item(items[k]).map(|(bytes, _)| bytes),
-        |k, bytes| {
-            let item = items[k];
-            if item == Item::Header {
-                compare(&archive.header_len().to_le_bytes(), &mut at);
+    stream::decode_all_with_progress(
+        archive,
+        resolve_jobs(jobs),
+        progress,
+        &mut |d| match d {
+            Decoded::Begin(unit) => {
+                if unit.first && unit.item == Item::Header {
+                    compare(&archive.header_len().to_le_bytes(), &mut at)?;
+                }
+                Ok(())
             }
-            compare(&bytes, &mut at);
-            progress(ProgressEvent::Item {
-                label: archive.item_label(item),
-                bytes: archive.item_original_bytes(item),
-            });
-            Ok(())
+            Decoded::Bytes(b) => compare(b, &mut at),
+            Decoded::End(_) => Ok(()),
+            Decoded::Failed(_, e) => Err(e),
         },
-        |k| panicked(archive, k),
+        &|| false,
     )?;
-    progress(ProgressEvent::End);
     let first_difference = first_difference.or((at != len).then_some(at.min(len)));
     Ok(CompareReport {
         identical: first_difference.is_none(),
@@ -224,23 +266,6 @@ pub fn verify_against(
         file_bytes: len,
         decoded_bytes: at,
     })
-}
-
-fn pool_for(archive: &Archive, jobs: Option<usize>) -> Result<rayon::ThreadPool> {
-    build_pool(resolve_jobs(jobs)).map_err(|what| Error::Internal {
-        path: archive.path().to_path_buf(),
-        what,
-    })
-}
-
-fn panicked(archive: &Archive, k: usize) -> Error {
-    Error::Internal {
-        path: archive.path().to_path_buf(),
-        what: format!(
-            "worker panicked on {}",
-            archive.item_region(archive.items()[k])
-        ),
-    }
 }
 
 /// The reason of a decode error, without the archive path (the report names it).

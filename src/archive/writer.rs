@@ -9,7 +9,7 @@
 
 use super::format::{self, TensorMeta};
 use super::safetensors::{parse, Region, SourceFile};
-use super::{build_pool, ordered_pipeline, resolve_jobs, ProgressEvent};
+use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
 use crate::dsl::{execute, program_bytes, Node, Ty};
 use crate::error::{Error, Result, Warning};
 use crate::synth::{synthesize_with_prior, PriorChoice, SearchOptions, SearchStats};
@@ -239,9 +239,15 @@ fn write_archive_releasing<W: Write>(
         items: count,
         bytes: src.bytes().len() as u64,
     });
-    ordered_pipeline(
+    // At most `jobs + 1` of the largest regions in flight (DESIGN §8): their source
+    // pages, words and encoded programs are what compressing holds.
+    let largest = (0..count).map(|i| source_of(src, i).len() as u64).max();
+    let budget = largest.unwrap_or(0).saturating_mul(jobs as u64 + 1);
+    ordered_pipeline_bounded(
         &pool,
         count,
+        |i| source_of(src, i).len() as u64,
+        budget,
         |i| {
             let enc = encode_item(src, i, opts);
             // The worker is done with the source bytes; the sink reads them once more.
@@ -593,30 +599,58 @@ pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
 /// Temporary files this process has created and not yet renamed into place.
 static LIVE_TEMPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// Removes every temporary output file (`.brevis-*.tmp`) this process is still writing
-/// and returns how many it removed. For a signal handler (SIGINT, SIGTERM) that ends
-/// the process: an interrupted run then leaves nothing behind. A run killed with SIGKILL
-/// cannot clean up; its temporary file is recognizable by the name pattern.
+/// Temporary folders (of folder jobs) this process has created and not yet renamed into
+/// place.
+static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every temporary output file and folder (`.brevis-*.tmp`) this process is
+/// still writing and returns how many it removed. For a signal handler (SIGINT,
+/// SIGTERM) that ends the process: an interrupted run then leaves nothing behind. A run
+/// killed with SIGKILL cannot clean up; its temporary file or folder is recognizable by
+/// the name pattern.
 pub fn remove_temporary_files() -> usize {
-    let Ok(mut live) = LIVE_TEMPS.lock() else {
-        return 0;
+    let files = match LIVE_TEMPS.lock() {
+        Ok(mut live) => live
+            .drain(..)
+            .filter(|p| fs::remove_file(p).is_ok())
+            .count(),
+        Err(_) => 0,
     };
-    live.drain(..)
-        .filter(|p| fs::remove_file(p).is_ok())
-        .count()
+    let dirs = match LIVE_TEMP_DIRS.lock() {
+        Ok(mut live) => live
+            .drain(..)
+            .filter(|p| fs::remove_dir_all(p).is_ok())
+            .count(),
+        Err(_) => 0,
+    };
+    files + dirs
 }
 
-/// A temporary folder beside `output`, removed on drop unless kept.
+/// A temporary folder beside `output`, removed on drop unless kept, and by
+/// [`remove_temporary_files`] until [`kept_temp_dir`] is called for it.
 pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
     let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    tempfile::Builder::new()
+    let tmp = tempfile::Builder::new()
         .prefix(".brevis-")
         .suffix(".tmp")
         .tempdir_in(dir)
-        .map_err(|e| Error::io(output, "cannot create a temporary folder beside it", e))
+        .map_err(|e| Error::io(output, "cannot create a temporary folder beside it", e))?;
+    if let Ok(mut live) = LIVE_TEMP_DIRS.lock() {
+        live.retain(|p| p.exists());
+        live.push(tmp.path().to_path_buf());
+    }
+    Ok(tmp)
+}
+
+/// Says that the temporary folder at `path` is being renamed into place: a signal no
+/// longer removes it.
+pub(crate) fn kept_temp_dir(path: &Path) {
+    if let Ok(mut live) = LIVE_TEMP_DIRS.lock() {
+        live.retain(|p| p != path);
+    }
 }
 
 /// Renames a complete, synced temporary file to `output` (replacing it only if `force`),

@@ -1,7 +1,10 @@
 //! `brevis`: the command-line shell over the library (parse, call, print).
 //!
-//! Exit codes: 0 success, 1 error, 2 usage error, 3 verification mismatch (decoded bytes
-//! differ from the stored checksums or from the original file).
+//! Exit codes: 0 success; 1 error (a file cannot be read or written, is not a valid
+//! `.safetensors` file or archive, or holds a program that cannot be decoded); 2 usage
+//! error; 3 verification mismatch (decoded bytes differ from the stored checksums or from
+//! the original). `verify` exits 3 on any damage it finds, decodable or not: finding it is
+//! its result. `--help` says the same.
 
 use anyhow::{anyhow, Result};
 use brevis::archive::writer::{write_archive, RegionKind};
@@ -29,7 +32,11 @@ fields, deltas, repeats, literals coded by Huffman or rANS); decoding runs the p
 The archive (.brv) restores the original file byte for byte, header and padding included, \
 and stores checksums so a decode can be proved exact without the original.
 
-Exit codes: 0 success, 1 error, 2 usage error, 3 verification mismatch.";
+Exit codes: 0 success; 1 error: a file cannot be read or written, is not a valid \
+.safetensors file or archive, or holds a program that cannot be decoded (the message \
+names the file, the tensor and what is wrong); 2 usage error; 3 verification mismatch: \
+decoded bytes differ from the stored checksums (or, with verify --against, from the \
+original). verify exits 3 on any damage it finds, decodable or not.";
 
 #[derive(Parser)]
 #[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -52,7 +59,9 @@ enum Command {
     #[command(
         long_about = "Restore the original .safetensors file from a .brv archive.\n\n\
         Every tensor and the whole file are checked against the checksums stored in the \
-        archive; on a mismatch nothing is written and the exit code is 3."
+        archive; nothing is written unless all match. Exit code 3 if decoded bytes \
+        differ from a checksum, 1 if the archive is not one or a program cannot be \
+        decoded (damaged or truncated)."
     )]
     Decompress(DecompressArgs),
     /// Check that an archive decodes to exactly what was compressed
@@ -60,7 +69,9 @@ enum Command {
         long_about = "Check that an archive decodes to exactly what was compressed.\n\n\
         Decodes every tensor and compares it with the stored per-tensor and whole-file \
         checksums (xxh3-64); with --against, also compares the decoded file byte for \
-        byte with ORIGINAL. Exit code 3 if anything differs."
+        byte with ORIGINAL (for a folder archive, ORIGINAL is the original folder and \
+        every file is compared). Exit code 3 if anything differs or cannot be decoded, \
+        1 if the archive cannot be opened."
     )]
     Verify(VerifyArgs),
     /// List the tensors of an archive
@@ -278,6 +289,7 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    return_large_buffers_to_the_system();
     remove_temporary_files_on_signal();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -295,6 +307,28 @@ fn main() -> ExitCode {
             }
             eprintln!("error: {msg}");
             ExitCode::from(code)
+        }
+    }
+}
+
+/// Makes glibc's allocator serve buffers of 1 MiB and more with their own mappings,
+/// unmapped when freed. Its default threshold grows up to 32 MiB as such buffers are
+/// freed, after which the tensor-sized buffers that workers allocate and free (decoded
+/// fields, programs) stay in per-thread arenas: peak memory then exceeds what is live by
+/// several buffers per thread (measured on a 4 GiB checkpoint: 330 -> 271 MiB when
+/// decompressing, 677 -> 553 MiB when compressing, with --jobs 2).
+fn return_large_buffers_to_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+        // SAFETY: `mallopt` is glibc's documented, thread-safe tuning call; it is made
+        // once, before any worker thread starts, with a valid parameter and value (at
+        // most HEAP_MAX/2). It changes only where later allocations come from.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, 1 << 20);
         }
     }
 }
@@ -834,15 +868,30 @@ fn preorder<'n>(node: &'n Node, depth: usize, out: &mut Vec<(usize, &'n Node)>) 
 }
 
 fn show(a: ShowArgs) -> Result<Outcome> {
-    let archive = Archive::open(&a.input)?;
-    let i = archive.find(&a.tensor).ok_or_else(|| {
-        anyhow!(
-            "{}: no tensor named {:?} ({} tensors; list them with `brevis ls`)",
-            a.input.display(),
-            a.tensor,
-            archive.tensors().len()
-        )
-    })?;
+    let (archive, i) = if let Some(dir) = folder::compressed_folder(&a.input) {
+        // A folder: the shard that holds the tensor.
+        let f = folder::Folder::open(&dir)?;
+        f.find_tensor(&a.tensor)?.ok_or_else(|| {
+            anyhow!(
+                "{}: no tensor named {:?} in its {} shards (list them with `brevis ls {}`)",
+                a.input.display(),
+                a.tensor,
+                f.shards().count(),
+                a.input.display()
+            )
+        })?
+    } else {
+        let archive = Archive::open(&a.input)?;
+        let i = archive.find(&a.tensor).ok_or_else(|| {
+            anyhow!(
+                "{}: no tensor named {:?} ({} tensors; list them with `brevis ls`)",
+                a.input.display(),
+                a.tensor,
+                archive.tensors().len()
+            )
+        })?;
+        (archive, i)
+    };
     let t = &archive.tensors()[i];
     let program = archive.program(i)?;
     let record = t.archive_bytes();
@@ -875,7 +924,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
             })
             .collect();
         emit_json(&json!({
-            "archive": lossy(&a.input),
+            "archive": lossy(archive.path()),
             "name": t.name,
             "dtype": t.dtype.name(),
             "shape": t.shape,
@@ -1148,23 +1197,47 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
 }
 
 fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
-    if a.against.is_some() {
-        return Err(anyhow!(
-            "{}: --against compares one archive with one file; decompress the folder and compare instead",
-            dir.display()
-        ));
-    }
     let f = folder::Folder::open(dir)?;
     let progress = Progress::new("verify");
     let checks = f.verify(a.jobs, &folder_progress(&progress))?;
+    let against = match &a.against {
+        Some(original) => Some(f.verify_against(original, a.jobs, &folder_progress(&progress))?),
+        None => None,
+    };
     drop(progress);
-    let ok = checks.iter().all(|(_, c)| c.is_ok());
+    let checks_ok = checks.iter().all(|(_, c)| c.is_ok());
+    let identical = against
+        .as_ref()
+        .is_none_or(|v| v.iter().all(|(_, c)| c.is_identical()));
+    let ok = checks_ok && identical;
     if a.json {
         let files: Vec<Value> = checks
             .iter()
             .map(|(path, c)| json!({"path": path, "ok": c.is_ok()}))
             .collect();
-        emit_json(&json!({"folder": lossy(dir), "ok": ok, "files": files}))?;
+        let against = against.as_ref().zip(a.against.as_ref()).map(|(v, path)| {
+            let files: Vec<Value> = v
+                .iter()
+                .map(|(p, c)| match c {
+                    folder::FileComparison::Compared(c) => json!({
+                        "path": p,
+                        "status": if c.identical { "identical" } else { "differs" },
+                        "first_difference": c.first_difference,
+                        "file_bytes": c.file_bytes,
+                        "decoded_bytes": c.decoded_bytes,
+                    }),
+                    folder::FileComparison::Missing => json!({"path": p, "status": "missing"}),
+                    folder::FileComparison::Extra => json!({"path": p, "status": "extra"}),
+                })
+                .collect();
+            json!({"folder": lossy(path), "identical": identical, "files": files})
+        });
+        emit_json(&json!({
+            "folder": lossy(dir),
+            "ok": ok,
+            "files": files,
+            "against": against,
+        }))?;
     } else {
         let mut s = String::new();
         let name = dir.display();
@@ -1173,7 +1246,7 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
                 writeln!(s, "{name}: FAILED: {}", escape_name(path))?;
             }
         }
-        if ok {
+        if checks_ok {
             writeln!(
                 s,
                 "{name}: ok: {} files ({} shards) match their checksums ({} bytes)",
@@ -1181,6 +1254,38 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
                 f.shards().count(),
                 f.original_len()
             )?;
+        }
+        if let (Some(v), Some(original)) = (&against, &a.against) {
+            let orig = original.display();
+            for (path, c) in v {
+                let path = escape_name(path);
+                match c {
+                    folder::FileComparison::Compared(c) => {
+                        if let Some(at) = c.first_difference {
+                            writeln!(
+                                s,
+                                "{name}: FAILED: {path} differs from {orig}/{path} at byte {at} \
+                                 (decoded {} bytes, file {} bytes)",
+                                c.decoded_bytes, c.file_bytes
+                            )?;
+                        }
+                    }
+                    folder::FileComparison::Missing => {
+                        writeln!(s, "{name}: FAILED: {path} is missing from {orig}")?;
+                    }
+                    folder::FileComparison::Extra => {
+                        writeln!(s, "{name}: FAILED: {orig}/{path} is not in the archive")?;
+                    }
+                }
+            }
+            if identical {
+                writeln!(
+                    s,
+                    "{name}: identical to {orig} ({} files, {} bytes)",
+                    v.len(),
+                    f.original_len()
+                )?;
+            }
         }
         emit(&s)?;
     }

@@ -58,11 +58,70 @@ fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
         64 => return bytes::<T, 8>(v, out),
         _ => {}
     }
+    // Eight words of k bits fill exactly k bytes: whole groups with constant shifts for
+    // k <= 16, then the rest through the bit writer, which starts byte-aligned after them.
+    let groups = if k <= 16 { v.len() / 8 } else { 0 };
+    if groups > 0 {
+        small_k!(k, K => pack_groups::<T, K>(&v[..groups * 8], out));
+    }
     let mut w = BitWriter::from_vec(std::mem::take(out));
-    for &x in v {
+    for &x in &v[groups * 8..] {
         w.write(x.into(), k);
     }
     *out = w.finish();
+}
+
+/// Calls `$body` with the const `$K` equal to the runtime `$k` (1..=16).
+macro_rules! small_k {
+    ($k:expr, $K:ident => $body:expr) => {
+        match $k {
+            1 => { const $K: usize = 1; $body }
+            2 => { const $K: usize = 2; $body }
+            3 => { const $K: usize = 3; $body }
+            4 => { const $K: usize = 4; $body }
+            5 => { const $K: usize = 5; $body }
+            6 => { const $K: usize = 6; $body }
+            7 => { const $K: usize = 7; $body }
+            8 => { const $K: usize = 8; $body }
+            9 => { const $K: usize = 9; $body }
+            10 => { const $K: usize = 10; $body }
+            11 => { const $K: usize = 11; $body }
+            12 => { const $K: usize = 12; $body }
+            13 => { const $K: usize = 13; $body }
+            14 => { const $K: usize = 14; $body }
+            15 => { const $K: usize = 15; $body }
+            _ => { const $K: usize = 16; $body }
+        }
+    };
+}
+use small_k;
+
+/// Appends the words of `v` (a multiple of 8 of them) in groups of eight `K`-bit words,
+/// `K` bytes each.
+fn pack_groups<T: Word, const K: usize>(v: &[T], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + v.len() / 8 * K, 0);
+    for (g, o) in v.chunks_exact(8).zip(out[start..].chunks_exact_mut(K)) {
+        let mut acc = 0u128;
+        for (j, &x) in g.iter().enumerate() {
+            acc |= u128::from(x.into()) << (j * K);
+        }
+        o.copy_from_slice(&acc.to_le_bytes()[..K]);
+    }
+}
+
+/// Fills `out` (a multiple of 8 words) from groups of eight `K`-bit words, `K` bytes
+/// each, at the start of `data` (which holds them).
+fn unpack_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
+    let m = (1u128 << K) - 1;
+    for (c, o) in data.chunks_exact(K).zip(out.chunks_exact_mut(8)) {
+        let mut a = [0u8; 16];
+        a[..K].copy_from_slice(c);
+        let g = u128::from_le_bytes(a);
+        for (j, w) in o.iter_mut().enumerate() {
+            *w = T::from_u64(((g >> (j * K)) & m) as u64);
+        }
+    }
 }
 
 /// Decodes `n` words of `width` bits from exactly `body`.
@@ -146,6 +205,18 @@ fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
         _ => {}
     }
     let m = mask(k);
+    if k <= 16 {
+        // Whole groups with constant shifts, then the rest one by one.
+        let groups = n / 8;
+        let mut out = vec![T::default(); n];
+        small_k!(k, K => unpack_groups::<T, K>(data, &mut out[..groups * 8]));
+        let mut pos = (groups * 8) as u64 * u64::from(k);
+        for o in &mut out[groups * 8..] {
+            *o = T::from_u64(peek64(data, pos) & m);
+            pos += u64::from(k);
+        }
+        return out;
+    }
     let mut out = Vec::with_capacity(n);
     let mut pos = 0u64;
     if k <= 56 {

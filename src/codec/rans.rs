@@ -167,10 +167,21 @@ pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
     let total_m = 1u64 << scale;
     let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     let n = n.max(1);
-    let mut f: Vec<u32> = counts
-        .iter()
-        .map(|&c| (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32)
-        .collect();
+    let mut f: Vec<u32> = if n < 1 << 47 {
+        // `c << scale` fits 64 bits: no 128-bit division.
+        let n = n as u64;
+        counts
+            .iter()
+            .map(|&c| (((c << scale) + n / 2) / n).clamp(1, total_m) as u32)
+            .collect()
+    } else {
+        counts
+            .iter()
+            .map(|&c| {
+                (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32
+            })
+            .collect()
+    };
     let mut sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
     // Gain of one more unit, loss of one fewer (infinite at f = 1), in bits.
     let gain = |c: u64, f: u32| {
@@ -251,6 +262,65 @@ pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
     f
 }
 
+/// Frequencies summing to `2^scale`, each >= 1, by rounding `c_i 2^scale / n` to the
+/// nearest (at least 1) and settling the difference on the largest frequencies; falls
+/// back to [`quantize`] when they cannot absorb it. Same requirements as [`quantize`].
+/// Not optimal: for estimates only (the encoder always uses [`quantize`]).
+pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
+    let total_m = 1u64 << scale;
+    let n: u64 = counts.iter().fold(0u64, |a, &c| a.saturating_add(c)).max(1);
+    if n >= 1 << 47 {
+        // `c << scale` could overflow 64 bits: the exact quantizer handles it.
+        return quantize(counts, scale);
+    }
+    let mut f: Vec<u32> = counts
+        .iter()
+        .map(|&c| ((c << scale) + n / 2) / n)
+        .map(|x| x.clamp(1, total_m) as u32)
+        .collect();
+    let sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
+    if sum < total_m {
+        // Rounding left units over: the largest frequency takes them.
+        if let Some(big) = f.iter().enumerate().max_by_key(|&(i, &x)| (x, Reverse(i))) {
+            let big = big.0;
+            f[big] += (total_m - sum) as u32;
+        }
+    } else if sum > total_m {
+        // Too many units (rare words clamped up to 1): take the excess from the
+        // frequencies above 1 in proportion to what each has above 1, then what the
+        // rounding down left (fewer units than symbols), one unit each.
+        let over = sum - total_m;
+        let spare: u64 = f.iter().map(|&x| u64::from(x) - 1).sum();
+        if spare < over {
+            return quantize(counts, scale);
+        }
+        let mut left = over;
+        for x in f.iter_mut() {
+            let cut = (u128::from(over) * u128::from(*x - 1) / u128::from(spare)) as u64;
+            let cut = cut.min(left);
+            *x -= cut as u32;
+            left -= cut;
+        }
+        while left > 0 {
+            let before = left;
+            for x in f.iter_mut() {
+                if left == 0 {
+                    break;
+                }
+                if *x > 1 {
+                    *x -= 1;
+                    left -= 1;
+                }
+            }
+            if left == before {
+                return quantize(counts, scale);
+            }
+        }
+    }
+    debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
+    f
+}
+
 /// Total information content `sum c log2(n / c)` in bits of a histogram, the least any
 /// order-0 code can spend on its payload.
 pub(crate) fn entropy_bits(hist: &[(u64, u64)]) -> f64 {
@@ -314,6 +384,36 @@ impl Plan {
         syms: Vec<u64>,
         set: SetPlan,
     ) -> Plan {
+        Plan::planned(hist, width, n, syms, set, quantize, false)
+    }
+
+    /// [`Plan::with_set`] with frequencies from proportional rounding
+    /// ([`quantize_rounded`]) instead of the optimal quantizer: O(m) per precision, for
+    /// the search's size estimates. At each precision its ideal payload is never below the
+    /// optimal quantizer's (so [`Plan::lower_bound`] of an estimate is no bound), and on
+    /// large streams it is within a small fraction of a bit per thousand words of it.
+    /// Streams of at least `2^16` words try the precisions from the highest down (where
+    /// their best lies), so a few are tried instead of all.
+    pub(crate) fn estimate(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        syms: Vec<u64>,
+        set: SetPlan,
+    ) -> Plan {
+        let down = n >= 1 << MAX_SCALE_BITS;
+        Plan::planned(hist, width, n, syms, set, quantize_rounded, down)
+    }
+
+    fn planned(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        syms: Vec<u64>,
+        set: SetPlan,
+        quantize: fn(&[u64], u32) -> Vec<u32>,
+        down: bool,
+    ) -> Plan {
         debug_assert!(hist.len() <= MAX_TABLE_SYMBOLS);
         let head = count_bits(width, n) + set.bits;
         let m = syms.len();
@@ -337,7 +437,12 @@ impl Plan {
         // to the best so far, or two precisions in a row did worse, stop.
         let entropy = entropy_bits(hist);
         let mut best = f64::INFINITY;
-        for scale in smin..=MAX_SCALE_BITS {
+        let scales: Box<dyn Iterator<Item = u32>> = if down {
+            Box::new((smin..=MAX_SCALE_BITS).rev())
+        } else {
+            Box::new(smin..=MAX_SCALE_BITS)
+        };
+        for scale in scales {
             let freqs = quantize(&counts, scale);
             let ideal: f64 = counts
                 .iter()
@@ -355,7 +460,12 @@ impl Plan {
                 plan.table_bits = table_bits;
                 plan.ideal_bits = ideal;
             }
-            if table_bits as f64 + entropy >= best || scale >= plan.scale + 2 {
+            let stop = if down {
+                scale + 2 <= plan.scale
+            } else {
+                table_bits as f64 + entropy >= best || scale >= plan.scale + 2
+            };
+            if stop {
                 break;
             }
         }

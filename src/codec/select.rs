@@ -12,6 +12,27 @@ use super::{bitpack, huffman, rans, raw, CodecError, CodecId, MAX_TABLE_SYMBOLS}
 use crate::stats::histogram;
 use crate::tensor::{bits_needed, Words};
 
+/// The smallest size in bytes a table codec (Huffman, rANS) body must have to be chosen
+/// over a plain (raw or bit-packed) body of `plain` bytes: it must save at least
+/// `plain / 1024` (about 0.1%). Table codecs decode several times slower than plain
+/// words, so a stream they barely shrink (a near-uniform mantissa field, say) is stored
+/// plain; the same trade zstd makes when it keeps literals raw unless Huffman saves
+/// enough. Everything that picks or sizes a literal applies this rule, so the search's
+/// sizes are the sizes the literals get.
+pub fn table_bar(plain: u64) -> u64 {
+    plain - plain / 1024
+}
+
+/// The size of the body [`encode_best`] chooses from the sizes of [`all_sizes`].
+pub fn chosen_size(sizes: &[Option<u64>; 4]) -> u64 {
+    let plain = sizes[0].into_iter().chain(sizes[1]).min().unwrap_or(u64::MAX);
+    let table = sizes[2].into_iter().chain(sizes[3]).min();
+    match table {
+        Some(t) if t < table_bar(plain) => t,
+        _ => plain,
+    }
+}
+
 /// A literal's chosen codec and its body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Encoded {
@@ -45,15 +66,37 @@ impl Analysis {
 }
 
 /// Encodes `words` with every applicable codec and keeps the smallest body; ties go to
-/// the codec that comes first in [`super::ALL_CODECS`].
+/// the codec that comes first in [`super::ALL_CODECS`], and a table codec must beat
+/// the plain codecs by [`table_bar`].
 pub fn encode_best(words: &Words) -> Encoded {
+    encode_analyzed(words, Analysis::of(words))
+}
+
+/// [`encode_best`] with the histogram of `words` already counted: its distinct words
+/// ascending with their counts (at most [`MAX_TABLE_SYMBOLS`] of them, nonzero counts,
+/// summing to `words.len()`). Saves the histogram pass; the result is the same.
+pub fn encode_best_with_histogram(words: &Words, hist: Vec<(u64, u64)>) -> Encoded {
+    debug_assert!(hist.len() <= MAX_TABLE_SYMBOLS);
+    debug_assert_eq!(hist.iter().map(|&(_, c)| c).sum::<u64>(), words.len() as u64);
+    let max = hist.last().map_or(0, |&(s, _)| s);
+    let a = Analysis {
+        pack_bits: bits_needed(max),
+        hist: Some(hist),
+    };
+    encode_analyzed(words, a)
+}
+
+fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
     let (width, n) = (words.width(), words.len());
-    let a = Analysis::of(words);
     let mut best = (CodecId::Raw, raw::size(width, n));
     let bp = bitpack::size_for(a.pack_bits, n);
     if bp < best.1 {
         best = (CodecId::BitPack, bp);
     }
+    // A table codec must come in under this (and under the best so far).
+    let bar = table_bar(best.1);
+    best.1 = best.1.min(bar);
+    let plain = best.0;
     let mut huff = None;
     if let Some(hist) = &a.hist {
         // Both table codecs spend at least the count and set fields plus the entropy;
@@ -91,6 +134,14 @@ pub fn encode_best(words: &Words) -> Encoded {
         }
     }
     let mut body = Vec::with_capacity(best.1 as usize);
+    if best.0 == plain {
+        // No table codec came under the bar.
+        best.1 = if plain == CodecId::Raw {
+            raw::size(width, n)
+        } else {
+            bp
+        };
+    }
     match best.0 {
         CodecId::Raw => raw::encode(words, &mut body),
         CodecId::BitPack => bitpack::encode_k(words, a.pack_bits, &mut body),

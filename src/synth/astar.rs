@@ -29,12 +29,18 @@ use std::sync::Arc;
 
 /// Exact bytes of the node `Lit(words)` with the smallest codec: tag, length, body.
 pub fn lit_node_len(words: &Words) -> u64 {
-    let body = codec::all_sizes(words)
-        .into_iter()
-        .flatten()
-        .min()
-        .expect("raw always applies");
+    let body = codec::select::chosen_size(&codec::all_sizes(words));
     1 + uleb_len(body) + body
+}
+
+/// The body the codecs choose between a plain size and a table codec's (estimated)
+/// size: the table's only when it comes under [`codec::select::table_bar`].
+fn choose(plain: u64, table: u64) -> u64 {
+    if table < codec::select::table_bar(plain) {
+        table
+    } else {
+        plain
+    }
 }
 
 /// Estimated bytes of the node `Lit(words)`: exact for raw words, bit packing and
@@ -58,30 +64,33 @@ pub fn lit_node_estimate(words: &Words) -> u64 {
 pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: usize) -> u64 {
     let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
     if let Some(h) = hist {
-        if h.len() > APPROX_SYMBOLS {
+        let table = if h.len() > APPROX_SYMBOLS {
             let bits = stats::entropy_bits(h.iter().map(|&(_, c)| c));
             let m = h.len() as f64;
             let spread = (max.max(1) as f64 / m).log2().max(0.0);
             let table = m * (spread + 2.0 + 6.0);
-            body = body.min(((bits + table) / 8.0).ceil() as u64 + RANS_STATE_BYTES);
+            ((bits + table) / 8.0).ceil() as u64 + RANS_STATE_BYTES
+        } else if n > EXACT_WORDS {
+            estimate_sizes(h, width, n)
         } else {
-            body = body.min(plan_sizes(h, width, n).0);
-        }
+            plan_sizes(h, width, n).0
+        };
+        body = choose(body, table);
     }
     1 + uleb_len(body) + body
 }
 
-/// [`plan_sizes`] without planning Huffman (costly for many symbols): Huffman is bounded
-/// below by its count and set fields plus the entropy, and assumed to lose the estimate.
+/// [`plan_sizes`] for the root of many distinct words: Huffman is planned exactly (a
+/// sort and a linear pass, far cheaper than encoding) so that the lower bound is tight
+/// enough to spare encoding the literal when a program clearly beats it, but assumed to
+/// lose the estimate.
 fn root_rans_sizes(h: &[(u64, u64)], width: u32, n: usize) -> (u64, u64) {
     let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
     let set = codec::table::plan_set(&syms, width);
-    let head = codec::table::count_bits(width, n) + set.bits;
-    let entropy = stats::entropy_bits(h.iter().map(|&(_, c)| c));
-    let huff_lb = ((head as f64 + entropy * (1.0 - 1e-9)) / 8.0).floor() as u64;
+    let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
     let r = codec::rans::Plan::with_set(h, width, n, syms, set);
     let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
-    (rans, huff_lb.min(r.lower_bound()))
+    (rans, huff.min(r.lower_bound()))
 }
 
 /// Distinct words above which [`estimate_from_hist`] approximates the table codecs.
@@ -99,6 +108,27 @@ fn plan_sizes(h: &[(u64, u64)], width: u32, n: usize) -> (u64, u64) {
     let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
     (huff.min(rans), huff.min(r.lower_bound()))
 }
+
+/// The estimate of [`plan_sizes`] for large streams, with rANS planned by proportional
+/// rounding ([`codec::rans::Plan::estimate`]) instead of the optimal quantizer.
+///
+/// Huffman is planned only for streams of fewer than [`HUFFMAN_WORDS_PER_SYMBOL`] words
+/// per distinct word: on longer ones its payload's redundancy over the entropy outweighs
+/// its smaller table, so it all but never beats rANS there and the estimate does without.
+fn estimate_sizes(h: &[(u64, u64)], width: u32, n: usize) -> u64 {
+    let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
+    let set = codec::table::plan_set(&syms, width);
+    let huff = if n < HUFFMAN_WORDS_PER_SYMBOL * h.len() {
+        codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size()
+    } else {
+        u64::MAX
+    };
+    let r = codec::rans::Plan::estimate(h, width, n, syms, set);
+    huff.min(r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES)
+}
+
+/// See [`estimate_sizes`].
+const HUFFMAN_WORDS_PER_SYMBOL: usize = 32;
 
 /// Bytes the rANS coder spends on flushing its interleaved states (estimate only).
 const RANS_STATE_BYTES: u64 = 8;
@@ -219,10 +249,10 @@ enum PNode {
     Hole(usize),
     /// A hole filled by `Lit` of its target.
     LitOf(usize),
-    /// A complete leaf (`Const`).
-    Done(Node),
-    /// An operator and its children.
-    Op(Shell, Vec<PNode>),
+    /// A complete leaf (`Const`) in the hole it filled.
+    Done(usize, ProdKind, Node),
+    /// An operator in the hole it filled, its production and its children.
+    Op(usize, ProdKind, Shell, Vec<PNode>),
 }
 
 #[derive(Clone, Debug)]
@@ -447,13 +477,12 @@ impl Search<'_> {
         let may_split = depth < self.opts.max_depth && s.nodes + 2 <= self.opts.max_nodes;
         let words = self.words(hid);
         let dense = self.dense(hid);
-        let syms: Option<Vec<u64>> = dense.as_ref().map(|d| {
-            d.iter()
-                .enumerate()
-                .filter(|&(_, &c)| c > 0)
-                .map(|(s, _)| s as u64)
-                .collect()
-        });
+        // The parent's distinct words with their counts: marginalizing visits these
+        // instead of every entry of the dense table.
+        let nonzero: Option<Vec<(u64, u64)>> = dense.as_ref().map(|d| dense_list(d));
+        let syms: Option<Vec<u64>> = nonzero
+            .as_ref()
+            .map(|l| l.iter().map(|&(s, _)| s).collect());
         let cands = candidates_with(&words, HoleInfo { dtype, may_split }, syms.as_deref());
         let mut sample: Option<Words> = None;
         for c in cands {
@@ -461,7 +490,7 @@ impl Search<'_> {
                 Cand::Leaf(kind, node) => {
                     let bytes = program_len(&node);
                     out.push(State {
-                        tree: replace_hole(&s.tree, hid, PNode::Done(node)),
+                        tree: replace_hole(&s.tree, hid, PNode::Done(hid, kind, node)),
                         holes: rest.to_vec(),
                         g: s.g + self.prior.cost(&ctx, kind),
                         h: rest_h,
@@ -520,15 +549,13 @@ impl Search<'_> {
                         pointwise(&shell, width)
                     };
                     let mut ids = Vec::with_capacity(types.len());
-                    match (&dense, pw) {
+                    match (&nonzero, pw) {
                         // Histograms of the children by marginalizing the parent's.
-                        (Some(d), Some(fns)) => {
+                        (Some(list), Some(fns)) => {
                             for (i, ((cw, f), &(_, n))) in fns.iter().zip(&types).enumerate() {
                                 let mut cd = vec![0u64; 1 << cw];
-                                for (x, &c) in d.iter().enumerate() {
-                                    if c > 0 {
-                                        cd[f(x as u64) as usize] += c;
-                                    }
+                                for &(x, c) in list {
+                                    cd[f(x) as usize] += c;
                                 }
                                 let lit = dense_estimate(&cd, *cw, n);
                                 let id = self.push_hole(
@@ -605,7 +632,7 @@ impl Search<'_> {
             rollout += self.holes[i].lit_bytes;
         }
         let k = ids.len() as u32;
-        let sub = PNode::Op(shell, ids.iter().map(|&i| PNode::Hole(i)).collect());
+        let sub = PNode::Op(hid, kind, shell, ids.iter().map(|&i| PNode::Hole(i)).collect());
         let mut holes = ids;
         holes.extend_from_slice(&s.holes[1..]);
         State {
@@ -641,11 +668,49 @@ impl Search<'_> {
         }
     }
 
+    /// Appends the production of every node of `p` with its context (see
+    /// [`observations`]).
+    fn observe(&self, p: &PNode, out: &mut Vec<(Context, ProdKind)>) {
+        let (id, kind) = match p {
+            PNode::Hole(i) | PNode::LitOf(i) => (*i, ProdKind::Lit),
+            PNode::Done(i, kind, _) | PNode::Op(i, kind, _, _) => (*i, *kind),
+        };
+        let h = &self.holes[id];
+        let ctx = Context {
+            width: h.width,
+            depth: h.depth,
+            parent: h.parent,
+            pos: h.pos,
+            dtype: h.dtype,
+            feat: Features::of(&self.words(id)),
+        };
+        out.push((ctx, kind));
+        if let PNode::Op(_, _, _, kids) = p {
+            for k in kids {
+                self.observe(k, out);
+            }
+        }
+    }
+
     fn materialize(&self, p: &PNode) -> Node {
         match p {
-            PNode::Hole(i) | PNode::LitOf(i) => Node::lit(&self.words(*i)),
-            PNode::Done(n) => n.clone(),
-            PNode::Op(shell, kids) => shell
+            PNode::Hole(i) | PNode::LitOf(i) => {
+                let words = self.words(*i);
+                // The hole's dense histogram, when it has one, spares the codec a pass.
+                match self.holes[*i].dense.get() {
+                    Some(Some(d)) if words.len() > EXACT_WORDS => {
+                        let hist = dense_list(d);
+                        let ty = Ty::new(words.width(), words.len() as u64);
+                        let codec::Encoded { codec, body } =
+                            codec::encode_best_with_histogram(&words, hist);
+                        Node::lit_encoded(ty, Lit { codec, body })
+                            .expect("a hole's type is valid")
+                    }
+                    _ => Node::lit(&words),
+                }
+            }
+            PNode::Done(_, _, n) => n.clone(),
+            PNode::Op(_, _, shell, kids) => shell
                 .build(kids.iter().map(|k| self.materialize(k)).collect())
                 .expect("decompositions are well typed"),
         }
@@ -681,7 +746,9 @@ fn replace_hole(tree: &PNode, id: usize, with: PNode) -> PNode {
     fn go(p: &PNode, id: usize, with: &mut Option<PNode>) -> PNode {
         match p {
             PNode::Hole(i) if *i == id => with.take().expect("hole appears once"),
-            PNode::Op(shell, kids) => PNode::Op(
+            PNode::Op(h, kind, shell, kids) => PNode::Op(
+                *h,
+                *kind,
                 shell.clone(),
                 kids.iter().map(|k| go(k, id, with)).collect(),
             ),
@@ -691,31 +758,22 @@ fn replace_hole(tree: &PNode, id: usize, with: PNode) -> PNode {
     go(tree, id, &mut Some(with))
 }
 
-/// Runs the bounded search (see the module doc) with the given prior.
-pub fn search(
+/// The search loop: the explored arena, the chosen state (the best record by rollout
+/// size for A*, the first complete program in the ablation) and the root literal's
+/// lower bound in bytes when it was planned. `opts.budget >= 1`, `target` not empty.
+fn explore<'a>(
     target: &Words,
     dtype: Option<Dtype>,
-    opts: &SearchOptions,
-    prior: &Prior,
-) -> Synthesis {
-    let mut stats = SearchStats::default();
-    if opts.budget == 0 || target.is_empty() {
-        let program = Node::lit(target);
-        let bytes = program_len(&program);
-        stats.literal_fallback = true;
-        return Synthesis {
-            program,
-            bytes,
-            stats,
-        };
-    }
+    opts: &'a SearchOptions,
+    prior: &'a Prior,
+) -> (Search<'a>, State, Option<u64>) {
     let mut search = Search {
         opts,
         prior,
         holes: Vec::new(),
         memory: 0,
         seq: 0,
-        stats,
+        stats: SearchStats::default(),
         records: Vec::new(),
         first: None,
     };
@@ -734,7 +792,7 @@ pub fn search(
             plan_sizes(&list, width, n)
         };
         let node = |b: u64| 1 + uleb_len(b) + b;
-        search.holes[0].lit_bytes = node(plain.min(est));
+        search.holes[0].lit_bytes = node(choose(plain, est));
         root_lb = Some(node(plain.min(lb)));
     }
     let root = State {
@@ -764,7 +822,14 @@ pub fn search(
             last = s;
             break;
         }
+        if opts.control.cancelled() {
+            // Stopped from outside: finish as if the budget had run out here.
+            search.stats.budget_exhausted = true;
+            last = s;
+            break;
+        }
         search.stats.expansions += 1;
+        opts.control.expanded();
         if let Frontier::Stack(v) = &mut queue {
             // Depth first in proposal order: the first proposal is expanded next.
             let before = v.len();
@@ -788,6 +853,62 @@ pub fn search(
             .map(|(_, s)| s.clone())
             .expect("the root is always a record")
     };
+    (search, chosen, root_lb)
+}
+
+/// The productions of the program the search chooses for `target` (the same search as
+/// [`search`]), each with the context it was used in, root first, children in order.
+/// Nothing is encoded or executed: the program is read off the search tree, and each
+/// node's context takes the features of the stream it produces. For calibration.
+pub fn observations(
+    target: &Words,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Vec<(Context, ProdKind)> {
+    let root_ctx = |kind| {
+        vec![(
+            Context {
+                width: target.width(),
+                depth: 1,
+                parent: None,
+                pos: 0,
+                dtype,
+                feat: Features::of(target),
+            },
+            kind,
+        )]
+    };
+    if opts.budget == 0 || target.is_empty() {
+        return root_ctx(ProdKind::Lit);
+    }
+    let (search, chosen, _) = explore(target, dtype, opts, prior);
+    let mut out = Vec::new();
+    search.observe(&chosen.tree, &mut out);
+    out
+}
+
+/// Runs the bounded search (see the module doc) with the given prior.
+pub fn search(
+    target: &Words,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
+    if opts.budget == 0 || target.is_empty() {
+        let program = Node::lit(target);
+        let bytes = program_len(&program);
+        let stats = SearchStats {
+            literal_fallback: true,
+            ..SearchStats::default()
+        };
+        return Synthesis {
+            program,
+            bytes,
+            stats,
+        };
+    }
+    let (search, chosen, root_lb) = explore(target, dtype, opts, prior);
     let is_root = matches!(chosen.tree, PNode::Hole(0) | PNode::LitOf(0));
     let mut winner = None;
     if !is_root {

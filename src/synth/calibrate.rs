@@ -110,18 +110,7 @@ pub fn calibrate(
         .map(|&i| {
             let t = tensors[i];
             let words = load(i, t.words.min(opts.max_elements));
-            let syn = astar::search(&words, Some(t.dtype), &search, &uniform);
-            let mut obs = Vec::new();
-            let root = Context {
-                width: words.width(),
-                depth: 1,
-                parent: None,
-                pos: 0,
-                dtype: Some(t.dtype),
-                feat: Features::of(&words),
-            };
-            observe_program(&syn.program, root, &mut obs);
-            obs
+            astar::observations(&words, Some(t.dtype), &search, &uniform)
         })
         .collect();
     let mut prior = Prior::uniform();

@@ -325,8 +325,21 @@ pub fn smallest_period(t: &Words, max_tries: usize) -> Option<usize> {
     let n = t.len();
     let first = t.get(0);
     let mut tries = 0;
-    for p in 1..=n / 2 {
-        if !n.is_multiple_of(p) || t.get(p) != first {
+    // The proper divisors of n, ascending: O(sqrt n) to list instead of testing every p.
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut d = 1;
+    while d * d <= n {
+        if n.is_multiple_of(d) {
+            small.push(d);
+            if d * d != n && d != 1 {
+                large.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    for p in small.into_iter().chain(large.into_iter().rev()) {
+        if p >= n || t.get(p) != first {
             continue;
         }
         tries += 1;

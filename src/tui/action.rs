@@ -55,7 +55,7 @@ impl View {
     }
 }
 
-/// Which search limit a form field edits.
+/// Which field of the search form is selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
     /// Expansion budget.
@@ -64,6 +64,21 @@ pub enum Field {
     Depth,
     /// Most nodes.
     Nodes,
+    /// Which production prior orders the search (calibrated, uniform or a file).
+    Prior,
+    /// The prior file's path (used when the prior is "file").
+    PriorFile,
+}
+
+impl Field {
+    /// The fields in form order.
+    pub const ALL: [Field; 5] = [
+        Field::Budget,
+        Field::Depth,
+        Field::Nodes,
+        Field::Prior,
+        Field::PriorFile,
+    ];
 }
 
 /// Something the user asked for.
@@ -121,18 +136,39 @@ pub enum Action {
     VerifyAll,
     /// Run the search with the form's limits.
     SearchRun,
-    /// Select a form field.
+    /// Select a form field and start editing it.
     SearchField(Field),
-    /// Next form field.
+    /// Start editing the selected field.
+    SearchEdit,
+    /// Stop editing, keeping the value.
+    SearchEditDone,
+    /// Stop editing, restoring the value it had when editing started.
+    SearchEditCancel,
+    /// Next form field (editing it if one was being edited).
     SearchNextField,
-    /// Type a digit into the selected field.
-    SearchDigit(u8),
-    /// Delete the last digit of the selected field.
+    /// Previous form field.
+    SearchPrevField,
+    /// Type a character into the field being edited (digits for limits, any character
+    /// for the prior file; `+`, `-` and Space step a limit or the prior choice).
+    SearchChar(char),
+    /// Delete the last character of the field being edited.
     SearchBackspace,
-    /// Double the selected field.
+    /// Double the selected limit (or the next prior choice).
     SearchMore,
-    /// Halve the selected field.
+    /// Halve the selected limit (or the previous prior choice).
     SearchLess,
+    /// Ask where to write the new program into a new archive.
+    SearchWrite,
+    /// Type into the output path.
+    PromptChar(char),
+    /// Delete the last character of the output path.
+    PromptBackspace,
+    /// Write to the path typed (or ask to confirm replacing a file).
+    PromptAccept,
+    /// Close the prompt without writing.
+    PromptCancel,
+    /// Answer the confirmation: replace the file (true) or not.
+    Confirm(bool),
     /// Cancel the running job.
     Cancel,
     /// Next lesson page.

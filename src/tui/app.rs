@@ -7,8 +7,9 @@ use super::learn::{self, Lesson};
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
 use super::worker::{self, JobHandle, Msg, Outcome, SearchResult, Worker};
 use crate::dsl::program_len;
-use crate::synth::{synthesize, SearchOptions};
+use crate::synth::{synthesize_with_prior, Prior, SearchOptions};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -91,17 +92,98 @@ pub struct TreeState {
     pub offset: usize,
 }
 
+/// Which production prior a re-run of the search uses (as `brevis compress`: calibrated
+/// by default, `--uniform`, or `--prior FILE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PriorMode {
+    /// Learned from a few of this archive's tensors, as `compress` does by default.
+    Calibrated,
+    /// Uniform production costs.
+    Uniform,
+    /// Read from the prior file in the form (JSON, schema `brevis-prior/1`).
+    File,
+}
+
+impl PriorMode {
+    /// The choices in the order `+` cycles through them.
+    pub const ALL: [PriorMode; 3] = [PriorMode::Calibrated, PriorMode::Uniform, PriorMode::File];
+
+    /// What the form shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            PriorMode::Calibrated => "calibrated",
+            PriorMode::Uniform => "uniform",
+            PriorMode::File => "file",
+        }
+    }
+}
+
+/// The values of the search form (saved when editing starts, for Esc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchForm {
+    /// Limits to use.
+    pub opts: SearchOptions,
+    /// Which prior.
+    pub prior: PriorMode,
+    /// Path of the prior file (for [`PriorMode::File`]).
+    pub prior_path: String,
+}
+
+/// The prompt that writes the new program into a new archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WritePrompt {
+    /// Output path being typed.
+    pub path: String,
+    /// Set when the path names an existing file (or the open archive) and the user must
+    /// confirm replacing it: the question.
+    pub confirm: Option<String>,
+    /// Why the last attempt was refused.
+    pub error: Option<String>,
+}
+
+/// What writing the new archive did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// The file written.
+    pub path: std::path::PathBuf,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// Length of the open archive in bytes.
+    pub old_bytes: u64,
+    /// Whether the open archive was replaced (and reopened).
+    pub in_place: bool,
+}
+
 /// The search form and its job.
 #[derive(Debug)]
 pub struct SearchState {
-    /// Limits to use.
-    pub opts: SearchOptions,
-    /// Field being edited.
+    /// Limits, prior choice and prior file.
+    pub form: SearchForm,
+    /// Field selected.
     pub field: Field,
+    /// The form as it was when editing started; `Some` while a field is edited.
+    pub editing: Option<SearchForm>,
+    /// Why the form was refused (bad limit, unreadable prior file).
+    pub form_error: Option<String>,
     /// The running search: tensor and job.
     pub running: Option<(usize, JobHandle)>,
+    /// Expansions done by the running (or last) search, updated by the search itself.
+    pub expansions: Arc<AtomicU64>,
     /// The last result (or why it failed).
     pub result: Option<Result<Box<SearchResult>, String>>,
+    /// The write prompt, when open.
+    pub prompt: Option<WritePrompt>,
+    /// The running write.
+    pub writing: Option<JobHandle>,
+    /// The last write (or why it failed).
+    pub written: Option<Result<WriteOutcome, String>>,
+}
+
+impl SearchState {
+    /// The search limits of the form.
+    pub fn opts(&self) -> &SearchOptions {
+        &self.form.opts
+    }
 }
 
 /// The verify job and its last verdict.
@@ -195,13 +277,23 @@ impl App {
             tree: TreeState::default(),
             scroll: 0,
             search: SearchState {
-                opts: SearchOptions {
-                    budget: 32,
-                    ..SearchOptions::default()
+                form: SearchForm {
+                    opts: SearchOptions {
+                        budget: 32,
+                        ..SearchOptions::default()
+                    },
+                    prior: PriorMode::Calibrated,
+                    prior_path: String::new(),
                 },
                 field: Field::Budget,
+                editing: None,
+                form_error: None,
                 running: None,
+                expansions: Arc::new(AtomicU64::new(0)),
                 result: None,
+                prompt: None,
+                writing: None,
+                written: None,
             },
             verify: VerifyState::default(),
             page: 0,
@@ -254,6 +346,18 @@ impl App {
             view: self.view,
             filter_editing: self.filter_editing,
             loading: self.source.is_none(),
+            filter_kept: !self.filter.is_empty(),
+            search_editing: self.view == View::Search && self.search.editing.is_some(),
+            prompt: match &self.search.prompt {
+                Some(p) if self.view == View::Search => {
+                    if p.confirm.is_some() {
+                        super::event::Prompt::Confirm
+                    } else {
+                        super::event::Prompt::Path
+                    }
+                }
+                _ => super::event::Prompt::None,
+            },
         }
     }
 
@@ -276,6 +380,7 @@ impl App {
         self.loading.is_some()
             || self.inspecting.is_some()
             || self.search.running.is_some()
+            || self.search.writing.is_some()
             || self.verify.running.is_some()
     }
 
@@ -394,20 +499,60 @@ impl App {
             Action::VerifyOne => self.start_verify(true),
             Action::VerifyAll => self.start_verify(false),
             Action::SearchRun => self.start_search(),
-            Action::SearchField(f) => self.search.field = f,
-            Action::SearchNextField => {
-                self.search.field = match self.search.field {
-                    Field::Budget => Field::Depth,
-                    Field::Depth => Field::Nodes,
-                    Field::Nodes => Field::Budget,
+            Action::SearchField(f) => {
+                self.search.field = f;
+                self.search_edit();
+            }
+            Action::SearchEdit => self.search_edit(),
+            Action::SearchEditDone => self.search.editing = None,
+            Action::SearchEditCancel => {
+                if let Some(saved) = self.search.editing.take() {
+                    self.search.form = saved;
                 }
             }
-            Action::SearchDigit(d) => {
-                self.edit_field(|v| v.saturating_mul(10).saturating_add(u64::from(d)))
+            Action::SearchNextField | Action::SearchPrevField => {
+                let all = Field::ALL;
+                let i = all.iter().position(|&f| f == self.search.field).unwrap_or(0);
+                let k = if action == Action::SearchNextField {
+                    (i + 1) % all.len()
+                } else {
+                    (i + all.len() - 1) % all.len()
+                };
+                self.search.field = all[k];
             }
-            Action::SearchBackspace => self.edit_field(|v| v / 10),
-            Action::SearchMore => self.edit_field(|v| v.saturating_mul(2).max(1)),
-            Action::SearchLess => self.edit_field(|v| v / 2),
+            Action::SearchChar(c) => self.search_char(c),
+            Action::SearchBackspace => match self.search.field {
+                Field::PriorFile => {
+                    self.search.form.prior_path.pop();
+                }
+                Field::Prior => {}
+                _ => self.edit_field(|v| v / 10),
+            },
+            Action::SearchMore => self.search_step(true),
+            Action::SearchLess => self.search_step(false),
+            Action::SearchWrite => self.open_write_prompt(),
+            Action::PromptChar(c) => {
+                if let Some(p) = &mut self.search.prompt {
+                    p.path.push(c);
+                    p.error = None;
+                }
+            }
+            Action::PromptBackspace => {
+                if let Some(p) = &mut self.search.prompt {
+                    p.path.pop();
+                    p.error = None;
+                }
+            }
+            Action::PromptAccept => self.write_accept(),
+            Action::PromptCancel => self.search.prompt = None,
+            Action::Confirm(yes) => {
+                if yes {
+                    self.start_write(true);
+                } else if let Some(p) = &mut self.search.prompt {
+                    p.confirm = None;
+                    p.error = Some("not replaced: type another path".into());
+                }
+            }
             Action::Cancel => self.cancel(),
             Action::NextPage => {
                 self.page = (self.page + 1).min(self.lessons.len());
@@ -439,14 +584,64 @@ impl App {
         }
         self.view = v;
         self.filter_editing = false;
+        self.search.editing = None;
     }
 
+    /// Applies `f` to the selected limit. Values are kept as typed (within what fits the
+    /// field); whether they are acceptable is checked when the search runs.
     fn edit_field(&mut self, f: impl Fn(u64) -> u64) {
-        let o = &mut self.search.opts;
+        let o = &mut self.search.form.opts;
         match self.search.field {
             Field::Budget => o.budget = f(o.budget).min(1 << 40),
-            Field::Depth => o.max_depth = f(u64::from(o.max_depth)).min(32) as u32,
-            Field::Nodes => o.max_nodes = f(u64::from(o.max_nodes)).min(1 << 16) as u32,
+            Field::Depth => o.max_depth = f(u64::from(o.max_depth)).min(9_999) as u32,
+            Field::Nodes => o.max_nodes = f(u64::from(o.max_nodes)).min(9_999_999) as u32,
+            Field::Prior | Field::PriorFile => {}
+        }
+        self.search.form_error = None;
+    }
+
+    fn search_edit(&mut self) {
+        if self.search.editing.is_none() {
+            self.search.editing = Some(self.search.form.clone());
+        }
+    }
+
+    fn search_char(&mut self, c: char) {
+        match (self.search.field, c) {
+            (Field::PriorFile, c) => {
+                self.search.form.prior_path.push(c);
+                self.search.form.prior = PriorMode::File;
+                self.search.form_error = None;
+            }
+            (_, '+' | '=' | ' ') => self.search_step(true),
+            (_, '-') => self.search_step(false),
+            (Field::Prior, 'c') => self.search.form.prior = PriorMode::Calibrated,
+            (Field::Prior, 'u') => self.search.form.prior = PriorMode::Uniform,
+            (Field::Prior, 'f') => self.search.form.prior = PriorMode::File,
+            (Field::Prior, _) => {}
+            (_, d @ '0'..='9') => {
+                let d = u64::from(d as u8 - b'0');
+                self.edit_field(|v| v.saturating_mul(10).saturating_add(d));
+            }
+            _ => {}
+        }
+    }
+
+    fn search_step(&mut self, up: bool) {
+        match self.search.field {
+            Field::Prior => {
+                let all = PriorMode::ALL;
+                let i = all
+                    .iter()
+                    .position(|&m| m == self.search.form.prior)
+                    .unwrap_or(0);
+                let k = (if up { i + 1 } else { i + all.len() - 1 }) % all.len();
+                self.search.form.prior = all[k];
+                self.search.form_error = None;
+            }
+            Field::PriorFile => {}
+            _ if up => self.edit_field(|v| v.saturating_mul(2).max(1)),
+            _ => self.edit_field(|v| v / 2),
         }
     }
 
@@ -629,6 +824,25 @@ impl App {
         self.verify.running = Some(handle);
     }
 
+    /// The prior the form asks for, loaded now so that a bad file is refused in the form.
+    fn form_prior(&self) -> Result<PriorRequest, String> {
+        match self.search.form.prior {
+            PriorMode::Uniform => Ok(PriorRequest::Uniform),
+            PriorMode::Calibrated => Ok(PriorRequest::Calibrate),
+            PriorMode::File => {
+                let path = self.search.form.prior_path.trim();
+                if path.is_empty() {
+                    return Err("prior file: type its path (f), or choose uniform or calibrated (p)".into());
+                }
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("prior file {path}: cannot read: {e}"))?;
+                let prior = crate::synth::Prior::from_json(&text)
+                    .map_err(|e| format!("prior file {path}: {e}"))?;
+                Ok(PriorRequest::Given(Arc::new(prior), path.to_string()))
+            }
+        }
+    }
+
     fn start_search(&mut self) {
         if self.search.running.is_some() {
             self.status = "a search is already running (x cancels it)".into();
@@ -637,13 +851,43 @@ impl App {
         let (Some(source), Some(t)) = (self.source.clone(), self.selected_tensor()) else {
             return;
         };
-        let opts = self.search.opts.clone();
+        self.search.editing = None;
+        if let Err(e) = self.search.form.opts.validate() {
+            self.search.form_error = Some(e);
+            return;
+        }
+        let prior = match self.form_prior() {
+            Ok(p) => p,
+            Err(e) => {
+                self.search.form_error = Some(e);
+                return;
+            }
+        };
+        self.search.form_error = None;
         self.search.result = None;
+        self.search.written = None;
+        self.search.prompt = None;
+        let expansions = Arc::new(AtomicU64::new(0));
+        self.search.expansions = expansions.clone();
+        let mut opts = self.search.form.opts.clone();
         let handle = self.worker.spawn(move |ctx| {
+            opts.control = crate::synth::SearchControl {
+                cancel: Some(ctx.cancel_flag()),
+                expansions: Some(expansions),
+            };
             let r = (|| {
                 let row = &source.rows()[t];
                 let old = source.program(t)?;
                 let old_bytes = program_len(&old);
+                let (prior, prior_name) = match prior {
+                    PriorRequest::Uniform => (Arc::new(Prior::uniform()), "uniform".to_string()),
+                    PriorRequest::Given(p, path) => (p, format!("file {path}")),
+                    PriorRequest::Calibrate => {
+                        ctx.progress(0, 0, "calibrating the prior on");
+                        let p = calibrate_on(source.as_ref(), &|| ctx.cancelled())?;
+                        (Arc::new(p), "calibrated".to_string())
+                    }
+                };
                 ctx.progress(0, 0, "decoding");
                 let bytes = source.decode(t)?;
                 let words = super::model::words_of(row.dtype, &bytes)
@@ -651,12 +895,17 @@ impl App {
                 if ctx.cancelled() {
                     return Err("cancelled".to_string());
                 }
-                ctx.progress(0, 0, "searching");
+                ctx.progress(0, opts.budget, "searching");
                 let start = Instant::now();
-                let new = synthesize(&words, Some(row.dtype), &opts);
+                let new = synthesize_with_prior(&words, Some(row.dtype), &opts, &prior);
+                if ctx.cancelled() {
+                    return Err("cancelled".to_string());
+                }
+                opts.control = crate::synth::SearchControl::default();
                 Ok(Box::new(SearchResult {
                     tensor: t,
                     opts: opts.clone(),
+                    prior: prior_name,
                     old: (old, old_bytes),
                     new,
                     elapsed: start.elapsed(),
@@ -667,14 +916,131 @@ impl App {
         self.search.running = Some((t, handle));
     }
 
+    /// Opens the write prompt with a default path next to the archive that does not
+    /// exist yet (`model.researched.brv`, then `model.researched-1.brv`, ...).
+    fn open_write_prompt(&mut self) {
+        if self.search.writing.is_some() {
+            self.status = "the archive is being written".into();
+            return;
+        }
+        let Some(Ok(r)) = &self.search.result else {
+            self.status = "nothing to write: run a search first (r)".into();
+            return;
+        };
+        let _ = r;
+        let Some(path) = self.source.as_ref().and_then(|s| s.path()) else {
+            self.status = "this archive is not a file; nothing can be written".into();
+            return;
+        };
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "archive".into());
+        let dir = path.parent().unwrap_or(std::path::Path::new(""));
+        let mut k = 0u32;
+        let default = loop {
+            let name = if k == 0 {
+                format!("{stem}.researched.brv")
+            } else {
+                format!("{stem}.researched-{k}.brv")
+            };
+            let p = dir.join(name);
+            if std::fs::symlink_metadata(&p).is_err() || k > 10_000 {
+                break p;
+            }
+            k += 1;
+        };
+        self.search.prompt = Some(WritePrompt {
+            path: default.display().to_string(),
+            confirm: None,
+            error: None,
+        });
+    }
+
+    /// Enter in the write prompt: write, or ask first when the path exists.
+    fn write_accept(&mut self) {
+        let Some(p) = &mut self.search.prompt else {
+            return;
+        };
+        let typed = p.path.trim().to_string();
+        if typed.is_empty() {
+            p.error = Some("type the path of the new archive".into());
+            return;
+        }
+        let target = std::path::PathBuf::from(&typed);
+        let open = self.source.as_ref().and_then(|s| s.path());
+        let same = open.as_deref().is_some_and(|o| same_file(o, &target));
+        if same {
+            p.confirm = Some(format!(
+                "{typed} is the open archive: replace it in place with the new program? (y/n)"
+            ));
+        } else if std::fs::symlink_metadata(&target).is_ok() {
+            if target.is_dir() {
+                p.error = Some(format!("{typed} is a folder: type a file path"));
+                return;
+            }
+            p.confirm = Some(format!("{typed} exists: replace it? (y/n)"));
+        } else {
+            self.start_write(false);
+        }
+    }
+
+    /// Writes a copy of the archive with the searched tensor's new program on a worker.
+    fn start_write(&mut self, overwrite: bool) {
+        let (Some(source), Some(prompt), Some(Ok(r))) = (
+            self.source.clone(),
+            self.search.prompt.clone(),
+            self.search.result.as_ref(),
+        ) else {
+            return;
+        };
+        let target = std::path::PathBuf::from(prompt.path.trim());
+        let in_place = source
+            .path()
+            .as_deref()
+            .is_some_and(|o| same_file(o, &target));
+        let (tensor, program) = (r.tensor, r.new.program.clone());
+        let old_bytes = source.file_sizes().1;
+        self.search.prompt = None;
+        self.search.written = None;
+        let handle = self.worker.spawn(move |ctx| {
+            ctx.progress(0, 0, "writing");
+            let r = source
+                .rewrite(&target, tensor, &program, overwrite)
+                .and_then(|bytes| {
+                    let reopened = if in_place {
+                        Some(source.reopen()?)
+                    } else {
+                        None
+                    };
+                    Ok((
+                        WriteOutcome {
+                            path: target,
+                            bytes,
+                            old_bytes,
+                            in_place,
+                        },
+                        reopened,
+                    ))
+                });
+            Outcome::Written(r)
+        });
+        self.search.writing = Some(handle);
+    }
+
     fn cancel(&mut self) {
         let mut any = false;
         if let Some((_, h)) = self.search.running.take() {
+            // The search polls this flag once per expansion and stops.
             h.cancel();
-            self.search.result = Some(Err("cancelled".into()));
+            self.search.result = Some(Err(format!(
+                "cancelled after {} expansions",
+                crate::tui::inspect::thousands(self.search.expansions.load(Ordering::Relaxed))
+            )));
             any = true;
         }
         if let Some(h) = self.verify.running.take() {
+            // Verification stops before the next tensor.
             h.cancel();
             self.verify.result = Some(Err("cancelled".into()));
             any = true;
@@ -724,6 +1090,9 @@ impl App {
         if let Some((_, h)) = self.search.running.as_mut().filter(|(_, h)| h.id == id) {
             return Some(h);
         }
+        if let Some(h) = self.search.writing.as_mut().filter(|h| h.id == id) {
+            return Some(h);
+        }
         self.verify.running.as_mut().filter(|h| h.id == id)
     }
 
@@ -756,6 +1125,9 @@ impl App {
                 }
                 if self.search.running.take_if(|(_, h)| h.id == id).is_some() {
                     self.search.result = Some(Err(what.clone()));
+                }
+                if self.search.writing.take_if(|h| h.id == id).is_some() {
+                    self.search.written = Some(Err(what.clone()));
                 }
                 if self.verify.running.take_if(|h| h.id == id).is_some() {
                     self.verify.result = Some(Err(what.clone()));
@@ -806,12 +1178,32 @@ impl App {
                     self.search.result = Some(r);
                 }
             }
+            Outcome::Written(r) => {
+                if self.search.writing.as_ref().is_some_and(|h| h.id == id) {
+                    self.search.writing = None;
+                    self.search.written = Some(match r {
+                        Ok((w, reopened)) => {
+                            if let Some(s) = reopened {
+                                // The open archive was replaced: show the new one.
+                                self.inspections.clear();
+                                self.set_source(s);
+                            }
+                            self.status = format!("wrote {}", w.path.display());
+                            Ok(w)
+                        }
+                        Err(e) => Err(e),
+                    });
+                }
+            }
             Outcome::Verified(r) => {
                 if self.verify.running.as_ref().is_some_and(|h| h.id == id) {
                     self.verify.running = None;
-                    if let Ok(v) = &r {
-                        self.status = v.verdict();
-                    }
+                    // The Verify view shows the verdict itself; elsewhere it goes to
+                    // the status line.
+                    self.status = match &r {
+                        Ok(v) if self.view != View::Verify => v.verdict(),
+                        _ => String::new(),
+                    };
                     self.verify.result = Some(r);
                 }
             }
@@ -824,6 +1216,54 @@ impl App {
         while self.inspections.len() > CACHE {
             self.inspections.pop_front();
         }
+    }
+}
+
+/// The prior a search job uses, resolved on the UI thread where it can fail in the form.
+enum PriorRequest {
+    Uniform,
+    Calibrate,
+    Given(Arc<Prior>, String),
+}
+
+/// A prior learned from a few of the source's tensors, as `brevis compress` learns one
+/// from its input ([`crate::synth::calibrate`] with the paper's defaults): the tensors it
+/// picks are decoded from the archive.
+fn calibrate_on(source: &dyn Source, cancelled: &dyn Fn() -> bool) -> Result<Prior, String> {
+    use crate::synth::calibrate::{calibrate, pick, CalibrateOptions, Tensor};
+    let rows = source.rows();
+    let tensors: Vec<Tensor> = rows
+        .iter()
+        .map(|r| Tensor {
+            name: &r.name,
+            dtype: r.dtype,
+            words: (r.original_bytes * 8 / u64::from(r.dtype.word_bits())) as usize,
+        })
+        .collect();
+    let opts = CalibrateOptions::default();
+    // Decode the picked tensors up front (the loader must not fail).
+    let mut loaded = std::collections::HashMap::new();
+    for i in pick(&tensors, opts.max_tensors) {
+        if cancelled() {
+            return Err("cancelled".into());
+        }
+        let bytes = source.decode(i)?;
+        let words = super::model::words_of(rows[i].dtype, &bytes)
+            .ok_or_else(|| format!("tensor {:?}: bytes are not whole words", rows[i].name))?;
+        loaded.insert(i, words);
+    }
+    let load = |i: usize, n: usize| match loaded.get(&i) {
+        Some(w) => w.slice(0, n.min(w.len())),
+        None => crate::tensor::Words::empty(rows[i].dtype.word_bits()),
+    };
+    Ok(calibrate(&tensors, load, &opts, &source.title()))
+}
+
+/// Whether two paths name the same existing file.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
     }
 }
 

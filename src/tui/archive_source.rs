@@ -1,9 +1,10 @@
 //! The real [`Source`]: an opened `.brv` archive. Opening reads only the index and record
 //! headers ([`Archive::open`]); programs are read and run when a view asks for them, and
-//! verification goes through the library's [`verify()`], the same function the CLI uses.
+//! verification goes through the library's [`verify_until`] (the CLI's `verify` with a
+//! stop between tensors).
 
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
-use crate::archive::{verify, Archive, CheckStatus, ProgressEvent};
+use crate::archive::{rewrite_with_programs, verify_until, Archive, CheckStatus, ProgressEvent};
 use crate::dsl::Node;
 use std::cell::Cell;
 use std::path::Path;
@@ -50,6 +51,25 @@ impl ArchiveSource {
 }
 
 impl Source for ArchiveSource {
+    fn path(&self) -> Option<std::path::PathBuf> {
+        Some(self.archive.path().to_path_buf())
+    }
+
+    fn rewrite(
+        &self,
+        dst: &Path,
+        i: usize,
+        program: &Node,
+        overwrite: bool,
+    ) -> Result<u64, String> {
+        rewrite_with_programs(self.archive.path(), dst, &[(i, program.clone())], overwrite)
+            .map_err(|e| e.to_string())
+    }
+
+    fn reopen(&self) -> Result<std::sync::Arc<dyn Source>, String> {
+        Ok(std::sync::Arc::new(ArchiveSource::open(self.archive.path())?))
+    }
+
     fn title(&self) -> String {
         self.archive.path().display().to_string()
     }
@@ -81,11 +101,11 @@ impl Source for ArchiveSource {
     fn verify_all(
         &self,
         progress: &dyn Fn(u64, u64, &str),
-        _cancel: &dyn Fn() -> bool,
+        cancel: &dyn Fn() -> bool,
     ) -> VerifyOutcome {
         let total = Cell::new(0u64);
         let done = Cell::new(0u64);
-        let report = verify(&self.archive, None, &|ev| match ev {
+        let report = verify_until(&self.archive, None, &|ev| match ev {
             ProgressEvent::Begin { items, .. } => {
                 total.set(items as u64);
                 progress(0, items as u64, "");
@@ -95,7 +115,7 @@ impl Source for ArchiveSource {
                 progress(done.get(), total.get(), label);
             }
             ProgressEvent::End => {}
-        });
+        }, cancel);
         let mut out = VerifyOutcome {
             tensor: None,
             tensors: self.rows.len(),
@@ -105,7 +125,8 @@ impl Source for ArchiveSource {
             seconds: 0.0,
         };
         match report {
-            Ok(r) => {
+            Ok(None) => out.failures.push("cancelled".into()),
+            Ok(Some(r)) => {
                 for c in &r.regions {
                     match &c.status {
                         CheckStatus::Ok => {

@@ -14,6 +14,24 @@ pub struct KeyContext {
     pub filter_editing: bool,
     /// Whether the archive is still being made (only cancel and quit apply).
     pub loading: bool,
+    /// Whether a name filter is kept (Esc in the table clears it).
+    pub filter_kept: bool,
+    /// Whether a search form field is being edited (keys type into it).
+    pub search_editing: bool,
+    /// The write prompt, if open.
+    pub prompt: Prompt,
+}
+
+/// The write prompt's state, as far as keys care.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Prompt {
+    /// No prompt.
+    #[default]
+    None,
+    /// Typing the output path.
+    Path,
+    /// Asking whether to replace a file (y/n).
+    Confirm,
 }
 
 /// One line of the key bar: `(keys, what)`.
@@ -52,6 +70,40 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
             _ => None,
         };
     }
+    match ctx.prompt {
+        Prompt::Path => {
+            return match key.code {
+                KeyCode::Enter => Some(Action::PromptAccept),
+                KeyCode::Esc => Some(Action::PromptCancel),
+                KeyCode::Backspace => Some(Action::PromptBackspace),
+                KeyCode::Char(c) if !ctrl => Some(Action::PromptChar(c)),
+                _ => None,
+            }
+        }
+        Prompt::Confirm => {
+            return match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Confirm(true)),
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+                    Some(Action::Confirm(false))
+                }
+                _ => None,
+            }
+        }
+        Prompt::None => {}
+    }
+    if ctx.search_editing {
+        return match key.code {
+            KeyCode::Enter => Some(Action::SearchEditDone),
+            KeyCode::Esc => Some(Action::SearchEditCancel),
+            KeyCode::Tab | KeyCode::Down => Some(Action::SearchNextField),
+            KeyCode::BackTab | KeyCode::Up => Some(Action::SearchPrevField),
+            KeyCode::Backspace => Some(Action::SearchBackspace),
+            KeyCode::Right => Some(Action::SearchMore),
+            KeyCode::Left => Some(Action::SearchLess),
+            KeyCode::Char(c) if !ctrl => Some(Action::SearchChar(c)),
+            _ => None,
+        };
+    }
     // Keys of the current view first, then global ones.
     let local = match ctx.view {
         View::Table => match key.code {
@@ -72,15 +124,18 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
             _ => None,
         },
         View::Search => match key.code {
-            KeyCode::Enter => Some(Action::SearchRun),
+            KeyCode::Enter | KeyCode::Char('e') => Some(Action::SearchEdit),
+            KeyCode::Char('r') => Some(Action::SearchRun),
             KeyCode::Char('b') => Some(Action::SearchField(Field::Budget)),
             KeyCode::Char('d') => Some(Action::SearchField(Field::Depth)),
             KeyCode::Char('n') => Some(Action::SearchField(Field::Nodes)),
-            KeyCode::Char(c @ '0'..='9') => Some(Action::SearchDigit(c as u8 - b'0')),
-            KeyCode::Backspace => Some(Action::SearchBackspace),
-            KeyCode::Char('+') | KeyCode::Char('=') | KeyCode::Right => Some(Action::SearchMore),
-            KeyCode::Char('-') | KeyCode::Left => Some(Action::SearchLess),
-            KeyCode::Char(' ') => Some(Action::SearchNextField),
+            KeyCode::Char('p') => Some(Action::SearchField(Field::Prior)),
+            KeyCode::Char('f') => Some(Action::SearchField(Field::PriorFile)),
+            KeyCode::Char('+') | KeyCode::Char('=') => Some(Action::SearchMore),
+            KeyCode::Char('-') => Some(Action::SearchLess),
+            KeyCode::Right | KeyCode::Char(' ') => Some(Action::SearchNextField),
+            KeyCode::Left => Some(Action::SearchPrevField),
+            KeyCode::Char('w') => Some(Action::SearchWrite),
             _ => None,
         },
         View::Help => match key.code {
@@ -130,7 +185,39 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
             ("Esc", "clear"),
         ];
     }
+    match ctx.prompt {
+        Prompt::Path => {
+            return &[
+                ("type", "output path"),
+                ("Enter", "write"),
+                ("Esc", "cancel"),
+            ]
+        }
+        Prompt::Confirm => return &[("y", "replace"), ("n/Esc", "keep the file")],
+        Prompt::None => {}
+    }
+    if ctx.search_editing {
+        return &[
+            ("type", "value"),
+            ("⌫", "delete"),
+            ("+/- ←→", "step"),
+            ("Tab ↑↓", "field"),
+            ("Enter", "done"),
+            ("Esc", "undo"),
+        ];
+    }
     match ctx.view {
+        View::Table if ctx.filter_kept => &[
+            ("↑↓", "move"),
+            ("Enter", "tree"),
+            ("/", "edit filter"),
+            ("Esc", "clear filter"),
+            ("s/S", "sort/rev"),
+            ("r", "search"),
+            ("v/V", "verify"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
         View::Table => &[
             ("↑↓", "move"),
             ("Enter", "tree"),
@@ -166,12 +253,14 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
             ("q", "quit"),
         ],
         View::Search => &[
-            ("b/d/n", "budget/depth/nodes"),
-            ("0-9 ⌫", "edit"),
+            ("e/Enter", "edit"),
+            ("b/d/n/p/f", "field"),
             ("+/-", "×2 ÷2"),
-            ("Enter", "run"),
+            ("r", "run"),
             ("x", "cancel"),
-            ("Esc", "table"),
+            ("w", "write"),
+            ("↑↓", "tensor"),
+            ("1-7", "views"),
             ("q", "quit"),
         ],
         View::Verify => &[

@@ -91,6 +91,34 @@ pub trait Source: Send + Sync {
         progress: &dyn Fn(u64, u64, &str),
         cancel: &dyn Fn() -> bool,
     ) -> VerifyOutcome;
+    /// The archive's file, if it is one (a new archive is written next to it).
+    fn path(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// Writes a copy of the archive to `dst` in which tensor `i` holds `program`, never
+    /// replacing an existing file unless `overwrite`; returns the new archive's length
+    /// in bytes.
+    ///
+    /// # Errors
+    /// When the source is not a file, the program does not restore the tensor, or the
+    /// file cannot be written (the message names the file).
+    fn rewrite(
+        &self,
+        dst: &std::path::Path,
+        i: usize,
+        program: &Node,
+        overwrite: bool,
+    ) -> Result<u64, String> {
+        let _ = (dst, i, program, overwrite);
+        Err("this archive is not a file; nothing can be written".into())
+    }
+    /// Opens the archive's file again (after it was replaced in place).
+    ///
+    /// # Errors
+    /// When the source is not a file or the file cannot be opened.
+    fn reopen(&self) -> Result<std::sync::Arc<dyn Source>, String> {
+        Err("this archive is not a file".into())
+    }
 }
 
 /// Verification of the whole archive or one tensor.

@@ -179,6 +179,28 @@ pub fn bar(ratio: f64, width: usize) -> String {
     s
 }
 
+/// Width of `s` in terminal cells.
+pub fn text_width(s: &str) -> usize {
+    ratatui::text::Span::raw(s).width()
+}
+
+/// The first visible line of a list of `len` lines shown `height` at a time, starting
+/// from `offset` and moved as little as possible so that line `selected` is visible and
+/// the window is full whenever there are enough lines (no blank lines below while lines
+/// are hidden above, e.g. after the terminal grew taller).
+pub fn fill_offset(offset: usize, selected: usize, len: usize, height: usize) -> usize {
+    if height == 0 {
+        return offset.min(len.saturating_sub(1));
+    }
+    let mut o = offset.min(len.saturating_sub(height));
+    if selected < o {
+        o = selected;
+    } else if selected >= o + height {
+        o = selected + 1 - height;
+    }
+    o
+}
+
 /// A centered message in `area`.
 pub fn message(frame: &mut Frame, area: Rect, text: &str) {
     let p = Paragraph::new(text.to_string())
@@ -239,6 +261,18 @@ pub fn pending(app: &App) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::bar;
+
+    #[test]
+    fn fill_offset_keeps_the_window_full() {
+        use super::fill_offset;
+        // 30 rows, cursor on the last; the window grows from 10 to 20 rows.
+        assert_eq!(fill_offset(20, 29, 30, 10), 20);
+        assert_eq!(fill_offset(20, 29, 30, 20), 10);
+        assert_eq!(fill_offset(20, 29, 30, 40), 0);
+        assert_eq!(fill_offset(0, 15, 30, 10), 6);
+        assert_eq!(fill_offset(12, 5, 30, 10), 5);
+        assert_eq!(fill_offset(3, 0, 0, 10), 0);
+    }
 
     #[test]
     fn bar_fills_in_eighths() {

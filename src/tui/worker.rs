@@ -2,9 +2,9 @@
 //! its outcome over a channel the app drains between frames, so the UI stays responsive.
 //!
 //! Cancelling sets the job's flag and forgets the job at once: its messages are ignored
-//! from then on. Jobs poll the flag where the library lets them (between tensors, between
-//! analysis steps); a library call that has no cancel hook (one search, one whole-archive
-//! verify) runs to its end in the background and its result is dropped.
+//! from then on. Jobs poll the flag and stop soon: a search once per expansion (through
+//! [`crate::synth::SearchControl`]), a verification between tensors
+//! ([`crate::archive::verify_until`]), an analysis between its steps.
 
 use super::inspect::Inspection;
 use super::model::{Source, VerifyOutcome};
@@ -62,6 +62,11 @@ impl JobCtx {
         self.cancel.load(Ordering::Relaxed)
     }
 
+    /// The job's cancel flag, to hand to a library call that polls it.
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
     /// Reports progress (`total == 0`: unknown).
     pub fn progress(&self, done: u64, total: u64, what: impl Into<String>) {
         let _ = self.tx.send(Msg::Progress {
@@ -80,6 +85,8 @@ pub struct SearchResult {
     pub tensor: usize,
     /// The limits used.
     pub opts: SearchOptions,
+    /// The prior used: `uniform`, `calibrated` or `file PATH`.
+    pub prior: String,
     /// The archive's program and its size in bytes.
     pub old: (Node, u64),
     /// What the search found.
@@ -98,6 +105,9 @@ pub enum Outcome {
     Verified(Result<VerifyOutcome, String>),
     /// The archive to show was made and opened.
     Opened(Result<Arc<dyn Source>, String>),
+    /// A copy of the archive with a new program was written (and, when it replaced the
+    /// open archive, that archive reopened).
+    Written(Result<(super::app::WriteOutcome, Option<Arc<dyn Source>>), String>),
     /// The job panicked (a bug); the message says where.
     Failed(String),
 }
@@ -109,6 +119,7 @@ impl std::fmt::Debug for Outcome {
             Outcome::Searched(r) => write!(f, "Searched(ok={})", r.is_ok()),
             Outcome::Verified(r) => write!(f, "Verified({r:?})"),
             Outcome::Opened(r) => write!(f, "Opened(ok={})", r.is_ok()),
+            Outcome::Written(r) => write!(f, "Written(ok={})", r.is_ok()),
             Outcome::Failed(m) => write!(f, "Failed({m:?})"),
         }
     }

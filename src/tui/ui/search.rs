@@ -3,20 +3,23 @@
 
 use super::super::action::Field;
 use super::super::app::App;
-use super::super::escape_name;
+use super::super::{escape_name, escape_typed};
 use super::super::highlight::highlight;
 use super::super::inspect::thousands;
 use super::{spinner, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
+use std::sync::atomic::Ordering;
 use ratatui::Frame;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
-    let [form, status, body] = Layout::vertical([
+    let [form, hint, status, write, body] = Layout::vertical([
         Constraint::Length(2),
-        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Length(3),
+        Constraint::Length(1),
         Constraint::Min(0),
     ])
     .areas(area);
@@ -24,110 +27,10 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         .selected_row()
         .map(|r| escape_name(&r.name).into_owned())
         .unwrap_or_default();
-    let o = &app.search.opts;
-    let field = |f: Field, key: &str, label: &str, v: u64| {
-        let sel = app.search.field == f;
-        let style = if sel {
-            Style::default().fg(Color::Black).bg(ACCENT).bold()
-        } else {
-            Style::default().bold()
-        };
-        vec![
-            Span::raw(format!("{key}:{label} ")),
-            Span::styled(format!(" {v} "), style),
-            Span::raw("   "),
-        ]
-    };
-    let mut spans = vec![Span::styled(
-        format!("search {name}  "),
-        Style::default().fg(ACCENT).bold(),
-    )];
-    spans.extend(field(Field::Budget, "b", "budget", o.budget));
-    spans.extend(field(Field::Depth, "d", "depth", u64::from(o.max_depth)));
-    spans.extend(field(Field::Nodes, "n", "nodes", u64::from(o.max_nodes)));
-    frame.render_widget(
-        Paragraph::new(Line::from(spans)).wrap(Wrap { trim: false }),
-        form,
-    );
-
-    let status_line = if let Some((t, h)) = &app.search.running {
-        let tname = app
-            .rows()
-            .get(*t)
-            .map(|r| escape_name(&r.name).into_owned())
-            .unwrap_or_default();
-        Line::styled(
-            format!(
-                "{} {} {tname} for {:.1} s… (x cancels)",
-                spinner(app.tick),
-                if h.progress.2.is_empty() {
-                    "working on"
-                } else {
-                    &h.progress.2
-                },
-                h.elapsed().as_secs_f64()
-            ),
-            Style::default().fg(Color::Yellow),
-        )
-    } else {
-        match &app.search.result {
-            None => Line::raw("Enter runs the search on the selected tensor with these limits"),
-            Some(Err(e)) => Line::styled(
-                format!("search: {}", escape_name(e)),
-                Style::default().fg(Color::Red),
-            ),
-            Some(Ok(r)) => {
-                let (old, new) = (r.old.1, r.new.bytes);
-                let diff = new as i64 - old as i64;
-                let pct = if old == 0 {
-                    0.0
-                } else {
-                    diff as f64 / old as f64 * 100.0
-                };
-                let verdict = match diff.cmp(&0) {
-                    std::cmp::Ordering::Less => format!(
-                        "{} bytes smaller ({pct:.2}%)",
-                        thousands(diff.unsigned_abs())
-                    ),
-                    std::cmp::Ordering::Greater => {
-                        format!("{} bytes larger (+{pct:.2}%)", thousands(diff as u64))
-                    }
-                    std::cmp::Ordering::Equal => "same size".to_string(),
-                };
-                let s = &r.new.stats;
-                let tname = app
-                    .rows()
-                    .get(r.tensor)
-                    .map(|row| escape_name(&row.name).into_owned())
-                    .unwrap_or_default();
-                Line::from(vec![
-                    Span::styled(
-                        format!(
-                            "{tname}: archive {} B → new {} B: {verdict}",
-                            thousands(old),
-                            thousands(new)
-                        ),
-                        Style::default().bold().fg(if diff < 0 { Color::Green } else { Color::Yellow }),
-                    ),
-                    Span::raw(format!(
-                        "  · budget {} depth {} nodes {} · {} expansions, {} candidates{} · {:.2} s",
-                        r.opts.budget,
-                        r.opts.max_depth,
-                        r.opts.max_nodes,
-                        s.expansions,
-                        s.candidates,
-                        if s.budget_exhausted { ", budget ran out" } else { "" },
-                        r.elapsed.as_secs_f64()
-                    )),
-                ])
-            }
-        }
-    };
-    frame.render_widget(
-        Paragraph::new(status_line).wrap(Wrap { trim: false }),
-        status,
-    );
-
+    draw_form(frame, form, app, &name);
+    draw_hint(frame, hint, app);
+    draw_status(frame, status, app);
+    draw_write(frame, write, app);
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
     let (old_text, new_text, old_b, new_b) = match &app.search.result {
@@ -156,4 +59,238 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             .title_style(Style::default().fg(ACCENT).bold());
         frame.render_widget(Paragraph::new(highlight(&text)).block(block), area);
     }
+}
+
+fn draw_form(frame: &mut Frame, area: Rect, app: &App, name: &str) {
+    let f = &app.search.form;
+    let editing = app.search.editing.is_some();
+    let field = |fld: Field, key: &str, label: &str, v: String| {
+        let sel = app.search.field == fld;
+        let style = match (sel, editing) {
+            (true, true) => Style::default().fg(Color::Black).bg(Color::Yellow).bold(),
+            (true, false) => Style::default().fg(Color::Black).bg(ACCENT).bold(),
+            _ => Style::default().bold(),
+        };
+        let cursor = if sel && editing { "▏" } else { " " };
+        vec![
+            Span::raw(format!("{key}:{label} ")),
+            Span::styled(format!(" {v}{cursor}"), style),
+            Span::raw("   "),
+        ]
+    };
+    let mut first = vec![Span::styled(
+        format!("search {name}  "),
+        Style::default().fg(ACCENT).bold(),
+    )];
+    first.extend(field(Field::Budget, "b", "budget", f.opts.budget.to_string()));
+    first.extend(field(
+        Field::Depth,
+        "d",
+        "depth",
+        f.opts.max_depth.to_string(),
+    ));
+    first.extend(field(
+        Field::Nodes,
+        "n",
+        "nodes",
+        f.opts.max_nodes.to_string(),
+    ));
+    let mut second = field(Field::Prior, "p", "prior", f.prior.label().to_string());
+    let path = if f.prior_path.is_empty() {
+        "(none)".to_string()
+    } else {
+        escape_typed(&f.prior_path).into_owned()
+    };
+    second.extend(field(Field::PriorFile, "f", "prior file", path));
+    frame.render_widget(
+        Paragraph::new(vec![Line::from(first), Line::from(second)]),
+        area,
+    );
+}
+
+fn draw_hint(frame: &mut Frame, area: Rect, app: &App) {
+    let line = if let Some(e) = &app.search.form_error {
+        Line::styled(
+            format!("✗ {}: not started", escape_typed(e)),
+            Style::default().fg(Color::Red).bold(),
+        )
+    } else if app.search.editing.is_some() {
+        let what = match app.search.field {
+            Field::Budget => "budget (expansions): digits, ⌫, +/- double or halve",
+            Field::Depth => "depth (1 to 32): digits, ⌫, +/-",
+            Field::Nodes => "node limit (1 to 65,536): digits, ⌫, +/-",
+            Field::Prior => "prior: Space or +/- cycles calibrated, uniform, file",
+            Field::PriorFile => "prior file (JSON from brevis calibrate): type its path",
+        };
+        Line::styled(
+            format!("editing {what}; Enter done, Esc undo, Tab next field"),
+            Style::default().fg(Color::Yellow),
+        )
+    } else {
+        Line::styled(
+            "e or Enter edits the selected field (b d n p f pick one), r runs on the selected tensor, ↑↓ picks the tensor",
+            Style::default().fg(Color::DarkGray),
+        )
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
+    if let Some((t, h)) = &app.search.running {
+        let tname = app
+            .rows()
+            .get(*t)
+            .map(|r| escape_name(&r.name).into_owned())
+            .unwrap_or_default();
+        let done = app.search.expansions.load(Ordering::Relaxed);
+        let budget = app.search.form.opts.budget.max(1);
+        let what = if h.progress.2.is_empty() {
+            "working on"
+        } else {
+            &h.progress.2
+        };
+        let label = format!(
+            "{} {what} {tname}: {} / {} expansions · {:.1} s",
+            spinner(app.tick),
+            thousands(done),
+            thousands(app.search.form.opts.budget),
+            h.elapsed().as_secs_f64()
+        );
+        frame.render_widget(
+            Gauge::default()
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(" searching (x cancels) "),
+                )
+                .gauge_style(Style::default().fg(ACCENT))
+                .ratio((done as f64 / budget as f64).clamp(0.0, 1.0))
+                .label(label),
+            area,
+        );
+        return;
+    }
+    let line = match &app.search.result {
+        None => Line::raw("r runs the search on the selected tensor with these limits and prior"),
+        Some(Err(e)) => Line::styled(
+            format!("search: {}", escape_name(e)),
+            Style::default().fg(Color::Red),
+        ),
+        Some(Ok(r)) => {
+            let (old, new) = (r.old.1, r.new.bytes);
+            let diff = new as i64 - old as i64;
+            let pct = if old == 0 {
+                0.0
+            } else {
+                diff as f64 / old as f64 * 100.0
+            };
+            let verdict = match diff.cmp(&0) {
+                std::cmp::Ordering::Less => format!(
+                    "{} bytes smaller ({pct:.2}%)",
+                    thousands(diff.unsigned_abs())
+                ),
+                std::cmp::Ordering::Greater => {
+                    format!("{} bytes larger (+{pct:.2}%)", thousands(diff as u64))
+                }
+                std::cmp::Ordering::Equal => "same size".to_string(),
+            };
+            let s = &r.new.stats;
+            let tname = app
+                .rows()
+                .get(r.tensor)
+                .map(|row| escape_name(&row.name).into_owned())
+                .unwrap_or_default();
+            Line::from(vec![
+                Span::styled(
+                    format!(
+                        "{tname}: archive {} B → new {} B: {verdict}",
+                        thousands(old),
+                        thousands(new)
+                    ),
+                    Style::default()
+                        .bold()
+                        .fg(if diff < 0 { Color::Green } else { Color::Yellow }),
+                ),
+                Span::raw(format!(
+                    "  · budget {} depth {} nodes {} · prior {} · {} expansions, {} candidates{} · {:.2} s",
+                    r.opts.budget,
+                    r.opts.max_depth,
+                    r.opts.max_nodes,
+                    escape_typed(&r.prior),
+                    s.expansions,
+                    s.candidates,
+                    if s.budget_exhausted { ", budget ran out" } else { "" },
+                    r.elapsed.as_secs_f64()
+                )),
+            ])
+        }
+    };
+    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
+}
+
+fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
+    let line = if let Some(p) = &app.search.prompt {
+        if let Some(q) = &p.confirm {
+            Line::styled(
+                format!("⚠ {}", escape_typed(q)),
+                Style::default().fg(Color::Black).bg(Color::Yellow).bold(),
+            )
+        } else {
+            let mut spans = vec![
+                Span::styled("write to: ", Style::default().fg(ACCENT).bold()),
+                Span::raw(escape_typed(&p.path).into_owned()),
+                Span::raw("▏ "),
+            ];
+            match &p.error {
+                Some(e) => spans.push(Span::styled(
+                    escape_typed(e).into_owned(),
+                    Style::default().fg(Color::Red),
+                )),
+                None => spans.push(Span::styled(
+                    "(Enter writes a new archive, Esc cancels)",
+                    Style::default().fg(Color::DarkGray),
+                )),
+            }
+            Line::from(spans)
+        }
+    } else if let Some(h) = &app.search.writing {
+        Line::styled(
+            format!(
+                "{} writing the new archive… {:.1} s",
+                spinner(app.tick),
+                h.elapsed().as_secs_f64()
+            ),
+            Style::default().fg(Color::Yellow),
+        )
+    } else {
+        match &app.search.written {
+            Some(Ok(w)) => {
+                let diff = w.bytes as i64 - w.old_bytes as i64;
+                let sign = if diff < 0 { "−" } else { "+" };
+                Line::styled(
+                    format!(
+                        "✓ wrote {}{}: {} B ({sign}{} B against the open archive's {} B)",
+                        escape_typed(&w.path.display().to_string()),
+                        if w.in_place { " in place" } else { "" },
+                        thousands(w.bytes),
+                        thousands(diff.unsigned_abs()),
+                        thousands(w.old_bytes)
+                    ),
+                    Style::default().fg(Color::Green).bold(),
+                )
+            }
+            Some(Err(e)) => Line::styled(
+                format!("✗ write: {}", escape_typed(e)),
+                Style::default().fg(Color::Red).bold(),
+            ),
+            None => match &app.search.result {
+                Some(Ok(_)) => Line::styled(
+                    "w writes the new program into a new archive (the open one is kept)",
+                    Style::default().fg(Color::DarkGray),
+                ),
+                _ => Line::raw(""),
+            },
+        }
+    };
+    frame.render_widget(Paragraph::new(line), area);
 }

@@ -1,10 +1,10 @@
 //! The tensor table: one row per tensor, sortable and filterable, with totals.
 
 use super::super::app::{App, Column};
-use super::super::escape_name;
+use super::super::{escape_name, escape_typed};
 use super::super::inspect::thousands;
 use super::super::model::reduction;
-use super::{selected_style, ACCENT};
+use super::{selected_style, text_width, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -26,12 +26,21 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     .areas(area);
     if show_filter {
         let cursor = if app.filter_editing { "▏" } else { "" };
+        let how = if app.filter_editing {
+            "Enter keeps, Esc clears"
+        } else {
+            "/ edits, Esc clears"
+        };
         let line = Line::from(vec![
             Span::styled("filter: ", Style::default().fg(ACCENT)),
-            Span::raw(escape_name(&app.filter).into_owned()),
+            Span::raw(escape_typed(&app.filter).into_owned()),
             Span::raw(cursor),
             Span::styled(
-                format!("   {} of {} tensors", app.order.len(), app.rows().len()),
+                format!(
+                    "   {} of {} tensors ({how})",
+                    app.order.len(),
+                    app.rows().len()
+                ),
                 Style::default().fg(Color::DarkGray),
             ),
         ]);
@@ -57,52 +66,75 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     }));
 
     let rows = app.rows();
-    let body: Vec<Row> = app
+    let texts: Vec<[String; 8]> = app
         .order
         .iter()
         .map(|&i| {
             let r = &rows[i];
-            Row::new(vec![
-                cell(Column::Index, i.to_string()),
-                cell(Column::Name, escape_name(&r.name).into_owned()),
-                cell(Column::Dtype, r.dtype.name().to_string()),
-                cell(Column::Shape, shape_text(&r.shape)),
-                cell(Column::Original, thousands(r.original_bytes)),
-                cell(Column::Archive, thousands(r.archive_bytes)),
-                cell(Column::Reduction, format!("{:.2}%", r.reduction() * 100.0)),
-                cell(Column::Root, r.root_op.clone()),
-            ])
+            [
+                i.to_string(),
+                escape_name(&r.name).into_owned(),
+                r.dtype.name().to_string(),
+                shape_text(&r.shape),
+                thousands(r.original_bytes),
+                thousands(r.archive_bytes),
+                format!("{:.2}%", r.reduction() * 100.0),
+                r.root_op.clone(),
+            ]
         })
         .collect();
-
     let (o, a) = app.order.iter().fold((0u64, 0u64), |(o, a), &i| {
-        (o + rows[i].original_bytes, a + rows[i].archive_bytes)
+        (
+            o.saturating_add(rows[i].original_bytes),
+            a.saturating_add(rows[i].archive_bytes),
+        )
     });
-    let footer = Row::new(vec![
-        Cell::from(""),
-        Cell::from(format!("total of {} tensors", app.order.len())),
-        Cell::from(""),
-        Cell::from(""),
-        cell(Column::Original, thousands(o)),
-        cell(Column::Archive, thousands(a)),
-        cell(
-            Column::Reduction,
-            format!("{:.2}%", reduction(o, a) * 100.0),
-        ),
-        Cell::from(""),
-    ])
-    .style(Style::default().bold().fg(ACCENT));
-
-    let widths = [
-        Constraint::Length(4),
-        Constraint::Fill(1),
-        Constraint::Length(7),
-        Constraint::Length(13),
-        Constraint::Length(11),
-        Constraint::Length(11),
-        Constraint::Length(11),
-        Constraint::Length(7),
+    let totals = [
+        String::new(),
+        format!("total of {} tensors", app.order.len()),
+        String::new(),
+        String::new(),
+        thousands(o),
+        thousands(a),
+        format!("{:.2}%", reduction(o, a) * 100.0),
+        String::new(),
     ];
+    // Every column but the name is as wide as its widest value (or its title with the
+    // sort mark), so numbers are never cut; the name takes what is left.
+    let widths: Vec<Constraint> = Column::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| {
+            if c == Column::Name {
+                return Constraint::Fill(1);
+            }
+            let w = texts
+                .iter()
+                .map(|t| t[k].as_str())
+                .chain(std::iter::once(totals[k].as_str()))
+                .map(text_width)
+                .chain([text_width(c.title()) + 2, min_width(c)])
+                .max()
+                .unwrap_or(0);
+            Constraint::Length(w as u16)
+        })
+        .collect();
+    let body: Vec<Row> = texts
+        .into_iter()
+        .map(|t| Row::new(Column::ALL.iter().zip(t).map(|(&c, s)| cell(c, s))))
+        .collect();
+    let footer = Row::new(
+        Column::ALL
+            .iter()
+            .zip(totals)
+            .map(|(&c, s)| if c == Column::Name { Cell::from(s) } else { cell(c, s) }),
+    )
+    .style(Style::default().bold().fg(ACCENT));
+    // Keep the window full: after the terminal grew, scroll back so that no rows are
+    // left out above while blank lines show below (header and footer take a line each).
+    let visible = table_area.height.saturating_sub(2) as usize;
+    app.table_offset = super::fill_offset(app.table_offset, app.selected, app.order.len(), visible);
+
     let empty = app.order.is_empty();
     let table = Table::new(body, widths)
         .header(header)
@@ -131,6 +163,18 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             Paragraph::new(msg).style(Style::default().fg(Color::DarkGray)),
             r,
         );
+    }
+}
+
+/// The width a column gets at least (what fits usual values), so that the layout does
+/// not jump between archives.
+fn min_width(c: Column) -> usize {
+    match c {
+        Column::Index => 4,
+        Column::Name => 0,
+        Column::Dtype | Column::Root => 7,
+        Column::Shape => 13,
+        Column::Original | Column::Archive | Column::Reduction => 11,
     }
 }
 

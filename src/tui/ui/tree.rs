@@ -3,7 +3,7 @@
 
 use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
-use super::{bar, inspected, selected_style, ACCENT};
+use super::{bar, inspected, selected_style, text_width, ACCENT};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -59,16 +59,31 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         Cell::from(""),
     ])
     .style(Style::default().bold());
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Fill(1),
-            Constraint::Length(11),
-            Constraint::Length(11),
-            Constraint::Length(7),
-            Constraint::Length(BAR as u16),
-        ],
-    )
+    // Byte columns as wide as their widest value, so no digit is ever cut.
+    let num_width = |title: &str, f: &dyn Fn(&NodeInfo) -> u64| {
+        visible
+            .iter()
+            .filter_map(|&i| ins.nodes.get(i))
+            .map(|n| text_width(&thousands(f(n))))
+            .chain([text_width(title), 11])
+            .max()
+            .unwrap_or(0) as u16
+    };
+    let widths = [
+        Constraint::Fill(1),
+        Constraint::Length(num_width("own B", &|n| n.own_bytes)),
+        Constraint::Length(num_width("subtree B", &|n| n.subtree_bytes)),
+        Constraint::Length(7),
+        Constraint::Length(BAR as u16),
+    ];
+    let pos_now = visible.iter().position(|&i| i == app.tree.cursor);
+    app.tree.offset = super::fill_offset(
+        app.tree.offset,
+        pos_now.unwrap_or(0),
+        visible.len(),
+        table_area.height.saturating_sub(1) as usize,
+    );
+    let table = Table::new(rows, widths)
     .header(header)
     .row_highlight_style(selected_style());
     let pos = visible.iter().position(|&i| i == app.tree.cursor);

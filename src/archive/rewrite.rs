@@ -1,0 +1,247 @@
+//! Rewriting an archive with other programs for some tensors (e.g. a better program found
+//! by a longer search), without the source `.safetensors` file.
+//!
+//! Every record but the replaced ones is copied byte for byte; a replaced tensor's record
+//! keeps its name, position, dtype, shape, offsets and checksum and gets the new program.
+//! The index is rebuilt (record lengths, checksum of the records); the original file's
+//! length and whole-file checksum are unchanged, since it restores the same bytes. The
+//! layout is [`super::format`]'s.
+
+use super::format::{self, TensorMeta};
+use super::reader::Archive;
+use super::writer::{persist, temp_beside};
+use super::words_into_le_bytes;
+use crate::dsl::{execute, program_bytes, Node};
+use crate::error::{ArchiveError, Error, Result};
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
+
+/// Writes a copy of the archive `src` to `dst` in which tensor `i` (an index into
+/// [`Archive::tensors`]) holds `program` for every `(i, program)` of `replacements`;
+/// returns the length of the new archive in bytes.
+///
+/// Each new program is run first and must restore the tensor exactly (its type is the
+/// tensor's and its output matches the stored checksum); nothing is written otherwise.
+/// The copy is written to a temporary file beside `dst`, synced and renamed into place.
+/// An existing `dst`, including `src` itself, is replaced only when `overwrite` is true
+/// (replacing `src` is safe: the old file is read through its own mapping until the
+/// rename).
+///
+/// # Errors
+/// [`Error::Io`] or [`Error::Archive`] if `src` cannot be opened or is damaged (its record
+/// bytes must match their stored checksum); [`ArchiveError::NoSuchTensor`] for a bad
+/// index; [`Error::Internal`] if a program has the wrong type or fails to run;
+/// [`Error::Mismatch`] if its output differs from the tensor; [`Error::SameFile`] or
+/// [`Error::OutputExists`] if `dst` exists and `overwrite` is false; [`Error::Io`] if the
+/// new file cannot be written.
+pub fn rewrite_with_programs(
+    src: &Path,
+    dst: &Path,
+    replacements: &[(usize, Node)],
+    overwrite: bool,
+) -> Result<u64> {
+    if let Ok(meta) = fs::metadata(dst) {
+        if meta.is_dir() {
+            return Err(Error::io(
+                dst,
+                "cannot write",
+                std::io::Error::other("is a directory"),
+            ));
+        }
+        if !overwrite {
+            return Err(if same_file(src, dst) {
+                Error::SameFile {
+                    path: dst.to_path_buf(),
+                }
+            } else {
+                Error::OutputExists {
+                    path: dst.to_path_buf(),
+                }
+            });
+        }
+    }
+    let archive = Archive::open(src)?;
+    let file = File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
+    let map = super::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
+    let bytes: &[u8] = &map;
+    let corrupt = |what: String| Error::archive(src, ArchiveError::Corrupt { what });
+    if bytes.len() as u64 != archive.archive_len() {
+        return Err(corrupt("the file changed while it was read".into()));
+    }
+
+    // New records by their start offset, after checking every program.
+    let mut new_records: BTreeMap<usize, (usize, Vec<u8>)> = BTreeMap::new();
+    for (i, program) in replacements {
+        let t = archive.tensors().get(*i).ok_or_else(|| {
+            Error::archive(
+                src,
+                ArchiveError::NoSuchTensor {
+                    index: *i,
+                    count: archive.tensors().len(),
+                },
+            )
+        })?;
+        let region = format!("tensor {:?}", t.name);
+        let internal = |what: String| Error::Internal {
+            path: src.to_path_buf(),
+            what: format!("{region}: new program {what}"),
+        };
+        if program.ty() != t.ty() {
+            return Err(internal(format!(
+                "has type {}, the tensor is {}",
+                program.ty(),
+                t.ty()
+            )));
+        }
+        let words = execute(program, t.ty().len).map_err(|e| internal(format!("fails: {e}")))?;
+        let actual = xxh3_64(&words_into_le_bytes(words));
+        if actual != t.checksum {
+            return Err(Error::Mismatch {
+                path: src.to_path_buf(),
+                region,
+                expected: t.checksum,
+                actual,
+            });
+        }
+        let body = program_bytes(program);
+        let meta = TensorMeta {
+            name: t.name.clone(),
+            header_index: t.header_index,
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            begin: t.begin,
+            end: t.end,
+            checksum: t.checksum,
+        };
+        let mut record = Vec::new();
+        format::write_tensor_record(&mut record, &meta, &body);
+        new_records.insert(t.record.start, (t.record.end, record));
+    }
+
+    // The old index: where every record starts and ends.
+    let n = bytes.len();
+    let trailer = bytes
+        .get(n.saturating_sub(format::TRAILER_LEN)..)
+        .filter(|t| t.len() == format::TRAILER_LEN)
+        .ok_or_else(|| corrupt("no trailer".into()))?;
+    let field = |k: usize| u64::from_le_bytes(trailer[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
+    let (index_offset, index_len) = (field(0), field(1));
+    let index_bytes = usize::try_from(index_offset)
+        .ok()
+        .zip(usize::try_from(index_len).ok())
+        .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
+        .ok_or_else(|| corrupt("index out of bounds".into()))?;
+    let old_index = format::read_index(index_bytes).map_err(corrupt)?;
+
+    let mut tmp = temp_beside(dst)?;
+    let write_err = |e: std::io::Error| Error::io(dst, "cannot write", e);
+    let mut old_hasher = Xxh3Default::new();
+    let mut new_hasher = Xxh3Default::new();
+    let mut record_lens = Vec::with_capacity(old_index.record_lens.len());
+    let mut offset = format::FILE_HEADER_LEN as u64;
+    {
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        w.write_all(&bytes[..format::FILE_HEADER_LEN])
+            .map_err(write_err)?;
+        let mut at = format::FILE_HEADER_LEN;
+        for &len in &old_index.record_lens {
+            let end = usize::try_from(len)
+                .ok()
+                .and_then(|l| at.checked_add(l))
+                .filter(|&e| e <= n)
+                .ok_or_else(|| corrupt(format!("record at byte {at} runs past the end")))?;
+            let old = &bytes[at..end];
+            old_hasher.update(old);
+            let out: &[u8] = match new_records.get(&at) {
+                Some((old_end, record)) if *old_end == end => record,
+                Some(_) => return Err(corrupt(format!("record at byte {at} has two lengths"))),
+                None => old,
+            };
+            new_hasher.update(out);
+            w.write_all(out).map_err(write_err)?;
+            record_lens.push(out.len() as u64);
+            offset += out.len() as u64;
+            at = end;
+        }
+        if old_hasher.digest() != old_index.records_checksum {
+            return Err(corrupt(
+                "its records do not match their stored checksum (run verify)".into(),
+            ));
+        }
+        let index = format::Index {
+            tensor_count: old_index.tensor_count,
+            original_len: old_index.original_len,
+            file_checksum: old_index.file_checksum,
+            records_checksum: new_hasher.digest(),
+            record_lens,
+        };
+        let mut tail = Vec::new();
+        format::write_index(&mut tail, &index);
+        let trailer = format::trailer(offset, &tail);
+        tail.extend_from_slice(&trailer);
+        w.write_all(&tail).map_err(write_err)?;
+        offset += tail.len() as u64;
+        w.flush().map_err(write_err)?;
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(dst, "cannot sync", e))?;
+    persist(tmp, dst, overwrite)?;
+    Ok(offset)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::{compress_file, no_progress, verify, CompressOptions};
+    use crate::tensor::Words;
+
+    #[test]
+    fn a_replaced_program_round_trips_and_other_records_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two U8 tensors: a ramp and a constant.
+        let header = br#"{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 9, 9]);
+        let input = dir.path().join("m.safetensors");
+        fs::write(&input, &file).unwrap();
+        let brv = dir.path().join("m.brv");
+        compress_file(&input, &brv, &CompressOptions::default(), &no_progress).unwrap();
+        let old = Archive::open(&brv).unwrap();
+        let lit = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
+        let out = dir.path().join("m.new.brv");
+        let len = rewrite_with_programs(&brv, &out, &[(0, lit.clone())], false).unwrap();
+        let new = Archive::open(&out).unwrap();
+        assert_eq!(new.archive_len(), len);
+        assert_eq!(new.program(0).unwrap(), lit);
+        assert_eq!(new.program(1).unwrap(), old.program(1).unwrap());
+        assert!(verify(&new, Some(1), &no_progress).unwrap().is_ok());
+        // Never over an existing file unless allowed, and never a wrong program.
+        assert!(matches!(
+            rewrite_with_programs(&brv, &brv, &[(0, lit.clone())], false),
+            Err(Error::SameFile { .. })
+        ));
+        assert!(matches!(
+            rewrite_with_programs(&brv, &out, &[(0, lit)], false),
+            Err(Error::OutputExists { .. })
+        ));
+        let wrong = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 8]));
+        let other = dir.path().join("bad.brv");
+        assert!(matches!(
+            rewrite_with_programs(&brv, &other, &[(0, wrong)], false),
+            Err(Error::Mismatch { .. })
+        ));
+        assert!(!other.exists());
+    }
+}

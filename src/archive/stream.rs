@@ -1,0 +1,474 @@
+//! Decoding a whole archive in bounded memory (DESIGN §8), for [`Archive::write_original`]
+//! and the verifiers: regions are decoded on the pool and handed to the calling thread in
+//! source order as little-endian byte chunks, so nothing holds the restored file.
+//!
+//! What bounds the resident set:
+//!
+//! - **Units.** A region whose program is a root `Concat` (the writer splits tensors of
+//!   more than [`super::writer::REGION_WORDS`] words so) and that restores more than
+//!   [`SPLIT_BYTES`] is decoded as several units of consecutive children, each of at
+//!   least [`UNIT_BYTES`] (or what is left), so a worker holds one region's program and
+//!   words, not the tensor's. Other regions are one unit each.
+//! - **Bytes in flight.** A unit is started only while the decoded bytes of the units
+//!   started and not yet handed on stay within `(jobs + 1)` times the largest unit (and
+//!   at most three units per thread); a unit larger than that starts alone.
+//! - **Mapped pages.** A worker releases the archive's pages of the program bytes it read
+//!   as soon as the program is parsed ([`Archive::release`]).
+//!
+//! Children's byte ranges are found on the calling thread just before their unit starts,
+//! by reading each child with the program reader: it refuses trailing bytes and says
+//! where the child ended. A child that does not read makes its region one unit again,
+//! whose decoding then reports the error exactly as for an unsplit region.
+
+use super::format::Cursor;
+use super::reader::{Archive, Item};
+use super::{build_pool, ProgressEvent};
+use crate::dsl::{execute, read_program, Ty, WireError};
+use crate::error::{Error, Result};
+use crate::tensor::{container_bytes, WordBuf, Words};
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Regions restoring more bytes than this whose program is a root `Concat` are decoded
+/// child by child.
+pub const SPLIT_BYTES: u64 = 16 << 20;
+
+/// Fewest decoded bytes per unit of a split region (the last unit may be smaller).
+pub const UNIT_BYTES: u64 = 8 << 20;
+
+/// Most units in flight per worker thread (bounds the count when units are small).
+const UNITS_PER_THREAD: usize = 3;
+
+/// Bytes per chunk handed to the sink (and per write of the output).
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// A run of consecutive children `first..end` of a region's root `Concat`, restoring
+/// `words` words.
+#[derive(Clone, Debug)]
+struct Group {
+    first: usize,
+    end: usize,
+    words: u64,
+}
+
+/// How one region is decoded.
+#[derive(Clone, Debug)]
+struct Plan {
+    item: Item,
+    /// `None`: the whole program at once.
+    split: Option<Split>,
+}
+
+#[derive(Clone, Debug)]
+struct Split {
+    /// Absolute archive offset of the first child's bytes.
+    children_start: usize,
+    /// Words of every child.
+    lens: Vec<u64>,
+    groups: Vec<Group>,
+}
+
+/// What a worker decodes.
+#[derive(Clone, Debug)]
+enum Work {
+    Whole,
+    /// Each child's program bytes (absolute range) and type.
+    Children(Vec<(Range<usize>, Ty)>),
+}
+
+/// One unit of decoding work.
+#[derive(Clone, Debug)]
+pub(crate) struct Unit {
+    pub item: Item,
+    work: Work,
+    /// Decoded bytes.
+    pub bytes: u64,
+    /// First unit of its region.
+    pub first: bool,
+    /// Last unit of its region.
+    pub last: bool,
+}
+
+/// The children of a root `Concat` of type `ty`, from its program bytes: where the
+/// children start (relative to the program) and each child's length in words. `None`
+/// when the program is not a well-formed `Concat` header (the reader will say why).
+///
+/// Mirrors the `Concat` layout of [`crate::dsl::wire`]: tag `0x30`, LEB128 `k`, LEB128
+/// lengths of children `1..k-1`, the last one being what remains.
+fn concat_header(program: &[u8], ty: Ty) -> Option<(usize, Vec<u64>)> {
+    let mut c = Cursor::new(program, "program");
+    if c.u8().ok()? != 0x30 {
+        return None;
+    }
+    let k = c.uleb().ok()?;
+    if k < 2 || k > ty.len || k > crate::dsl::wire::MAX_NODES as u64 {
+        return None;
+    }
+    let mut lens = Vec::with_capacity(k as usize);
+    let mut used = 0u64;
+    for _ in 0..k - 1 {
+        let l = c.uleb().ok()?;
+        used = used.checked_add(l).filter(|&u| l >= 1 && u < ty.len)?;
+        lens.push(l);
+    }
+    lens.push(ty.len - used);
+    Some((c.pos(), lens))
+}
+
+fn plan(archive: &Archive, item: Item) -> Plan {
+    let whole = Plan { item, split: None };
+    let Item::Tensor(_) = item else {
+        return whole;
+    };
+    let (program, ty) = archive.item_program(item);
+    let word_bytes = container_bytes(ty.width) as u64;
+    let bytes = archive.item_original_bytes(item);
+    if bytes <= SPLIT_BYTES || bytes > super::reader::MAX_REGION_BYTES {
+        return whole;
+    }
+    let Some((header, lens)) = concat_header(archive.program_slice(&program), ty) else {
+        return whole;
+    };
+    let mut groups = Vec::new();
+    let mut first = 0;
+    let mut words = 0u64;
+    for (c, &l) in lens.iter().enumerate() {
+        words += l;
+        if words * word_bytes >= UNIT_BYTES || c + 1 == lens.len() {
+            groups.push(Group {
+                first,
+                end: c + 1,
+                words,
+            });
+            first = c + 1;
+            words = 0;
+        }
+    }
+    if groups.len() < 2 {
+        return whole;
+    }
+    Plan {
+        item,
+        split: Some(Split {
+            children_start: program.start + header,
+            lens,
+            groups,
+        }),
+    }
+}
+
+/// Yields the units of every region in order, finding children's byte ranges lazily.
+struct Units<'a> {
+    archive: &'a Archive,
+    plans: std::vec::IntoIter<Plan>,
+    /// The split region being cut: its plan, next group, next child's start.
+    current: Option<(Plan, usize, usize)>,
+}
+
+impl Units<'_> {
+    fn next_unit(&mut self) -> Option<Unit> {
+        if let Some((plan, g, at)) = self.current.take() {
+            return Some(self.cut(plan, g, at));
+        }
+        let plan = self.plans.next()?;
+        match &plan.split {
+            None => Some(self.whole(plan.item, true)),
+            Some(s) => {
+                let at = s.children_start;
+                Some(self.cut(plan, 0, at))
+            }
+        }
+    }
+
+    fn whole(&self, item: Item, first: bool) -> Unit {
+        Unit {
+            item,
+            work: Work::Whole,
+            bytes: self.archive.item_original_bytes(item),
+            first,
+            last: true,
+        }
+    }
+
+    /// The unit of group `g` of a split region, its first child starting at `at`.
+    fn cut(&mut self, plan: Plan, g: usize, mut at: usize) -> Unit {
+        let item = plan.item;
+        let split = plan.split.as_ref().expect("only split plans are cut");
+        let group = &split.groups[g];
+        let (program, ty) = self.archive.item_program(item);
+        let mut children = Vec::with_capacity(group.end - group.first);
+        for c in group.first..group.end {
+            let child_ty = Ty::new(ty.width, split.lens[c]);
+            let end = if c + 1 == split.lens.len() {
+                Some(program.end)
+            } else {
+                let bytes = self.archive.program_slice(&(at..program.end));
+                match read_program(bytes, child_ty) {
+                    Err(WireError::Trailing { offset, .. }) if offset > 0 => Some(at + offset),
+                    _ => None,
+                }
+            };
+            let Some(end) = end else {
+                // Decoding the whole program reports the error where it is.
+                return self.whole(item, g == 0);
+            };
+            children.push((at..end, child_ty));
+            at = end;
+        }
+        let bytes = group.words * container_bytes(ty.width) as u64;
+        let last = g + 1 == split.groups.len();
+        if !last {
+            self.current = Some((plan, g + 1, at));
+        }
+        Unit {
+            item,
+            work: Work::Children(children),
+            bytes,
+            first: g == 0,
+            last,
+        }
+    }
+}
+
+/// Decodes a unit's words (one stream per child, or one for the whole region). Checks
+/// the output size first and releases the program's mapped pages once it is read.
+fn decode_unit(archive: &Archive, unit: &Unit) -> Result<Vec<Words>> {
+    match &unit.work {
+        Work::Whole => {
+            let (program, ty) = archive.item_program(unit.item);
+            let node = archive.read_at(unit.item, &program, ty)?;
+            archive.release(&program);
+            archive.check_decoded_size(unit.item, unit.bytes)?;
+            let words = execute(&node, ty.len).map_err(|e| archive.decode_err(unit.item, e))?;
+            Ok(vec![words])
+        }
+        Work::Children(children) => {
+            archive.check_decoded_size(unit.item, unit.bytes)?;
+            let mut out = Vec::with_capacity(children.len());
+            for (range, ty) in children {
+                let node = archive.read_at(unit.item, range, *ty)?;
+                archive.release(range);
+                let words = execute(&node, ty.len)
+                    .map_err(|e| archive.decode_err_at(unit.item, range.start, e))?;
+                drop(node);
+                out.push(words);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Hands `words` to `f` as little-endian bytes of their container, in chunks of at most
+/// [`CHUNK_BYTES`] (converted in `scratch`).
+pub(crate) fn le_chunks<E>(
+    words: &Words,
+    scratch: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    fn go<const N: usize, T: Copy, E>(
+        v: &[T],
+        scratch: &mut Vec<u8>,
+        to: impl Fn(T) -> [u8; N],
+        f: &mut impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for part in v.chunks(CHUNK_BYTES / N) {
+            scratch.clear();
+            scratch.resize(part.len() * N, 0);
+            for (c, &x) in scratch.chunks_exact_mut(N).zip(part) {
+                c.copy_from_slice(&to(x));
+            }
+            f(scratch)?;
+        }
+        Ok(())
+    }
+    match words.buf() {
+        WordBuf::U8(v) => v.chunks(CHUNK_BYTES).try_for_each(f),
+        WordBuf::U16(v) => go(v, scratch, u16::to_le_bytes, &mut f),
+        WordBuf::U32(v) => go(v, scratch, u32::to_le_bytes, &mut f),
+        WordBuf::U64(v) => go(v, scratch, u64::to_le_bytes, &mut f),
+    }
+}
+
+/// What the sink of [`decode_all`] receives for each unit, in source order.
+pub(crate) enum Decoded<'a> {
+    /// The unit decoded; its bytes follow as [`Decoded::Bytes`] chunks, then
+    /// [`Decoded::End`].
+    Begin(&'a Unit),
+    /// The next bytes of the unit's region.
+    Bytes(&'a [u8]),
+    /// The unit's bytes are done.
+    End(&'a Unit),
+    /// The unit could not be decoded.
+    Failed(&'a Unit, Error),
+}
+
+/// Decodes every region of `archive` on `jobs` threads in bounded memory (see the module
+/// doc) and hands the results to `sink` on the calling thread, in source order. A region
+/// that cannot be decoded is handed on as [`Decoded::Failed`]; the sink decides whether
+/// to go on (returning `Ok`) or stop (an error, returned as is).
+///
+/// `stop` is polled before each unit is handed on; once it returns true nothing more is
+/// decoded and `Ok(false)` is returned (`Ok(true)` when everything was handed on).
+///
+/// # Errors
+/// The sink's error; [`Error::Internal`] if the pool cannot start or a worker panics.
+pub(crate) fn decode_all(
+    archive: &Archive,
+    jobs: usize,
+    sink: &mut dyn FnMut(Decoded<'_>) -> Result<()>,
+    stop: &dyn Fn() -> bool,
+) -> Result<bool> {
+    let internal = |what: String| Error::Internal {
+        path: archive.path().to_path_buf(),
+        what,
+    };
+    let pool = build_pool(jobs).map_err(internal)?;
+    let plans: Vec<Plan> = archive
+        .items()
+        .iter()
+        .map(|&item| plan(archive, item))
+        .collect();
+    let largest = plans
+        .iter()
+        .map(|p| match &p.split {
+            None => archive.item_original_bytes(p.item),
+            Some(s) => {
+                let wb = container_bytes(archive.item_program(p.item).1.width) as u64;
+                s.groups.iter().map(|g| g.words * wb).max().unwrap_or(0)
+            }
+        })
+        .max()
+        .unwrap_or(0);
+    let threads = pool.current_num_threads().max(1);
+    let budget = largest.saturating_mul(threads as u64 + 1);
+    let max_units = threads * UNITS_PER_THREAD;
+    let mut units = Units {
+        archive,
+        plans: plans.into_iter(),
+        current: None,
+    };
+
+    let halt = AtomicBool::new(false);
+    let halt_ref = &halt;
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<Result<Vec<Words>>>)>();
+    let mut scratch = Vec::new();
+    pool.in_place_scope(|scope| {
+        let mut pending: VecDeque<Unit> = VecDeque::new();
+        let mut in_flight = 0u64;
+        let mut next_seq = 0usize;
+        let mut next_sink = 0usize;
+        let mut lookahead: Option<Unit> = None;
+        let mut exhausted = false;
+        let mut ready: BTreeMap<usize, Option<Result<Vec<Words>>>> = BTreeMap::new();
+        let result = (|| {
+            loop {
+                while pending.len() < max_units {
+                    if lookahead.is_none() && !exhausted {
+                        lookahead = units.next_unit();
+                        exhausted = lookahead.is_none();
+                    }
+                    let Some(unit) = lookahead.take() else {
+                        break;
+                    };
+                    if !pending.is_empty() && in_flight.saturating_add(unit.bytes) > budget {
+                        lookahead = Some(unit);
+                        break;
+                    }
+                    let tx = tx.clone();
+                    let seq = next_seq;
+                    let job = unit.clone();
+                    scope.spawn(move |_| {
+                        if halt_ref.load(Ordering::Relaxed) {
+                            let _ = tx.send((seq, None));
+                            return;
+                        }
+                        let r = catch_unwind(AssertUnwindSafe(|| decode_unit(archive, &job))).ok();
+                        let _ = tx.send((seq, r));
+                    });
+                    in_flight += unit.bytes;
+                    pending.push_back(unit);
+                    next_seq += 1;
+                }
+                if pending.is_empty() {
+                    return Ok(true);
+                }
+                // A sender lives in this frame, so `recv` only returns a message; every
+                // spawned task sends exactly one.
+                let Ok((seq, r)) = rx.recv() else {
+                    return Err(internal("worker channel closed".to_string()));
+                };
+                ready.insert(seq, r);
+                while let Some(r) = ready.remove(&next_sink) {
+                    let unit = pending.pop_front().expect("one pending unit per result");
+                    if stop() {
+                        return Ok(false);
+                    }
+                    match r {
+                        Some(Ok(words)) => {
+                            sink(Decoded::Begin(&unit))?;
+                            for w in &words {
+                                le_chunks(w, &mut scratch, |b| sink(Decoded::Bytes(b)))?;
+                            }
+                            drop(words);
+                            sink(Decoded::End(&unit))?;
+                        }
+                        Some(Err(e)) => sink(Decoded::Failed(&unit, e))?,
+                        None => {
+                            return Err(internal(format!(
+                                "worker panicked on {}",
+                                archive.item_region(unit.item)
+                            )))
+                        }
+                    }
+                    in_flight -= unit.bytes;
+                    next_sink += 1;
+                }
+            }
+        })();
+        if !matches!(result, Ok(true)) {
+            halt.store(true, Ordering::Relaxed);
+        }
+        result
+    })
+}
+
+/// [`decode_all`] with progress events: `Begin`, one `Item` per region once its last
+/// unit is handed on, and `End` when everything was.
+pub(crate) fn decode_all_with_progress(
+    archive: &Archive,
+    jobs: usize,
+    progress: &dyn Fn(ProgressEvent<'_>),
+    sink: &mut dyn FnMut(Decoded<'_>) -> Result<()>,
+    stop: &dyn Fn() -> bool,
+) -> Result<bool> {
+    progress(ProgressEvent::Begin {
+        items: archive.items().len(),
+        bytes: archive.original_len(),
+    });
+    let done = decode_all(
+        archive,
+        jobs,
+        &mut |d| {
+            let item = match &d {
+                Decoded::End(u) if u.last => Some(u.item),
+                Decoded::Failed(u, _) => Some(u.item),
+                _ => None,
+            };
+            sink(d)?;
+            if let Some(item) = item {
+                progress(ProgressEvent::Item {
+                    label: archive.item_label(item),
+                    bytes: archive.item_original_bytes(item),
+                });
+            }
+            Ok(())
+        },
+        stop,
+    )?;
+    if done {
+        progress(ProgressEvent::End);
+    }
+    Ok(done)
+}
