@@ -177,9 +177,7 @@ pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
     } else {
         counts
             .iter()
-            .map(|&c| {
-                (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32
-            })
+            .map(|&c| (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32)
             .collect()
     };
     let mut sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
@@ -912,21 +910,30 @@ impl<T: Word> Decoder<'_, T> {
             let Some(win) = self.payload.get(pos..pos + 8) else {
                 break;
             };
-            let mut w = u64::from_le_bytes(win.try_into().unwrap_or([0; 8]));
-            for (xj, o) in xs.iter_mut().zip(group.iter_mut()) {
-                let slot = (*xj & mask) as usize;
+            let w = u64::from_le_bytes(win.try_into().unwrap_or([0; 8]));
+            // First every lane's step (independent of one another), then the refills:
+            // each lane's bytes start where the previous lanes' end, a prefix sum, so no
+            // lane waits for another's table lookup.
+            let mut y = [0u32; K];
+            let mut bits = [0u32; K];
+            for j in 0..K {
+                let slot = (xs[j] & mask) as usize;
                 let e = fb[slot];
-                *o = sym[slot];
-                let y = (e & 0xFFFF) * (*xj >> scale) + (e >> 16);
+                group[j] = sym[slot];
+                let yj = (e & 0xFFFF) * (xs[j] >> scale) + (e >> 16);
                 // y >= 2^(23 - s) >= 2^7: it takes one byte below 2^23, two below 2^15.
-                // The first byte read lands above the second.
-                let nb = u32::from(y < RANS_L) + u32::from(y < 1 << 15);
-                let bits = 8 * nb;
-                let two = (w as u16).swap_bytes() as u32;
-                *xj = y << bits | two >> (16 - bits);
-                w >>= bits;
-                pos += nb as usize;
+                bits[j] = 8 * (u32::from(yj < RANS_L) + u32::from(yj < 1 << 15));
+                y[j] = yj;
             }
+            let mut off = 0u32;
+            for j in 0..K {
+                // At most 2 K <= 8 bytes in all, so `off` stays below 64 here. The first
+                // byte read lands above the second.
+                let two = ((w >> off) as u16).swap_bytes() as u32;
+                xs[j] = y[j] << bits[j] | two >> (16 - bits[j]);
+                off += bits[j];
+            }
+            pos += (off / 8) as usize;
             done += K;
         }
         *x = xs;
