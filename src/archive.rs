@@ -237,9 +237,14 @@ pub(crate) fn words_into_le_bytes(words: Words) -> Vec<u8> {
 }
 
 /// A tensor name made safe to print on a terminal: control characters (C0, DEL, C1) and
-/// backslashes are escaped (`\n`, `\x1b`, `\u{9b}`, `\\`); everything else is kept.
+/// backslashes are escaped (`\n`, `\x1b`, `\u{9b}`, `\\`), and so are the bidirectional
+/// formatting characters that reorder the text after them (`\u{202e}`, ...); everything
+/// else is kept.
 pub fn escape_name(name: &str) -> Cow<'_, str> {
-    if !name.chars().any(|c| c.is_control() || c == '\\') {
+    if !name
+        .chars()
+        .any(|c| c.is_control() || c == '\\' || is_bidi(c))
+    {
         return Cow::Borrowed(name);
     }
     let mut s = String::with_capacity(name.len() + 8);
@@ -253,11 +258,16 @@ pub fn escape_name(name: &str) -> Cow<'_, str> {
             c if (c as u32) < 0x80 && c.is_control() => {
                 s.push_str(&format!("\\x{:02x}", c as u32));
             }
-            c if c.is_control() => s.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() || is_bidi(c) => s.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => s.push(c),
         }
     }
     Cow::Owned(s)
+}
+
+/// Bidirectional formatting characters (marks, embeddings, overrides, isolates).
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
@@ -271,6 +281,7 @@ mod tests {
             escape_name("x\u{1b}]0;t\u{7}\u{9b}2J\0\\"),
             "x\\x1b]0;t\\x07\\u{9b}2J\\0\\\\"
         );
+        assert_eq!(escape_name("a\u{202e}b\u{2066}"), "a\\u{202e}b\\u{2066}");
     }
 
     #[test]

@@ -63,7 +63,9 @@ pub struct SearchControl {
 impl SearchControl {
     /// Whether the search was asked to stop.
     pub fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
     /// Counts one expansion.

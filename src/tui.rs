@@ -41,47 +41,33 @@ use std::time::Duration;
 /// path.
 pub const DEMO: &[u8] = include_bytes!("../assets/demo.safetensors");
 
-/// A name made safe for the terminal: control characters (C0, DEL, C1) and backslashes
-/// are escaped by the library's [`crate::archive::escape_name`], and bidirectional
-/// formatting characters, which reorder what follows them, as `\u{..}`. Wide and
-/// zero-width characters are kept; the layout measures them by display width.
+/// A name made safe for the terminal: [`crate::archive::escape_name`] (control and
+/// bidirectional formatting characters and backslashes escaped). Wide and zero-width
+/// characters are kept; the layout measures them by display width.
 pub fn escape_name(name: &str) -> Cow<'_, str> {
-    let base = crate::archive::escape_name(name);
-    if !base.chars().any(is_bidi) {
-        return base;
-    }
-    let mut s = String::with_capacity(base.len() + 8);
-    for c in base.chars() {
-        if is_bidi(c) {
-            s.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            s.push(c);
-        }
-    }
-    Cow::Owned(s)
+    crate::archive::escape_name(name)
 }
 
 /// Text the user typed (the name filter, a file path) made safe for the terminal: control
 /// and bidirectional formatting characters are escaped as in [`escape_name`], but a
 /// backslash stays one backslash, so what is shown is what was typed.
 pub fn escape_typed(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() || is_bidi(c)) {
+    if !text
+        .chars()
+        .any(|c| c.is_control() || crate::archive::is_bidi(c))
+    {
         return Cow::Borrowed(text);
     }
     let mut s = String::with_capacity(text.len() + 8);
     let mut buf = [0u8; 4];
     for c in text.chars() {
-        if c.is_control() || is_bidi(c) {
+        if c.is_control() || crate::archive::is_bidi(c) {
             s.push_str(&escape_name(c.encode_utf8(&mut buf)));
         } else {
             s.push(c);
         }
     }
     Cow::Owned(s)
-}
-
-fn is_bidi(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Reads one event, waiting at most a timeout; `None` when none came.

@@ -258,7 +258,10 @@ fn search_with_budget_32_runs_in_the_background() {
     assert_eq!(r.opts.budget, 32);
     assert_eq!(r.opts.max_depth, 4);
     assert_eq!(r.tensor, 0);
-    assert_eq!(r.prior, "calibrated", "the default prior is calibrated, as compress");
+    assert_eq!(
+        r.prior, "calibrated",
+        "the default prior is calibrated, as compress"
+    );
     let source = fixture();
     let decoded = source.decode(0).unwrap();
     let mut out = Vec::new();
@@ -268,7 +271,10 @@ fn search_with_budget_32_runs_in_the_background() {
     assert_eq!(out, decoded, "the new program reproduces the tensor");
     assert_eq!(r.old.1, a.rows()[0].archive_bytes);
     assert!(r.new.stats.expansions <= 32);
-    assert_eq!(a.search.expansions.load(Ordering::Relaxed), r.new.stats.expansions);
+    assert_eq!(
+        a.search.expansions.load(Ordering::Relaxed),
+        r.new.stats.expansions
+    );
 }
 
 /// Bug: digits and r were typed into the form instead of switching views and re-running.
@@ -283,7 +289,10 @@ fn search_view_keeps_global_keys_outside_editing() {
     assert!(hints(ctx).contains(&("e/Enter", "edit")));
     press(&mut a, KeyCode::Char('1'));
     assert_eq!(a.view, View::Table, "a digit switches views");
-    assert_eq!(a.search.form.opts.budget, 32, "and is not typed into the budget");
+    assert_eq!(
+        a.search.form.opts.budget, 32,
+        "and is not typed into the budget"
+    );
     press(&mut a, KeyCode::Char('6'));
     press(&mut a, KeyCode::Char('r'));
     assert_eq!(a.view, View::Search);
@@ -317,8 +326,16 @@ fn search_form_refuses_limits_the_library_rejects() {
     for (field, typed, msg) in [
         ('d', "0", "depth 0 is out of range: it must be 1 to 32"),
         ('d', "33", "depth 33 is out of range: it must be 1 to 32"),
-        ('n', "0", "node limit 0 is out of range: it must be 1 to 65536"),
-        ('n', "70000", "node limit 70000 is out of range: it must be 1 to 65536"),
+        (
+            'n',
+            "0",
+            "node limit 0 is out of range: it must be 1 to 65536",
+        ),
+        (
+            'n',
+            "70000",
+            "node limit 70000 is out of range: it must be 1 to 65536",
+        ),
     ] {
         let saved = a.search.form.clone();
         press(&mut a, KeyCode::Char(field));
@@ -362,12 +379,19 @@ fn search_form_takes_a_prior_file() {
     assert_eq!(a.search.form.prior, PriorMode::Uniform);
     press(&mut a, KeyCode::Enter);
     press(&mut a, KeyCode::Char('r'));
-    assert_eq!(a.search.result.as_ref().unwrap().as_ref().unwrap().prior, "uniform");
+    assert_eq!(
+        a.search.result.as_ref().unwrap().as_ref().unwrap().prior,
+        "uniform"
+    );
 
     let missing = dir.path().join("no-such-prior.json");
     press(&mut a, KeyCode::Char('f'));
     keys(&mut a, &missing.display().to_string());
-    assert_eq!(a.search.form.prior, PriorMode::File, "typing a path picks the file");
+    assert_eq!(
+        a.search.form.prior,
+        PriorMode::File,
+        "typing a path picks the file"
+    );
     press(&mut a, KeyCode::Enter);
     press(&mut a, KeyCode::Char('r'));
     let e = a.search.form_error.clone().unwrap();
@@ -405,7 +429,10 @@ fn search_form_takes_a_prior_file() {
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.prior, format!("file {}", good.display()));
     let text = screen_text(&mut a, 200, 16);
-    assert!(text.contains(&format!("prior file {}", good.display())), "{text}");
+    assert!(
+        text.contains(&format!("prior file {}", good.display())),
+        "{text}"
+    );
 }
 
 fn set_prior_path(a: &mut App, path: &std::path::Path) {
@@ -472,7 +499,14 @@ fn cancel_stops_a_running_search() {
     assert!(text.contains("/ 1,099,511,627,776 expansions"), "{text}");
     a.apply(Action::Cancel);
     assert!(a.search.running.is_none());
-    let msg = a.search.result.as_ref().unwrap().as_ref().unwrap_err().clone();
+    let msg = a
+        .search
+        .result
+        .as_ref()
+        .unwrap()
+        .as_ref()
+        .unwrap_err()
+        .clone();
     assert!(msg.starts_with("cancelled after "), "{msg}");
     // The search stops within an expansion or two: the counter stays put.
     std::thread::sleep(Duration::from_millis(500));
@@ -645,7 +679,10 @@ fn esc_clears_a_kept_filter_as_the_screen_says() {
     assert!(!a.filter_editing);
     assert_eq!(names(&a), vec!["norm.bias"]);
     let text = screen_text(&mut a, 110, 14);
-    assert!(text.contains("1 of 6 tensors (/ edits, Esc clears)"), "{text}");
+    assert!(
+        text.contains("1 of 6 tensors (/ edits, Esc clears)"),
+        "{text}"
+    );
     assert!(hints(a.key_context()).contains(&("Esc", "clear filter")));
     press(&mut a, KeyCode::Esc);
     assert!(a.filter.is_empty());
@@ -671,8 +708,15 @@ fn a_typed_backslash_shows_once_in_the_filter() {
     let text = screen_text(&mut a, 110, 14);
     assert!(text.contains("filter: a\\b▏"), "{text}");
     assert!(!text.contains("a\\\\b"), "{text}");
-    assert_eq!(escape_typed("a\\b\u{1b}[2J\u{202e}"), "a\\b\\x1b[2J\\u{202e}");
-    assert_eq!(escape_name("a\\b"), "a\\\\b", "names still escape backslashes");
+    assert_eq!(
+        escape_typed("a\\b\u{1b}[2J\u{202e}"),
+        "a\\b\\x1b[2J\\u{202e}"
+    );
+    assert_eq!(
+        escape_name("a\\b"),
+        "a\\\\b",
+        "names still escape backslashes"
+    );
 }
 
 /// Bug: the Verify view printed its summary twice (verdict and status line).
@@ -708,7 +752,12 @@ fn wide_numbers_keep_every_digit() {
     src = MemorySource::from_tensors("wide.brv", tensors);
     let mut a = App::new(Arc::new(src));
     let text = screen_text(&mut a, 130, 12);
-    for n in ["123,456,789,012", "98,765,432,109", "123,456,789,016", "[123456, 1000001]"] {
+    for n in [
+        "123,456,789,012",
+        "98,765,432,109",
+        "123,456,789,016",
+        "[123456, 1000001]",
+    ] {
         assert!(text.contains(n), "{n} cut:\n{text}");
     }
 }

@@ -120,20 +120,38 @@ fn w_writes_the_new_program_into_a_new_archive() {
     assert!(!w.in_place);
     assert_eq!(w.old_bytes, before.len() as u64);
     assert_eq!(w.bytes, std::fs::metadata(&default).unwrap().len());
-    assert_eq!(std::fs::read(&brv).unwrap(), before, "the open archive is untouched");
+    assert_eq!(
+        std::fs::read(&brv).unwrap(),
+        before,
+        "the open archive is untouched"
+    );
 
     // The new archive opens, verifies bit-exact, restores the original file byte for
     // byte, and holds the new program for that tensor only.
     let new = Archive::open(&default).unwrap();
     assert!(verify(&new, Some(1), &no_progress).unwrap().is_ok());
-    assert!(verify_against(&new, &demo(), Some(1), &no_progress).unwrap().identical);
-    assert_eq!(new.decode_tensor(t).unwrap(), original.decode_tensor(t).unwrap());
+    assert!(
+        verify_against(&new, &demo(), Some(1), &no_progress)
+            .unwrap()
+            .identical
+    );
+    assert_eq!(
+        new.decode_tensor(t).unwrap(),
+        original.decode_tensor(t).unwrap()
+    );
     assert_eq!(new.program(t).unwrap().to_string(), new_text);
     assert_eq!(new.tensors()[t].program_bytes(), new_program_bytes);
     assert_eq!(new.tensors()[t].root_op, "lit");
     for i in (0..original.tensors().len()).filter(|&i| i != t) {
-        assert_eq!(new.program(i).unwrap(), original.program(i).unwrap(), "tensor {i}");
-        assert_eq!(new.tensors()[i].archive_bytes(), original.tensors()[i].archive_bytes());
+        assert_eq!(
+            new.program(i).unwrap(),
+            original.program(i).unwrap(),
+            "tensor {i}"
+        );
+        assert_eq!(
+            new.tensors()[i].archive_bytes(),
+            original.tensors()[i].archive_bytes()
+        );
     }
     let diff = w.bytes as i64 - w.old_bytes as i64;
     assert_eq!(
@@ -145,18 +163,27 @@ fn w_writes_the_new_program_into_a_new_archive() {
         text.contains(&format!("✓ wrote {}: ", default.display())),
         "{text}"
     );
-    assert!(text.contains(&format!("(+{} B against", thousands(diff.unsigned_abs()))), "{text}");
+    assert!(
+        text.contains(&format!("(+{} B against", thousands(diff.unsigned_abs()))),
+        "{text}"
+    );
 
     // The next default is a fresh name; an existing file needs a yes.
     press(&mut a, KeyCode::Char('w'));
     assert_eq!(
         a.search.prompt.as_ref().unwrap().path,
-        dir.path().join("demo.researched-1.brv").display().to_string()
+        dir.path()
+            .join("demo.researched-1.brv")
+            .display()
+            .to_string()
     );
     type_path(&mut a, &default);
     press(&mut a, KeyCode::Enter);
     let q = a.search.prompt.as_ref().unwrap().confirm.clone().unwrap();
-    assert_eq!(q, format!("{} exists: replace it? (y/n)", default.display()));
+    assert_eq!(
+        q,
+        format!("{} exists: replace it? (y/n)", default.display())
+    );
     assert!(screen_text(&mut a, 200, 20).contains("exists: replace it? (y/n)"));
     press(&mut a, KeyCode::Char('n'));
     assert!(a.search.prompt.as_ref().unwrap().confirm.is_none());
@@ -165,7 +192,10 @@ fn w_writes_the_new_program_into_a_new_archive() {
     type_path(&mut a, &brv);
     press(&mut a, KeyCode::Enter);
     let q = a.search.prompt.as_ref().unwrap().confirm.clone().unwrap();
-    assert!(q.contains("is the open archive: replace it in place"), "{q}");
+    assert!(
+        q.contains("is the open archive: replace it in place"),
+        "{q}"
+    );
     press(&mut a, KeyCode::Esc);
     press(&mut a, KeyCode::Esc);
     assert!(a.search.prompt.is_none());
@@ -178,7 +208,10 @@ fn w_writes_the_new_program_into_a_new_archive() {
     press(&mut a, KeyCode::Char('y'));
     let w = a.search.written.clone().unwrap().unwrap();
     assert!(w.in_place);
-    assert_eq!(std::fs::read(&brv).unwrap(), std::fs::read(&default).unwrap());
+    assert_eq!(
+        std::fs::read(&brv).unwrap(),
+        std::fs::read(&default).unwrap()
+    );
     assert_eq!(a.rows()[t].root_op, "lit");
     assert_eq!(a.source.as_ref().unwrap().file_sizes().1, w.bytes);
 }
@@ -204,7 +237,9 @@ fn verify_stops_between_tensors() {
     assert!(r.is_none());
     assert_eq!(items.get(), 3, "no region checked after the stop");
     items.set(0);
-    let r = verify_until(&archive, Some(2), &progress, &|| false).unwrap().unwrap();
+    let r = verify_until(&archive, Some(2), &progress, &|| false)
+        .unwrap()
+        .unwrap();
     assert!(r.is_ok());
     assert_eq!(items.get(), r.regions.len());
 
@@ -216,5 +251,8 @@ fn verify_stops_between_tensors() {
     press(&mut a, KeyCode::Char('V'));
     let v = a.verify.result.clone().unwrap().unwrap();
     assert!(v.ok(), "{}", v.verdict());
-    assert_eq!(v.verdict(), "23/23 tensors bit-exact, whole-file checksum matches");
+    assert_eq!(
+        v.verdict(),
+        "23/23 tensors bit-exact, whole-file checksum matches"
+    );
 }

@@ -503,7 +503,7 @@ impl Archive {
     /// every region, decoded in parallel on `jobs` threads (`None` = all cores) and
     /// checked against the per-region and whole-file checksums. Memory stays bounded by
     /// the largest region (or region part) and the thread count, not the archive's size
-    /// (see [`super::stream`]); `out` receives chunks of at most 1 MiB.
+    /// (see `src/archive/stream.rs`); `out` receives chunks of at most 1 MiB.
     ///
     /// # Errors
     /// [`Error::Archive`] if a program is malformed; [`Error::Mismatch`] if decoded bytes

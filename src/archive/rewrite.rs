@@ -9,8 +9,8 @@
 
 use super::format::{self, TensorMeta};
 use super::reader::Archive;
-use super::writer::{persist, temp_beside};
 use super::words_into_le_bytes;
+use super::writer::{persist, temp_beside};
 use crate::dsl::{execute, program_bytes, Node};
 use crate::error::{ArchiveError, Error, Result};
 use std::collections::BTreeMap;
@@ -127,7 +127,8 @@ pub fn rewrite_with_programs(
         .get(n.saturating_sub(format::TRAILER_LEN)..)
         .filter(|t| t.len() == format::TRAILER_LEN)
         .ok_or_else(|| corrupt("no trailer".into()))?;
-    let field = |k: usize| u64::from_le_bytes(trailer[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
+    let field =
+        |k: usize| u64::from_le_bytes(trailer[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
     let (index_offset, index_len) = (field(0), field(1));
     let index_bytes = usize::try_from(index_offset)
         .ok()

@@ -109,11 +109,14 @@ struct SearchArgs {
     /// Search budget: partial programs expanded per tensor (0 stores literals)
     #[arg(long, value_name = "N", default_value_t = SearchOptions::default().budget)]
     budget: u64,
-    /// Deepest program the search builds (a single node has depth 1)
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth)]
+    /// Deepest program the search builds (a single node has depth 1; 1 to 32, the
+    /// archive format's limit)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth,
+          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_DEPTH as i64))]
     max_depth: u32,
-    /// Most nodes in one program
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes)]
+    /// Most nodes in one program (1 to 65,536, the archive format's limit)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes,
+          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_NODES as i64))]
     max_nodes: u32,
     #[command(flatten)]
     prior: PriorArgs,
@@ -244,14 +247,18 @@ struct BenchArgs {
     /// Worker threads for the parallel runs (0 = all cores) [default: all cores]
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
-    /// Search budgets to measure, one run each
-    #[arg(long, value_name = "N", num_args = 1.., default_values_t = [SearchOptions::default().budget])]
+    /// Search budgets to measure, one run each: repeat the option or separate by commas
+    /// (`--budget 0,1,32`)
+    #[arg(long, value_name = "N", value_delimiter = ',', default_values_t = [SearchOptions::default().budget])]
     budget: Vec<u64>,
-    /// Deepest program the search builds (a single node has depth 1)
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth)]
+    /// Deepest program the search builds (a single node has depth 1; 1 to 32, the
+    /// archive format's limit)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth,
+          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_DEPTH as i64))]
     max_depth: u32,
-    /// Most nodes in one program
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes)]
+    /// Most nodes in one program (1 to 65,536, the archive format's limit)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes,
+          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_NODES as i64))]
     max_nodes: u32,
     #[command(flatten)]
     prior: PriorArgs,
@@ -466,6 +473,15 @@ fn fmt_percent(p: Option<f64>) -> String {
     p.map_or_else(|| "-".to_string(), |p| format!("{p:.1}%"))
 }
 
+/// "34.1% smaller", or "30.9% larger" when the archive grew ("-" for an empty input).
+fn fmt_change(p: Option<f64>) -> String {
+    match p {
+        Some(p) if p < 0.0 => format!("{:.1}% larger", -p),
+        Some(p) => format!("{p:.1}% smaller"),
+        None => "-".to_string(),
+    }
+}
+
 fn fmt_shape(shape: &[u64]) -> String {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     format!("[{}]", dims.join(","))
@@ -569,12 +585,12 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
         }))?;
     } else {
         emit(&format!(
-            "{} -> {}: {} -> {} bytes ({} smaller), {} tensors, {:.2} s ({:.1} MB/s)\n",
+            "{} -> {}: {} -> {} bytes ({}), {} tensors, {:.2} s ({:.1} MB/s)\n",
             s.input.display(),
             s.output.display(),
             s.original_bytes,
             s.archive_bytes,
-            fmt_percent(reduction),
+            fmt_change(reduction),
             s.tensors().count(),
             secs,
             mb_per_s(s.original_bytes, secs),
@@ -849,12 +865,12 @@ fn ls(a: LsArgs) -> Result<Outcome> {
     }
     writeln!(
         s,
-        "{} tensors, {} gaps; {} -> {} bytes ({} smaller)",
+        "{} tensors, {} gaps; {} -> {} bytes ({})",
         tensors.len(),
         archive.gaps().len(),
         total_original,
         total_archive,
-        fmt_percent(percent_smaller(total_original, total_archive))
+        fmt_change(percent_smaller(total_original, total_archive))
     )?;
     emit(&s)?;
     Ok(Outcome::Ok)
@@ -940,13 +956,13 @@ fn show(a: ShowArgs) -> Result<Outcome> {
     let mut s = String::new();
     writeln!(
         s,
-        "tensor {}  {} {}  {} bytes -> record {} bytes ({} smaller)",
+        "tensor {}  {} {}  {} bytes -> record {} bytes ({})",
         escape_name(&t.name),
         t.dtype,
         fmt_shape(&t.shape),
         t.original_bytes(),
         record,
-        fmt_percent(percent_smaller(t.original_bytes(), record)),
+        fmt_change(percent_smaller(t.original_bytes(), record)),
     )?;
     writeln!(s)?;
     s.push_str(&program.to_string());
@@ -1142,12 +1158,12 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
     } else {
         let tensors: usize = s.shards.iter().map(|c| c.tensors().count()).sum();
         emit(&format!(
-            "{} -> {}: {} -> {} bytes ({} smaller), {} shards, {} tensors, {} files copied, {:.2} s ({:.1} MB/s)\n",
+            "{} -> {}: {} -> {} bytes ({}), {} shards, {} tensors, {} files copied, {:.2} s ({:.1} MB/s)\n",
             s.input.display(),
             s.output.display(),
             s.original_bytes,
             s.archive_bytes,
-            fmt_percent(reduction),
+            fmt_change(reduction),
             s.shards.len(),
             tensors,
             s.copied.len(),

@@ -75,22 +75,70 @@ fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
 macro_rules! small_k {
     ($k:expr, $K:ident => $body:expr) => {
         match $k {
-            1 => { const $K: usize = 1; $body }
-            2 => { const $K: usize = 2; $body }
-            3 => { const $K: usize = 3; $body }
-            4 => { const $K: usize = 4; $body }
-            5 => { const $K: usize = 5; $body }
-            6 => { const $K: usize = 6; $body }
-            7 => { const $K: usize = 7; $body }
-            8 => { const $K: usize = 8; $body }
-            9 => { const $K: usize = 9; $body }
-            10 => { const $K: usize = 10; $body }
-            11 => { const $K: usize = 11; $body }
-            12 => { const $K: usize = 12; $body }
-            13 => { const $K: usize = 13; $body }
-            14 => { const $K: usize = 14; $body }
-            15 => { const $K: usize = 15; $body }
-            _ => { const $K: usize = 16; $body }
+            1 => {
+                const $K: usize = 1;
+                $body
+            }
+            2 => {
+                const $K: usize = 2;
+                $body
+            }
+            3 => {
+                const $K: usize = 3;
+                $body
+            }
+            4 => {
+                const $K: usize = 4;
+                $body
+            }
+            5 => {
+                const $K: usize = 5;
+                $body
+            }
+            6 => {
+                const $K: usize = 6;
+                $body
+            }
+            7 => {
+                const $K: usize = 7;
+                $body
+            }
+            8 => {
+                const $K: usize = 8;
+                $body
+            }
+            9 => {
+                const $K: usize = 9;
+                $body
+            }
+            10 => {
+                const $K: usize = 10;
+                $body
+            }
+            11 => {
+                const $K: usize = 11;
+                $body
+            }
+            12 => {
+                const $K: usize = 12;
+                $body
+            }
+            13 => {
+                const $K: usize = 13;
+                $body
+            }
+            14 => {
+                const $K: usize = 14;
+                $body
+            }
+            15 => {
+                const $K: usize = 15;
+                $body
+            }
+            _ => {
+                const $K: usize = 16;
+                $body
+            }
         }
     };
 }

@@ -25,7 +25,11 @@ pub fn table_bar(plain: u64) -> u64 {
 
 /// The size of the body [`encode_best`] chooses from the sizes of [`all_sizes`].
 pub fn chosen_size(sizes: &[Option<u64>; 4]) -> u64 {
-    let plain = sizes[0].into_iter().chain(sizes[1]).min().unwrap_or(u64::MAX);
+    let plain = sizes[0]
+        .into_iter()
+        .chain(sizes[1])
+        .min()
+        .unwrap_or(u64::MAX);
     let table = sizes[2].into_iter().chain(sizes[3]).min();
     match table {
         Some(t) if t < table_bar(plain) => t,
@@ -77,7 +81,10 @@ pub fn encode_best(words: &Words) -> Encoded {
 /// summing to `words.len()`). Saves the histogram pass; the result is the same.
 pub fn encode_best_with_histogram(words: &Words, hist: Vec<(u64, u64)>) -> Encoded {
     debug_assert!(hist.len() <= MAX_TABLE_SYMBOLS);
-    debug_assert_eq!(hist.iter().map(|&(_, c)| c).sum::<u64>(), words.len() as u64);
+    debug_assert_eq!(
+        hist.iter().map(|&(_, c)| c).sum::<u64>(),
+        words.len() as u64
+    );
     let max = hist.last().map_or(0, |&(s, _)| s);
     let a = Analysis {
         pack_bits: bits_needed(max),

@@ -7,8 +7,11 @@
 //! programs are ranked by exact serialized size and the search goes on after the first
 //! one. The budget counts expansions. Every open state can be completed by putting `Lit`
 //! in each hole (its *rollout*); the exact size of that completion is known from the
-//! holes' literal sizes, so each rollout is compared with the incumbent too, and when the
-//! budget runs out the best of them competes with the complete programs.
+//! holes' literal sizes (estimated for large holes), so each rollout is compared with the
+//! incumbent too. The best state at the end of each expansion is a finalist; when the
+//! budget runs out the finalists are encoded and the exactly smallest wins (then
+//! `Lit(target)` if that is no larger). A larger budget's finalists include a smaller
+//! one's, so it never returns a larger program.
 //!
 //! Deterministic: no randomness, no dependence on threads or addresses.
 
@@ -24,7 +27,7 @@ use crate::stats;
 use crate::tensor::{bits_needed, container_bytes, Dtype, Words};
 use std::cell::OnceCell;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 /// Exact bytes of the node `Lit(words)` with the smallest codec: tag, length, body.
@@ -318,6 +321,11 @@ struct Search<'a> {
     records: Vec<(u64, State)>,
     /// First-complete ablation: the first complete program that is not the root `Lit`.
     first: Option<State>,
+    /// Indices into `records` of the best record at the end of each expansion (each
+    /// index once): what the search would return at every smaller budget. The result
+    /// is the exactly smallest of them, so a larger budget, whose finalists include
+    /// every smaller budget's, never returns a larger program.
+    finalists: Vec<usize>,
 }
 
 /// Holes of at most this many words are sized exactly; larger ones are estimated.
@@ -632,7 +640,12 @@ impl Search<'_> {
             rollout += self.holes[i].lit_bytes;
         }
         let k = ids.len() as u32;
-        let sub = PNode::Op(hid, kind, shell, ids.iter().map(|&i| PNode::Hole(i)).collect());
+        let sub = PNode::Op(
+            hid,
+            kind,
+            shell,
+            ids.iter().map(|&i| PNode::Hole(i)).collect(),
+        );
         let mut holes = ids;
         holes.extend_from_slice(&s.holes[1..]);
         State {
@@ -692,27 +705,32 @@ impl Search<'_> {
         }
     }
 
-    fn materialize(&self, p: &PNode) -> Node {
+    /// The program of `p`, each hole's literal encoded once across calls (`memo`, by hole).
+    fn materialize(&self, p: &PNode, memo: &mut HashMap<usize, Node>) -> Node {
         match p {
             PNode::Hole(i) | PNode::LitOf(i) => {
-                let words = self.words(*i);
-                // The hole's dense histogram, when it has one, spares the codec a pass.
-                match self.holes[*i].dense.get() {
-                    Some(Some(d)) if words.len() > EXACT_WORDS => {
-                        let hist = dense_list(d);
-                        let ty = Ty::new(words.width(), words.len() as u64);
-                        let codec::Encoded { codec, body } =
-                            codec::encode_best_with_histogram(&words, hist);
-                        Node::lit_encoded(ty, Lit { codec, body })
-                            .expect("a hole's type is valid")
-                    }
-                    _ => Node::lit(&words),
-                }
+                memo.entry(*i).or_insert_with(|| self.literal(*i)).clone()
             }
             PNode::Done(_, _, n) => n.clone(),
             PNode::Op(_, _, shell, kids) => shell
-                .build(kids.iter().map(|k| self.materialize(k)).collect())
+                .build(kids.iter().map(|k| self.materialize(k, memo)).collect())
                 .expect("decompositions are well typed"),
+        }
+    }
+
+    /// `Lit` of hole `i`'s target.
+    fn literal(&self, i: usize) -> Node {
+        let words = self.words(i);
+        // The hole's dense histogram, when it has one, spares the codec a pass.
+        match self.holes[i].dense.get() {
+            Some(Some(d)) if words.len() > EXACT_WORDS => {
+                let hist = dense_list(d);
+                let ty = Ty::new(words.width(), words.len() as u64);
+                let codec::Encoded { codec, body } =
+                    codec::encode_best_with_histogram(&words, hist);
+                Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
+            }
+            _ => Node::lit(&words),
         }
     }
 }
@@ -776,6 +794,7 @@ fn explore<'a>(
         stats: SearchStats::default(),
         records: Vec::new(),
         first: None,
+        finalists: Vec::new(),
     };
     search.add_words_hole(target.clone(), 1, dtype, None, 0);
     // The root's literal is sized by planning its tables (never approximated), which also
@@ -839,6 +858,10 @@ fn explore<'a>(
             }
         } else {
             search.expand(&s, &mut queue);
+        }
+        let best = search.records.len() - 1;
+        if search.finalists.last() != Some(&best) {
+            search.finalists.push(best);
         }
         last = s;
     }
@@ -909,11 +932,32 @@ pub fn search(
         };
     }
     let (search, chosen, root_lb) = explore(target, dtype, opts, prior);
-    let is_root = matches!(chosen.tree, PNode::Hole(0) | PNode::LitOf(0));
-    let mut winner = None;
-    if !is_root {
-        let program = search.materialize(&chosen.tree);
+    // A*: the exactly smallest of the finalists (earliest on ties); the ablation: its
+    // one candidate.
+    let candidates: Vec<&State> = if opts.first_complete || search.finalists.is_empty() {
+        vec![&chosen]
+    } else {
+        search
+            .finalists
+            .iter()
+            .map(|&i| &search.records[i].1)
+            .collect()
+    };
+    let mut memo = HashMap::new();
+    let mut best: Option<(u64, Node)> = None;
+    for st in candidates {
+        if matches!(st.tree, PNode::Hole(0) | PNode::LitOf(0)) {
+            continue;
+        }
+        let program = search.materialize(&st.tree, &mut memo);
         let bytes = program_len(&program);
+        if best.as_ref().is_none_or(|(b, _)| bytes < *b) {
+            best = Some((bytes, program));
+        }
+    }
+    drop(memo);
+    let mut winner = None;
+    if let Some((bytes, program)) = best {
         // Never larger than Lit(target): encode the literal only when its lower bound
         // leaves it a chance; ties go to the literal.
         let lb = root_lb.unwrap_or_else(|| lit_lower_bound(target, None));

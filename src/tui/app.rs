@@ -512,7 +512,10 @@ impl App {
             }
             Action::SearchNextField | Action::SearchPrevField => {
                 let all = Field::ALL;
-                let i = all.iter().position(|&f| f == self.search.field).unwrap_or(0);
+                let i = all
+                    .iter()
+                    .position(|&f| f == self.search.field)
+                    .unwrap_or(0);
                 let k = if action == Action::SearchNextField {
                     (i + 1) % all.len()
                 } else {
@@ -832,7 +835,9 @@ impl App {
             PriorMode::File => {
                 let path = self.search.form.prior_path.trim();
                 if path.is_empty() {
-                    return Err("prior file: type its path (f), or choose uniform or calibrated (p)".into());
+                    return Err(
+                        "prior file: type its path (f), or choose uniform or calibrated (p)".into(),
+                    );
                 }
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("prior file {path}: cannot read: {e}"))?;

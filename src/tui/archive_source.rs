@@ -67,7 +67,9 @@ impl Source for ArchiveSource {
     }
 
     fn reopen(&self) -> Result<std::sync::Arc<dyn Source>, String> {
-        Ok(std::sync::Arc::new(ArchiveSource::open(self.archive.path())?))
+        Ok(std::sync::Arc::new(ArchiveSource::open(
+            self.archive.path(),
+        )?))
     }
 
     fn title(&self) -> String {
@@ -105,17 +107,22 @@ impl Source for ArchiveSource {
     ) -> VerifyOutcome {
         let total = Cell::new(0u64);
         let done = Cell::new(0u64);
-        let report = verify_until(&self.archive, None, &|ev| match ev {
-            ProgressEvent::Begin { items, .. } => {
-                total.set(items as u64);
-                progress(0, items as u64, "");
-            }
-            ProgressEvent::Item { label, .. } => {
-                done.set(done.get() + 1);
-                progress(done.get(), total.get(), label);
-            }
-            ProgressEvent::End => {}
-        }, cancel);
+        let report = verify_until(
+            &self.archive,
+            None,
+            &|ev| match ev {
+                ProgressEvent::Begin { items, .. } => {
+                    total.set(items as u64);
+                    progress(0, items as u64, "");
+                }
+                ProgressEvent::Item { label, .. } => {
+                    done.set(done.get() + 1);
+                    progress(done.get(), total.get(), label);
+                }
+                ProgressEvent::End => {}
+            },
+            cancel,
+        );
         let mut out = VerifyOutcome {
             tensor: None,
             tensors: self.rows.len(),

@@ -16,12 +16,18 @@ const KEYS: &[(&str, &str)] = &[
     ("↑ ↓ j k, PgUp PgDn, g G", "move / scroll"),
     ("Enter", "table: open the tensor's program tree"),
     ("s, S", "table: sort by the next column, reverse the order"),
-    ("/, Esc", "table: filter by name (Enter keeps it); Esc clears it"),
+    (
+        "/, Esc",
+        "table: filter by name (Enter keeps it); Esc clears it",
+    ),
     (
         "→ ← l h, Enter/Space, e c",
         "tree: expand, collapse, toggle, all",
     ),
-    ("r", "search view (there: run the search on the selected tensor)"),
+    (
+        "r",
+        "search view (there: run the search on the selected tensor)",
+    ),
     (
         "e/Enter, b d n p f",
         "search: edit the selected field / budget depth nodes prior file",

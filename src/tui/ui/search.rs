@@ -3,16 +3,16 @@
 
 use super::super::action::Field;
 use super::super::app::App;
-use super::super::{escape_name, escape_typed};
 use super::super::highlight::highlight;
 use super::super::inspect::thousands;
+use super::super::{escape_name, escape_typed};
 use super::{spinner, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
-use std::sync::atomic::Ordering;
 use ratatui::Frame;
+use std::sync::atomic::Ordering;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let [form, hint, status, write, body] = Layout::vertical([
@@ -82,7 +82,12 @@ fn draw_form(frame: &mut Frame, area: Rect, app: &App, name: &str) {
         format!("search {name}  "),
         Style::default().fg(ACCENT).bold(),
     )];
-    first.extend(field(Field::Budget, "b", "budget", f.opts.budget.to_string()));
+    first.extend(field(
+        Field::Budget,
+        "b",
+        "budget",
+        f.opts.budget.to_string(),
+    ));
     first.extend(field(
         Field::Depth,
         "d",

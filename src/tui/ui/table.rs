@@ -1,9 +1,9 @@
 //! The tensor table: one row per tensor, sortable and filterable, with totals.
 
 use super::super::app::{App, Column};
-use super::super::{escape_name, escape_typed};
 use super::super::inspect::thousands;
 use super::super::model::reduction;
+use super::super::{escape_name, escape_typed};
 use super::{selected_style, text_width, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -123,12 +123,13 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         .into_iter()
         .map(|t| Row::new(Column::ALL.iter().zip(t).map(|(&c, s)| cell(c, s))))
         .collect();
-    let footer = Row::new(
-        Column::ALL
-            .iter()
-            .zip(totals)
-            .map(|(&c, s)| if c == Column::Name { Cell::from(s) } else { cell(c, s) }),
-    )
+    let footer = Row::new(Column::ALL.iter().zip(totals).map(|(&c, s)| {
+        if c == Column::Name {
+            Cell::from(s)
+        } else {
+            cell(c, s)
+        }
+    }))
     .style(Style::default().bold().fg(ACCENT));
     // Keep the window full: after the terminal grew, scroll back so that no rows are
     // left out above while blank lines show below (header and footer take a line each).

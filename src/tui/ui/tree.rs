@@ -84,8 +84,8 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         table_area.height.saturating_sub(1) as usize,
     );
     let table = Table::new(rows, widths)
-    .header(header)
-    .row_highlight_style(selected_style());
+        .header(header)
+        .row_highlight_style(selected_style());
     let pos = visible.iter().position(|&i| i == app.tree.cursor);
     let mut state = TableState::default()
         .with_offset(app.tree.offset)
