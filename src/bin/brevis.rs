@@ -296,7 +296,6 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    return_large_buffers_to_the_system();
     remove_temporary_files_on_signal();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -314,28 +313,6 @@ fn main() -> ExitCode {
             }
             eprintln!("error: {msg}");
             ExitCode::from(code)
-        }
-    }
-}
-
-/// Makes glibc's allocator serve buffers of 1 MiB and more with their own mappings,
-/// unmapped when freed. Its default threshold grows up to 32 MiB as such buffers are
-/// freed, after which the tensor-sized buffers that workers allocate and free (decoded
-/// fields, programs) stay in per-thread arenas: peak memory then exceeds what is live by
-/// several buffers per thread (measured on a 4 GiB checkpoint: 330 -> 271 MiB when
-/// decompressing, 677 -> 553 MiB when compressing, with --jobs 2).
-fn return_large_buffers_to_the_system() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-        }
-        const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
-        // SAFETY: `mallopt` is glibc's documented, thread-safe tuning call; it is made
-        // once, before any worker thread starts, with a valid parameter and value (at
-        // most HEAP_MAX/2). It changes only where later allocations come from.
-        unsafe {
-            mallopt(M_MMAP_THRESHOLD, 1 << 20);
         }
     }
 }
