@@ -125,6 +125,32 @@ pub fn restore_terminal() {
     );
 }
 
+/// Folders this run stages archives in that are temporary (the demo's, a compression's
+/// staging folder next to its input), removed if a signal ends the run.
+static TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// On SIGTERM, SIGINT or SIGHUP (from outside: in raw mode Ctrl-C is a key): put the
+/// terminal back, remove the temporary files and folders of this run, and exit with
+/// 128 + the signal number, as `q` would have left things.
+fn restore_on_signal() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            restore_terminal();
+            crate::archive::writer::remove_temporary_files();
+            if let Ok(dirs) = TEMP_DIRS.lock() {
+                for d in dirs.iter() {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+            }
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
 struct TerminalGuard;
 
 impl Drop for TerminalGuard {
@@ -238,7 +264,18 @@ pub fn main_entry() -> i32 {
             return 1;
         }
     };
+    {
+        use std::io::IsTerminal;
+        if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+            eprintln!(
+                "error: brevis-tui needs a terminal (its input or output is redirected); \
+                 for scripts use `brevis` (ls, show, verify, bench)"
+            );
+            return 1;
+        }
+    }
     install_panic_hook();
+    restore_on_signal();
     let result = run_terminal(plan);
     restore_terminal();
     match result {
@@ -411,6 +448,11 @@ fn run_terminal(plan: Plan) -> io::Result<Option<String>> {
             app.start_loading(label, shown_output, move |ctx| {
                 compress_and_open(&input, &staged, target.as_deref(), ctx)
             });
+            if !keep_dir {
+                if let Ok(mut dirs) = TEMP_DIRS.lock() {
+                    dirs.push(st.dir.path().to_path_buf());
+                }
+            }
             staging_dir = Some((st.dir, keep_dir));
         }
     }
@@ -434,6 +476,11 @@ fn run_terminal(plan: Plan) -> io::Result<Option<String>> {
         // input's archive stays in its temporary folder, which the user was shown.
         let finished = app.source.is_some();
         if keep && finished {
+            // Said after the terminal is back, so it stays on screen.
+            eprintln!(
+                "the archive was written to the temporary folder {} (the input's folder is not writable)",
+                escape_name(&dir.path().display().to_string())
+            );
             let _ = dir.keep();
         } else {
             drop(dir);

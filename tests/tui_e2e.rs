@@ -334,3 +334,37 @@ fn safetensors_is_compressed_next_to_it_never_clobbering_and_cancel_leaves_nothi
     p.assert_restored();
     assert_eq!(files_in(cdir.path()), ["big.safetensors"]);
 }
+
+/// SIGTERM from outside (a shell's `kill`, a closed session manager) while compressing:
+/// the terminal is put back as after `q`, the staging folder and its temporary file are
+/// removed, and the exit code is 128 + 15.
+#[test]
+fn sigterm_restores_the_terminal_and_leaves_nothing() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let minilm = corpus("minilm-l6-v2-bf16.safetensors");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
+    let big = if minilm.exists() { minilm } else { demo };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&big, dir.path().join("big.safetensors")).unwrap();
+    let p = Pane::new("sigterm", dir.path());
+    let pid_file = std::env::temp_dir().join(format!("brevis-tui-sigterm-{}", std::process::id()));
+    p.line(&format!(
+        "sh -c 'echo $$ > {}; exec {BIN} big.safetensors'; echo EXIT=$?",
+        pid_file.display()
+    ));
+    p.wait_for("compressing", Duration::from_secs(10));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let _ = std::fs::remove_file(&pid_file);
+    let ok = Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    p.wait_for("EXIT=143", Duration::from_secs(20));
+    p.assert_restored();
+    assert_eq!(files_in(dir.path()), ["big.safetensors"]);
+}

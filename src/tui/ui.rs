@@ -184,6 +184,44 @@ pub fn text_width(s: &str) -> usize {
     ratatui::text::Span::raw(s).width()
 }
 
+/// `s` fitted into `width` columns by cutting its middle: the start and the end stay
+/// (about a third and two thirds of the room), joined by `…`. Tensor names differ at
+/// their ends (`….attention.output.LayerNorm.weight`), so neither end may go. `s` as it
+/// is when it fits; an empty string for a width of 0.
+pub fn fit_middle(s: &str, width: usize) -> String {
+    if text_width(s) <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1; // the ellipsis takes one column
+    let head_room = room / 3;
+    let mut head = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = text_width(c.encode_utf8(&mut [0u8; 4]));
+        if used + w > head_room {
+            break;
+        }
+        head.push(c);
+        used += w;
+    }
+    let tail_room = room - used;
+    let mut tail: Vec<char> = Vec::new();
+    let mut tail_used = 0;
+    for c in s.chars().rev() {
+        let w = text_width(c.encode_utf8(&mut [0u8; 4]));
+        if tail_used + w > tail_room {
+            break;
+        }
+        tail.push(c);
+        tail_used += w;
+    }
+    tail.reverse();
+    format!("{head}…{}", tail.into_iter().collect::<String>())
+}
+
 /// The first visible line of a list of `len` lines shown `height` at a time, starting
 /// from `offset` and moved as little as possible so that line `selected` is visible and
 /// the window is full whenever there are enough lines (no blank lines below while lines
@@ -261,6 +299,19 @@ pub fn pending(app: &App) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::bar;
+
+    #[test]
+    fn fit_middle_keeps_both_ends() {
+        use super::{fit_middle, text_width};
+        let name = "encoder.layer.0.attention.output.LayerNorm.weight";
+        assert_eq!(fit_middle(name, 60), name);
+        assert_eq!(fit_middle(name, 20), "encode…erNorm.weight");
+        assert_eq!(text_width(&fit_middle(name, 20)), 20);
+        assert_eq!(fit_middle(name, 1), "…");
+        assert_eq!(fit_middle(name, 0), "");
+        // Wide characters count two columns and are never split.
+        assert_eq!(fit_middle("日本語テンソル名前", 9), "日…ル名前");
+    }
 
     #[test]
     fn fill_offset_keeps_the_window_full() {

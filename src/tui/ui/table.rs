@@ -119,9 +119,26 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             Constraint::Length(w as u16)
         })
         .collect();
+    // The name column gets what the others leave (the highlight symbol takes 2 columns,
+    // each gap 1); longer names lose their middle, not their distinguishing end.
+    let fixed: usize = widths
+        .iter()
+        .map(|w| match w {
+            Constraint::Length(n) => usize::from(*n),
+            _ => 0,
+        })
+        .sum();
+    let name_w = usize::from(table_area.width).saturating_sub(fixed + 2 + Column::ALL.len() - 1);
+    let name_k = Column::ALL
+        .iter()
+        .position(|&c| c == Column::Name)
+        .unwrap_or(1);
     let body: Vec<Row> = texts
         .into_iter()
-        .map(|t| Row::new(Column::ALL.iter().zip(t).map(|(&c, s)| cell(c, s))))
+        .map(|mut t| {
+            t[name_k] = super::fit_middle(&t[name_k], name_w);
+            Row::new(Column::ALL.iter().zip(t).map(|(&c, s)| cell(c, s)))
+        })
         .collect();
     let footer = Row::new(Column::ALL.iter().zip(totals).map(|(&c, s)| {
         if c == Column::Name {
