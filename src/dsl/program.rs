@@ -330,7 +330,8 @@ impl Node {
         }
     }
 
-    /// A literal from an already-encoded body (not decoded here; see [`Node::check_lit`]).
+    /// A literal from an already-encoded body, not decoded here (a body that does not
+    /// decode is found when the program runs).
     pub fn lit_encoded(ty: Ty, lit: Lit) -> Result<Node, TypeError> {
         ty.check()?;
         Ok(Node {

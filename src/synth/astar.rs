@@ -62,7 +62,7 @@ pub fn lit_node_estimate(words: &Words) -> u64 {
 
 /// [`lit_node_estimate`] from a histogram (`None`: too many distinct words for the
 /// tables) and the largest word of a stream of `n` words of `width` bits. Above
-/// [`APPROX_SYMBOLS`] distinct words the table codecs are sized by the entropy plus a
+/// `APPROX_SYMBOLS` (4,096) distinct words the table codecs are sized by the entropy plus a
 /// coarse table size instead of being planned.
 pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: usize) -> u64 {
     let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
