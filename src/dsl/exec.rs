@@ -42,6 +42,9 @@ pub fn execute(node: &Node, max_words: u64) -> Result<Words, ExecError> {
     run(node)
 }
 
+/// Merges of at least this many words decode their fields in parallel.
+const PARALLEL_WORDS: usize = 1 << 20;
+
 fn run(node: &Node) -> Result<Words, ExecError> {
     let ty = node.ty();
     let n = ty.len as usize;
@@ -64,7 +67,16 @@ fn run(node: &Node) -> Result<Words, ExecError> {
             let widths = f
                 .widths(ty.width)
                 .expect("constructors checked merge widths");
-            let parts = children.iter().map(run).collect::<Result<Vec<_>, _>>()?;
+            // Large fields decode on the pool's other threads too (a tensor that is one
+            // work item still uses every core); the first failing field, in order, is
+            // the error either way.
+            let parts: Vec<Result<Words, ExecError>> = if n >= PARALLEL_WORDS {
+                use rayon::prelude::*;
+                children.par_iter().map(run).collect()
+            } else {
+                children.iter().map(run).collect()
+            };
+            let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
             merge_fields(&parts, &widths)
         }
     })

@@ -720,18 +720,61 @@ impl Search<'_> {
 
     /// `Lit` of hole `i`'s target.
     fn literal(&self, i: usize) -> Node {
-        let words = self.words(i);
-        // The hole's dense histogram, when it has one, spares the codec a pass.
-        match self.holes[i].dense.get() {
-            Some(Some(d)) if words.len() > EXACT_WORDS => {
-                let hist = dense_list(d);
-                let ty = Ty::new(words.width(), words.len() as u64);
-                let codec::Encoded { codec, body } =
-                    codec::encode_best_with_histogram(&words, hist);
-                Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
+        literal_of(&self.words(i), self.holes[i].dense.get().cloned().flatten())
+    }
+
+    /// Encodes the literals of `p`'s leaves not in `memo` on the thread pool when they
+    /// are large together (a big tensor's fields then use every core), adding them to
+    /// `memo`; [`Search::materialize`] then finds them there. The same bytes either way.
+    fn encode_leaves_in_parallel(&self, p: &PNode, memo: &mut HashMap<usize, Node>) {
+        fn leaves(p: &PNode, out: &mut Vec<usize>) {
+            match p {
+                PNode::Hole(i) | PNode::LitOf(i) => out.push(*i),
+                PNode::Done(..) => {}
+                PNode::Op(_, _, _, kids) => kids.iter().for_each(|k| leaves(k, out)),
             }
-            _ => Node::lit(&words),
         }
+        let mut ids = Vec::new();
+        leaves(p, &mut ids);
+        ids.retain(|i| !memo.contains_key(i));
+        ids.dedup();
+        let words: usize = ids.iter().map(|&i| self.holes[i].len).sum();
+        if ids.len() < 2 || words < PARALLEL_WORDS {
+            return;
+        }
+        let inputs: Vec<(usize, Arc<Words>, Option<Dense>)> = ids
+            .iter()
+            .map(|&i| {
+                (
+                    i,
+                    self.words(i),
+                    self.holes[i].dense.get().cloned().flatten(),
+                )
+            })
+            .collect();
+        use rayon::prelude::*;
+        let nodes: Vec<(usize, Node)> = inputs
+            .into_par_iter()
+            .map(|(i, w, d)| (i, literal_of(&w, d)))
+            .collect();
+        memo.extend(nodes);
+    }
+}
+
+/// Leaves of a finalist holding at least this many words together are encoded in
+/// parallel.
+const PARALLEL_WORDS: usize = 1 << 20;
+
+/// `Lit(words)`; the dense histogram, when the hole has one, spares the codec a pass.
+fn literal_of(words: &Words, dense: Option<Dense>) -> Node {
+    match dense {
+        Some(d) if words.len() > EXACT_WORDS => {
+            let hist = dense_list(&d);
+            let ty = Ty::new(words.width(), words.len() as u64);
+            let codec::Encoded { codec, body } = codec::encode_best_with_histogram(words, hist);
+            Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
+        }
+        _ => Node::lit(words),
     }
 }
 
@@ -949,6 +992,7 @@ pub fn search(
         if matches!(st.tree, PNode::Hole(0) | PNode::LitOf(0)) {
             continue;
         }
+        search.encode_leaves_in_parallel(&st.tree, &mut memo);
         let program = search.materialize(&st.tree, &mut memo);
         let bytes = program_len(&program);
         if best.as_ref().is_none_or(|(b, _)| bytes < *b) {
