@@ -260,7 +260,7 @@ pub fn main_entry() -> i32 {
     let plan = match plan(path.as_deref()) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {}", escape_name(&e));
+            eprintln!("error: {}", escape_typed(&e));
             return 1;
         }
     };
@@ -281,7 +281,7 @@ pub fn main_entry() -> i32 {
     match result {
         Ok(None) => 0,
         Ok(Some(msg)) => {
-            eprintln!("error: {}", escape_name(&msg));
+            eprintln!("error: {}", escape_typed(&msg));
             1
         }
         Err(e) => {

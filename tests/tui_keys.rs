@@ -798,3 +798,42 @@ fn unknown_options_are_a_usage_error() {
     assert!(err.contains("Usage: brevis-tui [PATH]"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// Messages are shown as written: a backslash in an error (the archive magic's `\0`) is
+/// not doubled as it is in tensor names, and without a terminal the program says so
+/// instead of failing on the device.
+#[test]
+fn messages_keep_their_backslashes_and_no_terminal_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.brv");
+    std::fs::write(&bad, b"XXXXXXXXXXXXXXXX").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(r#"(expected "BREVIS\0\0")"#), "{err}");
+    // An archive that opens, but standard input and output are not a terminal.
+    let good = dir.path().join("good.brv");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
+    brevis::archive::compress_file(
+        &demo,
+        &good,
+        &brevis::archive::CompressOptions::default(),
+        &brevis::archive::no_progress,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
+        .arg(&good)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("brevis-tui needs a terminal"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "no escape codes on redirected output"
+    );
+}

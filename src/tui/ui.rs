@@ -131,7 +131,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             Style::default().fg(Color::Yellow),
         ));
     }
-    spans.push(Span::raw(super::escape_name(&app.status)));
+    spans.push(Span::raw(super::escape_typed(&app.status)));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

@@ -1,7 +1,7 @@
 //! The screen shown while a `.safetensors` file is compressed before it is opened.
 
 use super::super::app::App;
-use super::super::escape_name;
+use super::super::{escape_name, escape_typed};
 use super::{spinner, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -22,7 +22,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             .clone()
             .unwrap_or_else(|| "nothing to show".into());
         frame.render_widget(
-            Paragraph::new(escape_name(&msg).into_owned()).wrap(Wrap { trim: true }),
+            Paragraph::new(escape_typed(&msg).into_owned()).wrap(Wrap { trim: true }),
             mid,
         );
         return;
