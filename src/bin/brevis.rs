@@ -487,6 +487,19 @@ fn print_warnings(file: &Path, warnings: &[brevis::error::Warning]) {
     }
 }
 
+impl CompressArgs {
+    /// The library's options for these arguments (the prior file is read here).
+    fn options(&self) -> Result<CompressOptions> {
+        Ok(CompressOptions {
+            search: self.search.options(),
+            jobs: self.jobs,
+            force: self.force,
+            verify: !self.no_verify,
+            prior: self.search.prior.choice()?,
+        })
+    }
+}
+
 fn compress(a: CompressArgs) -> Result<Outcome> {
     if let Some(dir) = folder::source_folder(&a.input) {
         return compress_folder(a, &dir);
@@ -495,13 +508,7 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
         .output
         .clone()
         .unwrap_or_else(|| default_archive_name(&a.input));
-    let opts = CompressOptions {
-        search: a.search.options(),
-        jobs: a.jobs,
-        force: a.force,
-        verify: !a.no_verify,
-        prior: a.search.prior.choice()?,
-    };
+    let opts = a.options()?;
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = archive::compress_file(&a.input, &output, &opts, &|ev| progress.event(ev))?;
@@ -1091,13 +1098,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
         .output
         .clone()
         .unwrap_or_else(|| folder::default_folder_archive_name(dir));
-    let opts = CompressOptions {
-        search: a.search.options(),
-        jobs: a.jobs,
-        force: a.force,
-        verify: !a.no_verify,
-        prior: a.search.prior.choice()?,
-    };
+    let opts = a.options()?;
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = folder::compress_folder(dir, &output, &opts, &folder_progress(&progress))?;
