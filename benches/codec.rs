@@ -68,7 +68,8 @@ fn rate(bytes: usize, d: Duration) -> String {
 fn main() {
     // Arguments: an optional path, and `--only OP STREAM` to loop one operation (for
     // `perf stat`), OP in rans-enc, rans-dec, huf-enc, huf-dec, best; STREAM in high,
-    // low, word.
+    // low, u11 (sign dropped, exponent and top 2 mantissa bits, as BF16's fields[1,11,4]),
+    // word.
     let args: Vec<String> = std::env::args().skip(1).collect();
     let path = args
         .iter()
@@ -81,6 +82,7 @@ fn main() {
         let w = match which {
             "high" => words.map_to(8, |w| w >> 8),
             "low" => words.map_to(8, |w| w & 0xFF),
+            "u11" => words.map_to(11, |w| (w >> 4) & 0x7FF),
             _ => words,
         };
         let c = if op.starts_with("huf") {
@@ -112,6 +114,7 @@ fn main() {
         ("low byte", words.map_to(8, |w| w & 0xFF)),
         ("sign bit", words.map_to(1, |w| w >> 15)),
         ("low 4", words.map_to(4, |w| w & 0xF)),
+        ("u11", words.map_to(11, |w| (w >> 4) & 0x7FF)),
         ("bf16 word", words),
     ];
     println!(

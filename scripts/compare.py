@@ -7,10 +7,13 @@ resident memory (MiB, from /usr/bin/time -v), then each tool's throughput relati
 Brevis. Every decompressed output is compared byte for byte with the input.
 
 Usage:
-    scripts/compare.py [--jobs N] [--brevis PATH] [--runs R] FILE...
+    scripts/compare.py [--jobs N[,N...]] [--brevis PATH] [--runs R] [--tools T,...] FILE...
 
-    --jobs N   threads for every tool (default 1); zstd gets -T N, ZipNN threads=N
+    --jobs N   threads for every tool (default 1); zstd gets -T N, ZipNN threads=N.
+               Several (--jobs 1,2) run everything once per count and add, per tool,
+               each count's throughput relative to the first count's.
     --runs R   best of R runs for the timings (default 3)
+    --tools    only these tools (brevis, zstd-3, zstd-19, zipnn; default all)
 
 ZipNN (pip install zipnn) is run through its Python API in a child process; its time
 is measured inside that process, around compress()/decompress() plus file I/O, so
@@ -116,8 +119,9 @@ def tools(brevis, jobs, dtype):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+")
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--jobs", default="1")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tools", default="brevis,zstd-3,zstd-19,zipnn")
     ap.add_argument(
         "--brevis",
         default=os.path.join(
@@ -131,16 +135,21 @@ def main():
         sys.exit("error: zstd not found (apt-get install -y zstd)")
     if not have_zipnn():
         print("note: zipnn is not importable (pip install zipnn); its rows are skipped")
+    job_counts = [int(j) for j in a.jobs.split(",")]
+    wanted = set(a.tools.replace("zstd -", "zstd-").split(","))
     print(f"jobs={a.jobs}, best of {a.runs} runs; MB/s = 10^6 original bytes per second")
-    hdr = f"{'file':<34} {'tool':<8} {'reduction':>9} {'comp MB/s':>10} {'dec MB/s':>9} {'comp RSS':>9} {'dec RSS':>8} {'comp x':>7} {'dec x':>6}"
+    hdr = f"{'file':<34} {'tool':<8} {'jobs':>4} {'reduction':>9} {'comp MB/s':>10} {'dec MB/s':>9} {'comp RSS':>9} {'dec RSS':>8} {'comp x':>7} {'dec x':>6}"
     print(hdr)
     print("-" * len(hdr))
-    for path in a.files:
+    scaling = {}
+    for path, jobs in [(p, j) for p in a.files for j in job_counts]:
         size = os.path.getsize(path)
         dtype = safetensors_dtype(path)
         rows = []
         with tempfile.TemporaryDirectory(prefix="brevis-compare-") as tmp:
-            for name, comp, dec, internal in tools(a.brevis, a.jobs, dtype):
+            for name, comp, dec, internal in tools(a.brevis, jobs, dtype):
+                if name.replace(" ", "") not in wanted:
+                    continue
                 packed = os.path.join(tmp, "packed")
                 back = os.path.join(tmp, "back")
                 ct, cr, dt, dr = [], [], [], []
@@ -161,10 +170,21 @@ def main():
         base = rows[0]
         for name, red, cs, ds, cr, dr in rows:
             print(
-                f"{os.path.basename(path)[:34]:<34} {name:<8} {red:>8.1f}% {cs:>10.1f} {ds:>9.1f} "
+                f"{os.path.basename(path)[:34]:<34} {name:<8} {jobs:>4} {red:>8.2f}% {cs:>10.1f} {ds:>9.1f} "
                 f"{cr:>7.0f}Mi {dr:>6.0f}Mi {cs / base[2]:>6.2f}x {ds / base[3]:>5.2f}x"
             )
-    print("comp x / dec x: the tool's throughput divided by Brevis's on the same file")
+            scaling.setdefault((path, name), []).append((jobs, cs, ds))
+    print("comp x / dec x: the tool's throughput divided by the first tool's on the same file")
+    if len(job_counts) > 1:
+        print()
+        print(f"scaling: throughput with N jobs / throughput with {job_counts[0]}")
+        for (path, name), runs in scaling.items():
+            j0, c0, d0 = runs[0]
+            for j, c, d in runs[1:]:
+                print(
+                    f"{os.path.basename(path)[:34]:<34} {name:<8} jobs {j} vs {j0}: "
+                    f"compress {c / c0:.2f}x, decompress {d / d0:.2f}x"
+                )
 
 
 if __name__ == "__main__":

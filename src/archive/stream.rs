@@ -481,8 +481,8 @@ mod tests {
     use crate::archive::{no_progress, verify, CompressOptions};
     use std::path::Path;
 
-    /// One U8 tensor of 20 Mi words (over `REGION_WORDS`: a `Concat` of two regions) and
-    /// a small F32 tensor.
+    /// One U8 tensor of 20 Mi words (over `REGION_WORDS`: a `Concat` of twenty regions)
+    /// and a small F32 tensor.
     fn big_source() -> Vec<u8> {
         let n: usize = 20 << 20;
         let header = format!(
@@ -530,12 +530,14 @@ mod tests {
         let big = a.find("big").unwrap();
         assert_eq!(a.tensors()[big].root_op, "concat");
 
-        // The big tensor is two units whose children tile its program; others are whole.
+        // The big tensor (twenty 1 MiB regions) is three units of 8, 8 and 4 MiB whose
+        // children tile its program; others are whole.
         let all = units(&a);
         let parts: Vec<&Unit> = all.iter().filter(|u| u.item == Item::Tensor(big)).collect();
-        assert_eq!(parts.len(), 2);
-        assert!(parts[0].first && !parts[0].last && !parts[1].first && parts[1].last);
-        assert_eq!(parts.iter().map(|u| u.bytes).sum::<u64>(), 20 << 20);
+        let sizes: Vec<u64> = parts.iter().map(|u| u.bytes).collect();
+        assert_eq!(sizes, vec![8 << 20, 8 << 20, 4 << 20]);
+        let ends: Vec<(bool, bool)> = parts.iter().map(|u| (u.first, u.last)).collect();
+        assert_eq!(ends, vec![(true, false), (false, false), (false, true)]);
         let program = a.tensors()[big].program.clone();
         let ranges: Vec<Range<usize>> = parts
             .iter()
@@ -547,7 +549,7 @@ mod tests {
         assert!(ranges[0].start > program.start);
         assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
         assert_eq!(ranges.last().unwrap().end, program.end);
-        assert_eq!(all.len(), a.items().len() + 1);
+        assert_eq!(all.len(), a.items().len() + 2);
 
         for jobs in [1, 2, 3] {
             let mut out = Vec::new();

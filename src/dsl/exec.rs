@@ -189,34 +189,57 @@ pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
     Words::from_buf_trusted(total, out)
 }
 
-/// Fast path of [`merge_fields`]: two or three parts held in bytes merged into 9- to
-/// 16-bit words (BF16 as 1/8/7, high/low bytes, ...) in one pass with no intermediate
-/// stream. `None` when the shape is not one of these.
+/// Fast path of [`merge_fields`]: two or three parts held in bytes or 16-bit words merged
+/// into 9- to 16-bit words (BF16 as 1/8/7 or 1/11/4, F16 as 1/7/8, ...) in one pass with
+/// no intermediate stream. `None` when the shape is not one of these.
 fn merge_bytes_into_u16(parts: &[Words], widths: &[u32], total: u32, n: usize) -> Option<Words> {
-    if !(9..=16).contains(&total) || parts.iter().any(|p| p.len() != n) {
+    if !(9..=16).contains(&total)
+        || !(2..=3).contains(&parts.len())
+        || widths.len() != parts.len()
+        || parts.iter().any(|p| p.len() != n)
+    {
         return None;
     }
-    let mut bytes = Vec::with_capacity(parts.len());
-    for (p, &w) in parts.iter().zip(widths) {
-        match p.buf() {
-            WordBuf::U8(v) if p.width() == w => bytes.push(v.as_slice()),
-            _ => return None,
+    let mut shifts = [0u32; 3];
+    let mut shift = total;
+    for (p, (s, &w)) in parts.iter().zip(shifts.iter_mut().zip(widths)) {
+        if p.width() != w || !matches!(p.buf(), WordBuf::U8(_) | WordBuf::U16(_)) {
+            return None;
+        }
+        shift -= w;
+        *s = shift;
+    }
+    /// One pass over parts of any of the two container types.
+    fn fuse<A: Into<u16> + Copy, B: Into<u16> + Copy, C: Into<u16> + Copy>(
+        a: &[A],
+        b: &[B],
+        c: Option<&[C]>,
+        [sa, sb, _]: [u32; 3],
+    ) -> Vec<u16> {
+        let ab = a.iter().zip(b);
+        match c {
+            None => ab.map(|(&x, &y)| x.into() << sa | y.into() << sb).collect(),
+            Some(c) => ab
+                .zip(c)
+                .map(|((&x, &y), &z)| x.into() << sa | y.into() << sb | z.into())
+                .collect(),
         }
     }
-    let out: Vec<u16> = match (bytes.as_slice(), widths) {
-        ([a, b], [_, wb]) => a
-            .iter()
-            .zip(b.iter())
-            .map(|(&x, &y)| (u16::from(x) << wb) | u16::from(y))
-            .collect(),
-        ([a, b, c], [_, wb, wc]) => {
-            let sa = wb + wc;
-            a.iter()
-                .zip(b.iter())
-                .zip(c.iter())
-                .map(|((&x, &y), &z)| (u16::from(x) << sa) | (u16::from(y) << wc) | u16::from(z))
-                .collect()
-        }
+    macro_rules! third {
+        ($a:expr, $b:expr) => {
+            match parts.get(2).map(Words::buf) {
+                None => fuse::<_, _, u8>($a, $b, None, shifts),
+                Some(WordBuf::U8(c)) => fuse($a, $b, Some(c.as_slice()), shifts),
+                Some(WordBuf::U16(c)) => fuse($a, $b, Some(c.as_slice()), shifts),
+                Some(_) => return None,
+            }
+        };
+    }
+    let out = match (parts[0].buf(), parts[1].buf()) {
+        (WordBuf::U8(a), WordBuf::U8(b)) => third!(a.as_slice(), b.as_slice()),
+        (WordBuf::U8(a), WordBuf::U16(b)) => third!(a.as_slice(), b.as_slice()),
+        (WordBuf::U16(a), WordBuf::U8(b)) => third!(a.as_slice(), b.as_slice()),
+        (WordBuf::U16(a), WordBuf::U16(b)) => third!(a.as_slice(), b.as_slice()),
         _ => return None,
     };
     Some(Words::from_buf_trusted(total, WordBuf::U16(out)))
@@ -301,6 +324,29 @@ mod tests {
         assert_eq!(parts[1].to_u64s(), vec![127, 127, 0]);
         assert_eq!(parts[2].to_u64s(), vec![0, 0, 1]);
         assert_eq!(merge_fields(&parts, &[1, 8, 7]), w);
+    }
+
+    #[test]
+    fn fused_merges_of_byte_and_16_bit_fields_restore_the_words() {
+        let w = Words::from_u64s(16, &[0x3F80, 0xBF80, 0x0001, 0xFFFF, 0x1234, 0x8000]);
+        for widths in [
+            &[1, 11, 4][..],
+            &[1, 7, 8],
+            &[9, 7],
+            &[12, 4],
+            &[4, 12],
+            &[10, 6],
+            &[3, 10, 3],
+        ] {
+            let parts = split_fields(&w, widths);
+            let fused = merge_bytes_into_u16(&parts, widths, 16, w.len()).expect("fast path");
+            assert_eq!(fused, w, "{widths:?}");
+            assert_eq!(merge_fields(&parts, widths), w, "{widths:?}");
+        }
+        // Four fields or 32-bit words take the general path.
+        let parts = split_fields(&w, &[1, 5, 5, 5]);
+        assert!(merge_bytes_into_u16(&parts, &[1, 5, 5, 5], 16, w.len()).is_none());
+        assert_eq!(merge_fields(&parts, &[1, 5, 5, 5]), w);
     }
 
     #[test]
