@@ -240,10 +240,18 @@ fn write_archive_releasing<W: Write>(
         items: count,
         bytes: src.bytes().len() as u64,
     });
-    // At most `jobs + 1` of the largest regions in flight (DESIGN §8): their source
-    // pages, words and encoded programs are what compressing holds.
-    let largest = (0..count).map(|i| source_of(src, i).len() as u64).max();
-    let budget = largest.unwrap_or(0).saturating_mul(jobs as u64 + 1);
+    // Source bytes in flight (DESIGN §8): their pages, words and encoded programs are
+    // what compressing holds. `jobs + 1` records of up to one region each keep every
+    // thread busy; a larger record is synthesized region by region in parallel, so two
+    // of them (one being written, one being encoded) are enough.
+    let largest = (0..count)
+        .map(|i| source_of(src, i).len() as u64)
+        .max()
+        .unwrap_or(0);
+    let region_bytes = (REGION_WORDS * 8) as u64;
+    let budget = largest
+        .saturating_mul(2)
+        .max(largest.min(region_bytes).saturating_mul(jobs as u64 + 1));
     ordered_pipeline_bounded(
         &pool,
         count,
@@ -256,9 +264,12 @@ fn write_archive_releasing<W: Write>(
             Ok(enc)
         },
         |i, enc: Encoded| {
-            let source_bytes = source_of(src, i);
-            hasher.update(source_bytes);
-            release(source_bytes);
+            // Hashed in steps, each released at once, so a large region's pages are
+            // not all resident again here.
+            for part in source_of(src, i).chunks(HASH_STEP_BYTES) {
+                hasher.update(part);
+                release(part);
+            }
             records_hasher.update(&enc.head);
             records_hasher.update(&enc.program);
             out.write_all(&enc.head).map_err(write_err)?;
@@ -299,6 +310,9 @@ fn write_archive_releasing<W: Write>(
         warnings,
     })
 }
+
+/// Bytes of source the writer hashes before releasing them (see `write_archive_releasing`).
+const HASH_STEP_BYTES: usize = 8 << 20;
 
 /// The source bytes record `i` restores (0 is the header with its length field).
 fn source_of<'a>(src: &SourceFile<'a>, i: usize) -> &'a [u8] {
