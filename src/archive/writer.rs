@@ -734,30 +734,37 @@ mod tests {
             .flat_map(|&x| (x as u16).to_le_bytes())
             .collect();
         let opts = CompressOptions::default();
-        let (node, _, warning) = program_in_regions(
-            &bytes,
-            300,
-            16,
-            Some(Dtype::BF16),
-            &opts,
-            String::new,
-            &|_| {},
-        );
+        // Each region's bytes are released once read: record them as offsets.
+        let released = std::sync::Mutex::new(Vec::new());
+        let regions = |region_words: usize| {
+            let release = |part: &[u8]| {
+                let at = part.as_ptr() as usize - bytes.as_ptr() as usize;
+                released.lock().unwrap().push((at, part.len()));
+            };
+            let opts = &opts;
+            program_in_regions(
+                &bytes,
+                region_words,
+                16,
+                Some(Dtype::BF16),
+                opts,
+                String::new,
+                &release,
+            )
+        };
+        let (node, _, warning) = regions(300);
         assert!(warning.is_none());
         match node.op() {
             Op::Concat(children) => assert_eq!(children.len(), 4),
             op => panic!("expected concat, got {op:?}"),
         }
         assert_eq!(execute(&node, 1000).unwrap(), words);
-        let (single, _, _) = program_in_regions(
-            &bytes,
-            1000,
-            16,
-            Some(Dtype::BF16),
-            &opts,
-            String::new,
-            &|_| {},
-        );
+        let mut parts = std::mem::take(&mut *released.lock().unwrap());
+        parts.sort_unstable();
+        assert_eq!(parts, vec![(0, 600), (600, 600), (1200, 600), (1800, 200)]);
+        let (single, _, _) = regions(1000);
+        // A single region is released by the caller, not here.
+        assert!(released.lock().unwrap().is_empty());
         assert!(!matches!(single.op(), Op::Concat(_)));
     }
 }
