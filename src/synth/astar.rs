@@ -83,17 +83,48 @@ pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: 
     1 + uleb_len(body) + body
 }
 
-/// [`plan_sizes`] for the root of many distinct words: Huffman is planned exactly (a
-/// sort and a linear pass, far cheaper than encoding) so that the lower bound is tight
-/// enough to spare encoding the literal when a program clearly beats it, but assumed to
-/// lose the estimate.
-fn root_rans_sizes(h: &[(u64, u64)], width: u32, n: usize) -> (u64, u64) {
-    let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
-    let set = codec::table::plan_set(&syms, width);
-    let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
-    let r = codec::rans::Plan::with_set(h, width, n, syms, set);
-    let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
-    (rans, huff.min(r.lower_bound()))
+/// The root literal's table plans (Huffman's exact size and the planned rANS table),
+/// made once by [`explore`] and kept so that the final comparison with `Lit(target)` can
+/// size the literal exactly without planning (quantizing) its tables again or writing
+/// its body.
+struct RootLit {
+    /// The smaller of the raw and bit-packed body sizes.
+    plain: u64,
+    huff: u64,
+    rans: codec::rans::Plan,
+}
+
+impl RootLit {
+    /// Plans the tables for histogram `h` of the root's `n` words of `width` bits;
+    /// returns them with the root's (estimate, lower bound) of the table codecs' body
+    /// size: as [`plan_sizes`] for up to [`APPROX_SYMBOLS`] distinct words; above, Huffman
+    /// is planned exactly (a sort and a linear pass, far cheaper than encoding) so that
+    /// the lower bound is tight enough to spare encoding the literal when a program
+    /// clearly beats it, but assumed to lose the estimate.
+    fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> (RootLit, u64, u64) {
+        let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
+        let set = codec::table::plan_set(&syms, width);
+        let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
+        let rans = codec::rans::Plan::with_set(h, width, n, syms, set);
+        let rans_est =
+            rans.table_bytes() + (rans.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
+        let est = if h.len() > APPROX_SYMBOLS {
+            rans_est
+        } else {
+            huff.min(rans_est)
+        };
+        let lb = huff.min(rans.lower_bound());
+        (RootLit { plain, huff, rans }, est, lb)
+    }
+
+    /// Exact bytes of the `Lit(target)` node (`target` is the root's stream): the codec
+    /// [`codec::encode_best`] would choose, with the rANS coder run without output.
+    fn exact_len(&self, target: &Words) -> u64 {
+        let rans = self.rans.size(target);
+        let sizes = [Some(self.plain), None, Some(self.huff), Some(rans)];
+        let body = codec::select::chosen_size(&sizes);
+        1 + uleb_len(body) + body
+    }
 }
 
 /// Distinct words above which [`estimate_from_hist`] approximates the table codecs.
@@ -827,7 +858,7 @@ fn explore<'a>(
     dtype: Option<Dtype>,
     opts: &'a SearchOptions,
     prior: &'a Prior,
-) -> (Search<'a>, State, Option<u64>) {
+) -> (Search<'a>, State, Option<u64>, Option<RootLit>) {
     let mut search = Search {
         opts,
         prior,
@@ -843,19 +874,17 @@ fn explore<'a>(
     // The root's literal is sized by planning its tables (never approximated), which also
     // gives the lower bound the final comparison needs.
     let mut root_lb = None;
+    let mut root_lit = None;
     if let Some(d) = search.dense(0) {
         let list = dense_list(&d);
         let (width, n) = (target.width(), target.len());
         let max = list.last().map_or(0, |&(s, _)| s);
         let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
-        let (est, lb) = if list.len() > APPROX_SYMBOLS {
-            root_rans_sizes(&list, width, n)
-        } else {
-            plan_sizes(&list, width, n)
-        };
+        let (plans, est, lb) = RootLit::plan(&list, width, n, plain);
         let node = |b: u64| 1 + uleb_len(b) + b;
         search.holes[0].lit_bytes = node(choose(plain, est));
         root_lb = Some(node(plain.min(lb)));
+        root_lit = Some(plans);
     }
     let root = State {
         tree: PNode::Hole(0),
@@ -919,7 +948,7 @@ fn explore<'a>(
             .map(|(_, s)| s.clone())
             .expect("the root is always a record")
     };
-    (search, chosen, root_lb)
+    (search, chosen, root_lb, root_lit)
 }
 
 /// The productions of the program the search chooses for `target` (the same search as
@@ -948,7 +977,7 @@ pub fn observations(
     if opts.budget == 0 || target.is_empty() {
         return root_ctx(ProdKind::Lit);
     }
-    let (search, chosen, _) = explore(target, dtype, opts, prior);
+    let (search, chosen, _, _) = explore(target, dtype, opts, prior);
     let mut out = Vec::new();
     search.observe(&chosen.tree, &mut out);
     out
@@ -974,7 +1003,7 @@ pub fn search(
             stats,
         };
     }
-    let (search, chosen, root_lb) = explore(target, dtype, opts, prior);
+    let (search, chosen, root_lb, root_lit) = explore(target, dtype, opts, prior);
     // A*: the exactly smallest of the finalists (earliest on ties); the ablation: its
     // one candidate.
     let candidates: Vec<&State> = if opts.first_complete || search.finalists.is_empty() {
@@ -1003,9 +1032,11 @@ pub fn search(
     let mut winner = None;
     if let Some((bytes, program)) = best {
         // Never larger than Lit(target): encode the literal only when its lower bound
-        // leaves it a chance; ties go to the literal.
+        // and then its exact size (from the root's plans, when there are any) leave it
+        // a chance; ties go to the literal.
         let lb = root_lb.unwrap_or_else(|| lit_lower_bound(target, None));
-        if lb > bytes {
+        let exact = || root_lit.as_ref().map(|r| r.exact_len(target));
+        if lb > bytes || exact().is_some_and(|len| len > bytes) {
             winner = Some((bytes, program, false));
         } else {
             let lit = Node::lit(target);
@@ -1027,5 +1058,50 @@ pub fn search(
         program,
         bytes,
         stats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::program_len;
+
+    /// The root literal's size from the plans [`explore`] keeps is exactly the size of the
+    /// literal the codecs write: on a real BF16 matrix (3,549 distinct words, rANS), on
+    /// one of more than [`APPROX_SYMBOLS`] distinct words, and on streams where Huffman,
+    /// rANS or plain packing wins.
+    #[test]
+    fn root_literal_exact_size_matches_the_encoded_literal() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors");
+        let bytes = std::fs::read(path).unwrap();
+        let src = crate::archive::safetensors::parse(&bytes).unwrap();
+        let name = "encoder.layer.0.intermediate.dense.weight";
+        let t = src.tensors().iter().position(|t| t.name == name).unwrap();
+        let real = Words::from_le_bytes(16, src.tensor_bytes(t)).unwrap();
+        let cases = [
+            real,
+            Words::from_fn(16, 50_000, |i| {
+                (i as u64 * 40_503 % 37) * (i as u64 % 5 + 1)
+            }),
+            Words::from_fn(16, 200_000, |i| {
+                let x = (i as u64).wrapping_mul(2_654_435_761) % 9_000;
+                x * x / 9_000
+            }),
+            Words::from_fn(8, 10_000, |i| i as u64 * 97 % 256),
+            Words::from_fn(8, 3_000, |i| u64::from(i % 10 == 0)),
+        ];
+        let mut many = false;
+        for w in &cases {
+            let hist = stats::histogram(w, codec::MAX_TABLE_SYMBOLS).unwrap();
+            many |= hist.len() > APPROX_SYMBOLS;
+            let max = hist.last().map_or(0, |&(s, _)| s);
+            let plain = codec::raw::size(w.width(), w.len())
+                .min(codec::bitpack::size_for(bits_needed(max), w.len()));
+            let (root, _, lb) = RootLit::plan(&hist, w.width(), w.len(), plain);
+            let exact = root.exact_len(w);
+            assert_eq!(exact, program_len(&Node::lit(w)), "{} words", w.len());
+            assert!(1 + uleb_len(plain.min(lb)) + plain.min(lb) <= exact);
+        }
+        assert!(many, "one case has more than APPROX_SYMBOLS distinct words");
     }
 }
