@@ -263,32 +263,45 @@ pub fn split_fields(words: &Words, widths: &[u32]) -> Vec<Words> {
         .collect()
 }
 
-/// Field `(x >> shift) & mask(width)` of every word, in the narrowest container.
+/// Field `(x >> shift) & mask(width)` of every word, in the narrowest container. The
+/// field lies inside the source's words (`shift + width` at most their width), so the
+/// shift and mask are done in the source's own type (more words per vector register).
 pub fn extract(src: &WordBuf, shift: u32, width: u32) -> Words {
     let m = mask(width);
     macro_rules! go {
-        ($v:expr) => {
+        ($v:expr, $t:ty) => {{
+            // A field of width 0 (mask 0) is all zeros whatever the shift.
+            let mt = m as $t;
             match container_bytes(width) {
                 1 => WordBuf::U8(
                     $v.iter()
-                        .map(|&x| ((x as u64 >> shift) & m) as u8)
+                        .map(|&x| (x.wrapping_shr(shift) & mt) as u8)
                         .collect(),
                 ),
                 2 => WordBuf::U16(
                     $v.iter()
-                        .map(|&x| ((x as u64 >> shift) & m) as u16)
+                        .map(|&x| (x.wrapping_shr(shift) & mt) as u16)
                         .collect(),
                 ),
                 4 => WordBuf::U32(
                     $v.iter()
-                        .map(|&x| ((x as u64 >> shift) & m) as u32)
+                        .map(|&x| (x.wrapping_shr(shift) & mt) as u32)
                         .collect(),
                 ),
-                _ => WordBuf::U64($v.iter().map(|&x| (x as u64 >> shift) & m).collect()),
+                _ => WordBuf::U64(
+                    $v.iter()
+                        .map(|&x| u64::from(x.wrapping_shr(shift) & mt))
+                        .collect(),
+                ),
             }
-        };
+        }};
     }
-    let buf = with_buf!(src, v => go!(v));
+    let buf = match src {
+        WordBuf::U8(v) => go!(v, u8),
+        WordBuf::U16(v) => go!(v, u16),
+        WordBuf::U32(v) => go!(v, u32),
+        WordBuf::U64(v) => go!(v, u64),
+    };
     Words::from_buf_trusted(width, buf)
 }
 
@@ -324,6 +337,24 @@ mod tests {
         assert_eq!(parts[1].to_u64s(), vec![127, 127, 0]);
         assert_eq!(parts[2].to_u64s(), vec![0, 0, 1]);
         assert_eq!(merge_fields(&parts, &[1, 8, 7]), w);
+    }
+
+    #[test]
+    fn fields_of_32_and_64_bit_words_are_extracted_in_their_own_type() {
+        // -1.5f32: sign 1, exponent 127, mantissa 0x400000.
+        let w = Words::from_u64s(32, &[u64::from((-1.5f32).to_bits()), 0x7FFF_FFFF, 1]);
+        let parts = split_fields(&w, &[1, 8, 23]);
+        assert_eq!(parts[0].to_u64s(), vec![1, 0, 0]);
+        assert_eq!(parts[1].to_u64s(), vec![127, 255, 0]);
+        assert_eq!(parts[2].to_u64s(), vec![0x40_0000, 0x7F_FFFF, 1]);
+        assert_eq!(merge_fields(&parts, &[1, 8, 23]), w);
+        let d = Words::from_u64s(64, &[(-2.0f64).to_bits(), u64::MAX, 3]);
+        let parts = split_fields(&d, &[1, 11, 20, 32]);
+        assert_eq!(parts[0].to_u64s(), vec![1, 1, 0]);
+        assert_eq!(parts[1].to_u64s(), vec![1024, 2047, 0]);
+        assert_eq!(parts[2].to_u64s(), vec![0, 0xF_FFFF, 0]);
+        assert_eq!(parts[3].to_u64s(), vec![0, 0xFFFF_FFFF, 3]);
+        assert_eq!(merge_fields(&parts, &[1, 11, 20, 32]), d);
     }
 
     #[test]
