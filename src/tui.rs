@@ -314,7 +314,35 @@ fn plan(path: Option<&Path>) -> Result<Plan, String> {
             dir: None,
             keep: true,
         }),
+        Some(p) if p.is_dir() => Err(folder_hint(p)),
         Some(p) => Ok(Plan::Open(Arc::new(ArchiveSource::open(p)?))),
+    }
+}
+
+/// What to say when the path is a folder: brevis-tui opens one archive, so either open
+/// one of the folder's `.brv` files, or compress the checkpoint folder first (as
+/// `--help` says).
+fn folder_hint(dir: &Path) -> String {
+    let shown = dir.display().to_string();
+    let mut archives: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "brv"))
+        .collect();
+    archives.sort();
+    match archives.first() {
+        Some(a) => format!(
+            "{shown} is a folder: brevis-tui opens one archive; open one of its .brv files, \
+             e.g. `brevis-tui {}`",
+            a.display()
+        ),
+        None => format!(
+            "{shown} is a folder: brevis-tui opens one archive; compress the checkpoint \
+             folder first with `brevis compress {shown}`, then open one of the .brv files it \
+             writes"
+        ),
     }
 }
 

@@ -837,3 +837,186 @@ fn messages_keep_their_backslashes_and_no_terminal_is_explained() {
         "no escape codes on redirected output"
     );
 }
+
+/// Bug: after moving to another tensor the Search view still showed the last tensor's
+/// result, and `w` would have written it while the form named another tensor. The
+/// result is shown (and written) only on the tensor it ran on.
+#[test]
+fn search_result_stays_with_its_tensor() {
+    let mut a = app();
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('r'));
+    let first = a.rows()[0].name.clone();
+    assert_eq!(a.search_result().unwrap().as_ref().unwrap().tensor, 0);
+    let text = screen_text(&mut a, 160, 16);
+    assert!(text.contains(&format!("{first}: archive ")), "{text}");
+    assert!(text.contains(" new · "), "{text}");
+
+    press(&mut a, KeyCode::Down);
+    let second = escape_name(&a.selected_row().unwrap().name).into_owned();
+    assert!(a.search_result().is_none());
+    let text = screen_text(&mut a, 160, 16);
+    assert!(text.contains(&format!("search {second} ")), "{text}");
+    assert!(
+        !text.contains(": archive "),
+        "old result still shown:\n{text}"
+    );
+    assert!(
+        !text.contains(" new · "),
+        "old program still shown:\n{text}"
+    );
+    assert!(
+        text.contains("r runs the search on the selected tensor"),
+        "{text}"
+    );
+    // w does not offer the other tensor's program.
+    press(&mut a, KeyCode::Char('w'));
+    assert!(a.search.prompt.is_none());
+    assert_eq!(
+        a.status,
+        format!(
+            "nothing to write for this tensor: the last search ran on {first} (r searches this one)"
+        )
+    );
+
+    // Back on the searched tensor, its result is there again.
+    press(&mut a, KeyCode::Up);
+    assert_eq!(a.search_result().unwrap().as_ref().unwrap().tensor, 0);
+    assert!(screen_text(&mut a, 160, 16).contains(&format!("{first}: archive ")));
+}
+
+/// Bug: depth 0 (and other out-of-range limits) were refused only on `r`, and a huge
+/// budget was clamped without a word. Both are flagged as they are typed, naming the
+/// field and the limit.
+#[test]
+fn search_form_flags_bad_values_as_typed() {
+    let mut a = app();
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('d'));
+    press(&mut a, KeyCode::Backspace);
+    assert_eq!(a.search.form.opts.max_depth, 0);
+    let msg = "depth 0 is out of range: it must be 1 to 32";
+    assert_eq!(a.search.form_note.as_deref(), Some(msg));
+    assert!(a.search.editing.is_some(), "still editing, nothing run");
+    let text = screen_text(&mut a, 120, 16);
+    assert!(text.contains(&format!("⚠ {msg}")), "{text}");
+    keys(&mut a, "5");
+    assert!(a.search.form_note.is_none(), "a valid value clears it");
+    keys(&mut a, "0");
+    assert_eq!(
+        a.search.form_note.as_deref(),
+        Some("depth 50 is out of range: it must be 1 to 32")
+    );
+    press(&mut a, KeyCode::Esc);
+    assert!(a.search.form_note.is_none(), "Esc restores a valid form");
+
+    press(&mut a, KeyCode::Char('b'));
+    keys(&mut a, "99999999999999");
+    assert_eq!(a.search.form.opts.budget, brevis::tui::app::MAX_BUDGET);
+    let msg = "budget clamped to 1,099,511,627,776 expansions, the most the form takes";
+    assert_eq!(a.search.form_note.as_deref(), Some(msg));
+    press(&mut a, KeyCode::Enter);
+    let text = screen_text(&mut a, 120, 16);
+    assert!(text.contains(&format!("⚠ {msg}")), "{text}");
+}
+
+/// Bug: cancelling a verification showed "verify: cancelled" and a second "cancelled"
+/// in the status line.
+#[test]
+fn a_cancelled_verify_says_so_once() {
+    let mut a = App::new(Arc::new(big_source(1 << 12)));
+    a.apply(Action::VerifyAll);
+    assert!(a.verify.running.is_some());
+    a.apply(Action::Cancel);
+    assert!(a.settle(Duration::from_secs(60)));
+    let text = screen_text(&mut a, 100, 12);
+    assert_eq!(text.matches("cancelled").count(), 1, "{text}");
+    assert!(text.contains("verify: cancelled"), "{text}");
+    // From another view the status line is the only place that says it.
+    a.apply(Action::VerifyAll);
+    a.apply(Action::Show(View::Table));
+    a.apply(Action::Cancel);
+    assert_eq!(a.status, "verify cancelled");
+    assert!(a.settle(Duration::from_secs(60)));
+}
+
+fn trimmed_line(text: &str, row: usize) -> String {
+    text.lines().nth(row).unwrap().trim_end().to_string()
+}
+
+/// Bug: one-line texts too wide for the terminal (the tree's header line, plot titles,
+/// a write error) were cut without a mark; they end in `…` now.
+#[test]
+fn long_lines_are_cut_with_an_ellipsis() {
+    assert_eq!(ui::fit_end("program 1,234 B", 20), "program 1,234 B");
+    assert_eq!(ui::fit_end("program 1,234 B", 10), "program 1…");
+    assert_eq!(ui::fit_end("程序程序", 5), "程序…");
+    assert_eq!(ui::fit_end("abc", 0), "");
+    let (n, r) = ui::fit_name_and_rest("embed.weight", "  program 1,234 B", 20);
+    assert_eq!(format!("{n}{r}"), "embed.weight  progr…");
+    let (n, r) = ui::fit_name_and_rest("a.very.long.tensor.name.weight", ": exponent", 12);
+    assert_eq!((ui::text_width(&n), r.as_str()), (12, ""));
+
+    let mut a = app();
+    press(&mut a, KeyCode::Char('2'));
+    let head = trimmed_line(&screen_text(&mut a, 50, 16), 2);
+    assert!(head.starts_with("embed.weight  program "), "{head}");
+    assert!(head.ends_with('…'), "{head}");
+    assert_eq!(ui::text_width(&head), 50);
+
+    press(&mut a, KeyCode::Char('5'));
+    let top = trimmed_line(&screen_text(&mut a, 60, 20), 2);
+    assert!(top.starts_with("┌ embed.weight: "), "{top}");
+    assert!(top.contains("…"), "{top}");
+
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('r'));
+    let long = format!(
+        "/{}/model.researched.brv: cannot create: permission denied",
+        "deep/".repeat(30)
+    );
+    a.search.written = Some(Err(long));
+    let text = screen_text(&mut a, 80, 16);
+    let line = text.lines().find(|l| l.contains("✗ write: ")).unwrap();
+    let line = line.trim_end();
+    assert!(line.contains('…'), "{line}");
+    assert!(line.ends_with("permission denied"), "{line}");
+}
+
+/// `brevis-tui DIR`: a folder is not an archive; the message names the folder and the
+/// command that compresses it, as `--help` does.
+#[test]
+fn a_folder_argument_points_to_brevis_compress() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    std::fs::create_dir(&ckpt).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
+        .arg(&ckpt)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} is a folder: brevis-tui opens one archive; compress the checkpoint folder first with `brevis compress {}`",
+            ckpt.display(),
+            ckpt.display()
+        )),
+        "{err}"
+    );
+    // A folder of archives: one of them is named.
+    std::fs::write(ckpt.join("model-00001-of-00002.brv"), b"").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
+        .arg(&ckpt)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "e.g. `brevis-tui {}`",
+            ckpt.join("model-00001-of-00002.brv").display()
+        )),
+        "{err}"
+    );
+}

@@ -19,6 +19,10 @@ const CACHE: usize = 6;
 /// Rows moved by PageUp / PageDown.
 pub const PAGE: usize = 10;
 
+/// The largest search budget the form takes (expansions); larger values are clamped and
+/// the form says so.
+pub const MAX_BUDGET: u64 = 1 << 40;
+
 /// A column of the tensor table, in display order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Column {
@@ -165,11 +169,17 @@ pub struct SearchState {
     pub editing: Option<SearchForm>,
     /// Why the form was refused (bad limit, unreadable prior file).
     pub form_error: Option<String>,
+    /// A problem with a value as it was typed: out of range (`r` will refuse it) or
+    /// clamped to the most the field takes. Names the field and the limit.
+    pub form_note: Option<String>,
     /// The running search: tensor and job.
     pub running: Option<(usize, JobHandle)>,
     /// Expansions done by the running (or last) search, updated by the search itself.
     pub expansions: Arc<AtomicU64>,
-    /// The last result (or why it failed).
+    /// The tensor the running search, the last result and the last write belong to.
+    pub tensor: Option<usize>,
+    /// The last result (or why it failed). Shown and written only while its tensor is
+    /// the selected one ([`App::search_result`]).
     pub result: Option<Result<Box<SearchResult>, String>>,
     /// The write prompt, when open.
     pub prompt: Option<WritePrompt>,
@@ -288,8 +298,10 @@ impl App {
                 field: Field::Budget,
                 editing: None,
                 form_error: None,
+                form_note: None,
                 running: None,
                 expansions: Arc::new(AtomicU64::new(0)),
+                tensor: None,
                 result: None,
                 prompt: None,
                 writing: None,
@@ -338,6 +350,16 @@ impl App {
     /// The selected tensor's row.
     pub fn selected_row(&self) -> Option<&TensorRow> {
         self.selected_tensor().and_then(|i| self.rows().get(i))
+    }
+
+    /// The last search's result (or why it failed) when it belongs to the selected
+    /// tensor; `None` after moving to another tensor, so that what is shown and what `w`
+    /// writes is always the tensor named on screen.
+    pub fn search_result(&self) -> Option<&Result<Box<SearchResult>, String>> {
+        match (self.search.tensor, self.selected_tensor()) {
+            (Some(a), Some(b)) if a == b => self.search.result.as_ref(),
+            _ => None,
+        }
     }
 
     /// The key mapping's context.
@@ -508,6 +530,7 @@ impl App {
             Action::SearchEditCancel => {
                 if let Some(saved) = self.search.editing.take() {
                     self.search.form = saved;
+                    self.search.form_note = self.search.form.opts.validate().err();
                 }
             }
             Action::SearchNextField | Action::SearchPrevField => {
@@ -591,16 +614,29 @@ impl App {
     }
 
     /// Applies `f` to the selected limit. Values are kept as typed (within what fits the
-    /// field); whether they are acceptable is checked when the search runs.
+    /// field, [`MAX_BUDGET`] for the budget); a value out of the library's range, or one
+    /// clamped, is flagged at once in [`SearchState::form_note`] (and `r` refuses an out
+    /// of range one).
     fn edit_field(&mut self, f: impl Fn(u64) -> u64) {
         let o = &mut self.search.form.opts;
+        let mut clamped = None;
         match self.search.field {
-            Field::Budget => o.budget = f(o.budget).min(1 << 40),
+            Field::Budget => {
+                let v = f(o.budget);
+                if v > MAX_BUDGET {
+                    clamped = Some(format!(
+                        "budget clamped to {} expansions, the most the form takes",
+                        crate::tui::inspect::thousands(MAX_BUDGET)
+                    ));
+                }
+                o.budget = v.min(MAX_BUDGET);
+            }
             Field::Depth => o.max_depth = f(u64::from(o.max_depth)).min(9_999) as u32,
             Field::Nodes => o.max_nodes = f(u64::from(o.max_nodes)).min(9_999_999) as u32,
             Field::Prior | Field::PriorFile => {}
         }
         self.search.form_error = None;
+        self.search.form_note = clamped.or_else(|| self.search.form.opts.validate().err());
     }
 
     fn search_edit(&mut self) {
@@ -869,6 +905,8 @@ impl App {
             }
         };
         self.search.form_error = None;
+        self.search.form_note = None;
+        self.search.tensor = Some(t);
         self.search.result = None;
         self.search.written = None;
         self.search.prompt = None;
@@ -928,11 +966,19 @@ impl App {
             self.status = "the archive is being written".into();
             return;
         }
-        let Some(Ok(r)) = &self.search.result else {
-            self.status = "nothing to write: run a search first (r)".into();
+        let Some(Ok(_)) = self.search_result() else {
+            self.status = match (self.search.tensor, &self.search.result) {
+                (Some(t), Some(Ok(_))) => format!(
+                    "nothing to write for this tensor: the last search ran on {} (r searches this one)",
+                    self.rows()
+                        .get(t)
+                        .map(|r| super::escape_name(&r.name).into_owned())
+                        .unwrap_or_default()
+                ),
+                _ => "nothing to write: run a search first (r)".into(),
+            };
             return;
         };
-        let _ = r;
         let Some(path) = self.source.as_ref().and_then(|s| s.path()) else {
             self.status = "this archive is not a file; nothing can be written".into();
             return;
@@ -992,11 +1038,13 @@ impl App {
 
     /// Writes a copy of the archive with the searched tensor's new program on a worker.
     fn start_write(&mut self, overwrite: bool) {
+        // Only the selected tensor's result: the one named on screen.
         let (Some(source), Some(prompt), Some(Ok(r))) = (
             self.source.clone(),
             self.search.prompt.clone(),
-            self.search.result.as_ref(),
+            self.search_result(),
         ) else {
+            self.search.prompt = None;
             return;
         };
         let target = std::path::PathBuf::from(prompt.path.trim());
@@ -1033,8 +1081,11 @@ impl App {
         self.search.writing = Some(handle);
     }
 
+    /// Cancels the running search and verification. Each view shows its own
+    /// "cancelled"; the status line says it only for a job whose view is not shown.
     fn cancel(&mut self) {
         let mut any = false;
+        let mut unseen = Vec::new();
         if let Some((_, h)) = self.search.running.take() {
             // The search polls this flag once per expansion and stops.
             h.cancel();
@@ -1043,17 +1094,25 @@ impl App {
                 crate::tui::inspect::thousands(self.search.expansions.load(Ordering::Relaxed))
             )));
             any = true;
+            if self.view != View::Search {
+                unseen.push("search");
+            }
         }
         if let Some(h) = self.verify.running.take() {
             // Verification stops before the next tensor.
             h.cancel();
             self.verify.result = Some(Err("cancelled".into()));
             any = true;
+            if self.view != View::Verify {
+                unseen.push("verify");
+            }
         }
-        self.status = if any {
-            "cancelled".into()
-        } else {
+        self.status = if !any {
             "nothing to cancel".into()
+        } else if unseen.is_empty() {
+            String::new()
+        } else {
+            format!("{} cancelled", unseen.join(" and "))
         };
     }
 
@@ -1181,6 +1240,19 @@ impl App {
                 {
                     self.search.running = None;
                     self.search.result = Some(r);
+                    if let Some(t) = self
+                        .search
+                        .tensor
+                        .filter(|&t| Some(t) != self.selected_tensor())
+                    {
+                        let name = self
+                            .rows()
+                            .get(t)
+                            .map(|r| super::escape_name(&r.name).into_owned())
+                            .unwrap_or_default();
+                        self.status =
+                            format!("the search on {name} finished: select it to see the result");
+                    }
                 }
             }
             Outcome::Written(r) => {

@@ -222,6 +222,42 @@ pub fn fit_middle(s: &str, width: usize) -> String {
     format!("{head}…{}", tail.into_iter().collect::<String>())
 }
 
+/// `s` fitted into `width` columns by cutting its end: as much of the start as fits,
+/// then `…`. For one-line texts whose start says what they are (a header, a hint, a
+/// title). `s` as it is when it fits; an empty string for a width of 0.
+pub fn fit_end(s: &str, width: usize) -> String {
+    if text_width(s) <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1; // the ellipsis takes one column
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = text_width(c.encode_utf8(&mut [0u8; 4]));
+        if used + w > room {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// A name and the text after it fitted together into `width` columns: the text is cut
+/// at its end first ([`fit_end`]); when the name alone does not fit, it is cut in its
+/// middle ([`fit_middle`]) and the text goes.
+pub fn fit_name_and_rest(name: &str, rest: &str, width: usize) -> (String, String) {
+    let name_w = text_width(name);
+    if name_w >= width {
+        return (fit_middle(name, width), String::new());
+    }
+    (name.to_string(), fit_end(rest, width - name_w))
+}
+
 /// The first visible line of a list of `len` lines shown `height` at a time, starting
 /// from `offset` and moved as little as possible so that line `selected` is visible and
 /// the window is full whenever there are enough lines (no blank lines below while lines

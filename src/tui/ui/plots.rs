@@ -3,7 +3,7 @@
 
 use super::super::app::App;
 use super::super::inspect::{share, thousands, Histogram, Inspection};
-use super::{inspected, ACCENT};
+use super::{fit_end, fit_name_and_rest, inspected, ACCENT};
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -34,9 +34,15 @@ fn group(bins: &[(u64, u64)], slots: usize) -> Vec<(u64, u64, u64)> {
 }
 
 fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
+    // The title sits in the top border, between the corners.
+    let (name, rest) = fit_name_and_rest(
+        &format!(" {name}"),
+        &format!(": {} ", h.title),
+        usize::from(area.width.saturating_sub(2)),
+    );
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" {name}: {} ", h.title))
+        .title(format!("{name}{rest}"))
         .title_style(Style::default().fg(ACCENT).bold());
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -96,9 +102,9 @@ fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
 fn node_bytes(frame: &mut Frame, area: Rect, ins: &Inspection) {
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(
-            " own bytes per node (of {}) ",
-            thousands(ins.total_bytes)
+        .title(fit_end(
+            &format!(" own bytes per node (of {}) ", thousands(ins.total_bytes)),
+            usize::from(area.width.saturating_sub(2)),
         ))
         .title_style(Style::default().fg(ACCENT).bold());
     let inner = block.inner(area);

@@ -6,7 +6,7 @@ use super::super::app::App;
 use super::super::highlight::highlight;
 use super::super::inspect::thousands;
 use super::super::{escape_name, escape_typed};
-use super::{spinner, ACCENT};
+use super::{fit_end, fit_middle, spinner, text_width, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -33,7 +33,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     draw_write(frame, write, app);
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
-    let (old_text, new_text, old_b, new_b) = match &app.search.result {
+    let (old_text, new_text, old_b, new_b) = match app.search_result() {
         Some(Ok(r)) => (
             r.old.0.to_string(),
             r.new.program.to_string(),
@@ -119,6 +119,16 @@ fn draw_hint(frame: &mut Frame, area: Rect, app: &App) {
             format!("✗ {}: not started", escape_typed(e)),
             Style::default().fg(Color::Red).bold(),
         )
+    } else if let Some(note) = &app.search.form_note {
+        let then = if app.search.editing.is_some() {
+            "; Enter done, Esc undo, Tab next field"
+        } else {
+            ""
+        };
+        Line::styled(
+            format!("⚠ {}{then}", escape_typed(note)),
+            Style::default().fg(Color::Red).bold(),
+        )
     } else if app.search.editing.is_some() {
         let what = match app.search.field {
             Field::Budget => "budget (expansions): digits, ⌫, +/- double or halve",
@@ -137,7 +147,9 @@ fn draw_hint(frame: &mut Frame, area: Rect, app: &App) {
             Style::default().fg(Color::DarkGray),
         )
     };
-    frame.render_widget(Paragraph::new(line), area);
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let fitted = Line::styled(fit_end(&text, usize::from(area.width)), line.style);
+    frame.render_widget(Paragraph::new(fitted), area);
 }
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
@@ -175,7 +187,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
-    let line = match &app.search.result {
+    let line = match app.search_result() {
         None => Line::raw("r runs the search on the selected tensor with these limits and prior"),
         Some(Err(e)) => Line::styled(
             format!("search: {}", escape_name(e)),
@@ -233,11 +245,14 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
 }
 
+/// The write line: the prompt, the running write, or what the last write did. Long
+/// messages (paths) are cut in the middle with `…` so that both ends stay.
 fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
+    let width = usize::from(area.width);
     let line = if let Some(p) = &app.search.prompt {
         if let Some(q) = &p.confirm {
             Line::styled(
-                format!("⚠ {}", escape_typed(q)),
+                fit_middle(&format!("⚠ {}", escape_typed(q)), width),
                 Style::default().fg(Color::Black).bg(Color::Yellow).bold(),
             )
         } else {
@@ -246,9 +261,10 @@ fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
                 Span::raw(escape_typed(&p.path).into_owned()),
                 Span::raw("▏ "),
             ];
+            let used = text_width("write to: ") + text_width(&escape_typed(&p.path)) + 2;
             match &p.error {
                 Some(e) => spans.push(Span::styled(
-                    escape_typed(e).into_owned(),
+                    fit_middle(&escape_typed(e), width.saturating_sub(used)),
                     Style::default().fg(Color::Red),
                 )),
                 None => spans.push(Span::styled(
@@ -268,27 +284,32 @@ fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
             Style::default().fg(Color::Yellow),
         )
     } else {
-        match &app.search.written {
+        // The last write belongs to the last result: shown with it.
+        let written = app.search_result().and(app.search.written.as_ref());
+        match written {
             Some(Ok(w)) => {
                 let diff = w.bytes as i64 - w.old_bytes as i64;
                 let sign = if diff < 0 { "−" } else { "+" };
                 Line::styled(
-                    format!(
-                        "✓ wrote {}{}: {} B ({sign}{} B against the open archive's {} B)",
-                        escape_typed(&w.path.display().to_string()),
-                        if w.in_place { " in place" } else { "" },
-                        thousands(w.bytes),
-                        thousands(diff.unsigned_abs()),
-                        thousands(w.old_bytes)
+                    fit_middle(
+                        &format!(
+                            "✓ wrote {}{}: {} B ({sign}{} B against the open archive's {} B)",
+                            escape_typed(&w.path.display().to_string()),
+                            if w.in_place { " in place" } else { "" },
+                            thousands(w.bytes),
+                            thousands(diff.unsigned_abs()),
+                            thousands(w.old_bytes)
+                        ),
+                        width,
                     ),
                     Style::default().fg(Color::Green).bold(),
                 )
             }
             Some(Err(e)) => Line::styled(
-                format!("✗ write: {}", escape_typed(e)),
+                fit_middle(&format!("✗ write: {}", escape_typed(e)), width),
                 Style::default().fg(Color::Red).bold(),
             ),
-            None => match &app.search.result {
+            None => match app.search_result() {
                 Some(Ok(_)) => Line::styled(
                     "w writes the new program into a new archive (the open one is kept)",
                     Style::default().fg(Color::DarkGray),

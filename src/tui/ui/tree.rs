@@ -3,7 +3,7 @@
 
 use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
-use super::{bar, inspected, selected_style, text_width, ACCENT};
+use super::{bar, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -32,16 +32,18 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     } else {
         String::new()
     };
+    let rest = format!(
+        "  program {} B in {} node{} (own bytes add up to {}){framing}",
+        thousands(ins.total_bytes),
+        ins.nodes.len(),
+        if ins.nodes.len() == 1 { "" } else { "s" },
+        thousands(own_sum)
+    );
+    let (name, rest) = fit_name_and_rest(&name, &rest, usize::from(head.width));
     frame.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(name, Style::default().bold().fg(ACCENT)),
-            Span::raw(format!(
-                "  program {} B in {} node{} (own bytes add up to {}){framing}",
-                thousands(ins.total_bytes),
-                ins.nodes.len(),
-                if ins.nodes.len() == 1 { "" } else { "s" },
-                thousands(own_sum)
-            )),
+            Span::raw(rest),
         ])),
         head,
     );
