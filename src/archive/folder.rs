@@ -30,7 +30,7 @@ use super::reader::{Archive, DecompressOptions};
 use super::safetensors::parse;
 use super::verify::{verify, verify_against, CompareReport, VerifyReport};
 use super::writer::{
-    compress_file, kept_temp_dir, temp_beside_dir, CompressOptions, CompressSummary,
+    compress_file, rename_temp_dir, temp_beside_dir, CompressOptions, CompressSummary,
 };
 use super::{map_file, ProgressEvent};
 use crate::error::{Error, Result};
@@ -391,7 +391,7 @@ pub fn compress_folder(
         if is_shard(rel) {
             let arch = archive_name(rel);
             let dst = tmp.path().join(&arch);
-            make_parent(&dst)?;
+            make_parent(tmp.path(), &dst)?;
             let shard_opts = CompressOptions {
                 force: false,
                 ..opts.clone()
@@ -408,7 +408,7 @@ pub fn compress_folder(
             });
         } else {
             let dst = tmp.path().join(rel);
-            make_parent(&dst)?;
+            make_parent(tmp.path(), &dst)?;
             fs::copy(&src, &dst).map_err(|e| Error::io(&dst, "cannot copy", e))?;
             archive_bytes += len;
             copied.push(rel.clone());
@@ -450,9 +450,22 @@ pub fn compress_folder(
     })
 }
 
-fn make_parent(path: &Path) -> Result<()> {
-    if let Some(p) = path.parent() {
-        fs::create_dir_all(p).map_err(|e| Error::io(p, "cannot create folder", e))?;
+/// Creates the folders between `root` (a temporary folder) and `path`'s parent, one
+/// level at a time and never `root` itself: if a signal has removed `root`, this fails
+/// instead of bringing it back (which `create_dir_all` would, leaving it behind).
+fn make_parent(root: &Path, path: &Path) -> Result<()> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    let rel = parent.strip_prefix(root).unwrap_or(parent);
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        at.push(c);
+        match fs::create_dir(&at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && at.is_dir() => {}
+            Err(e) => return Err(Error::io(&at, "cannot create folder", e)),
+        }
     }
     Ok(())
 }
@@ -472,13 +485,7 @@ fn persist_dir(tmp: tempfile::TempDir, output: &Path, force: bool) -> Result<()>
         };
         r.map_err(|e| Error::io(output, "cannot replace", e))?;
     }
-    kept_temp_dir(tmp.path());
-    let path = tmp.keep();
-    if let Err(e) = fs::rename(&path, output) {
-        let _ = fs::remove_dir_all(&path);
-        return Err(Error::io(output, "cannot rename into place", e));
-    }
-    Ok(())
+    rename_temp_dir(tmp, output).map_err(|e| Error::io(output, "cannot rename into place", e))
 }
 
 /// An opened compressed folder: its manifest, with archives opened on demand.
@@ -782,7 +789,7 @@ impl Folder {
         let tmp = temp_beside_dir(output)?;
         for f in &self.files {
             let dst = tmp.path().join(&f.path);
-            make_parent(&dst)?;
+            make_parent(tmp.path(), &dst)?;
             match f.kind {
                 FileKind::Archive => {
                     let a = self.open_shard(f)?;

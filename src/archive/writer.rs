@@ -626,13 +626,14 @@ pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(fs::Permissions::from_mode(0o666));
     }
+    // Created while holding the list, so a signal cannot come between the file's
+    // creation and its registration.
+    let mut live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = builder
         .tempfile_in(dir)
         .map_err(|e| Error::io(output, "cannot create a temporary file in its folder", e))?;
-    if let Ok(mut live) = LIVE_TEMPS.lock() {
-        live.retain(|p| p.exists());
-        live.push(tmp.path().to_path_buf());
-    }
+    live.retain(|p| p.exists());
+    live.push(tmp.path().to_path_buf());
     Ok(tmp)
 }
 
@@ -649,61 +650,75 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// killed with SIGKILL cannot clean up; its temporary file or folder is recognizable by
 /// the name pattern.
 pub fn remove_temporary_files() -> usize {
-    let files = match LIVE_TEMPS.lock() {
-        Ok(mut live) => live
-            .drain(..)
-            .filter(|p| fs::remove_file(p).is_ok())
-            .count(),
-        Err(_) => 0,
-    };
-    let dirs = match LIVE_TEMP_DIRS.lock() {
-        Ok(mut live) => live
-            .drain(..)
-            .filter(|p| fs::remove_dir_all(p).is_ok())
-            .count(),
-        Err(_) => 0,
-    };
-    files + dirs
+    // A poisoned list is still the list: a panic elsewhere must not keep its files. Both
+    // lists stay locked until the end, so no new temporary file is made and no rename
+    // starts meanwhile.
+    let mut files = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut dirs = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    let removed_files = files
+        .drain(..)
+        .filter(|p| fs::remove_file(p).is_ok())
+        .count();
+    // Another thread may still be writing into a folder (a copied file, a subfolder):
+    // removing it fails while an entry appears behind the walk, so try again.
+    let removed_dirs = dirs
+        .drain(..)
+        .filter(|p| (0..100).any(|_| fs::remove_dir_all(p).is_ok() || !p.exists()))
+        .count();
+    removed_files + removed_dirs
 }
 
 /// A temporary folder beside `output`, removed on drop unless kept, and by
-/// [`remove_temporary_files`] until [`kept_temp_dir`] is called for it.
+/// [`remove_temporary_files`] until [`rename_temp_dir`] has renamed it into place.
 pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
     let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // Created while holding the list (see `temp_beside`).
+    let mut live = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::Builder::new()
         .prefix(".brevis-")
         .suffix(".tmp")
         .tempdir_in(dir)
         .map_err(|e| Error::io(output, "cannot create a temporary folder beside it", e))?;
-    if let Ok(mut live) = LIVE_TEMP_DIRS.lock() {
-        live.retain(|p| p.exists());
-        live.push(tmp.path().to_path_buf());
-    }
+    live.retain(|p| p.exists());
+    live.push(tmp.path().to_path_buf());
     Ok(tmp)
 }
 
-/// Says that the temporary folder at `path` is being renamed into place: a signal no
-/// longer removes it.
-pub(crate) fn kept_temp_dir(path: &Path) {
-    if let Ok(mut live) = LIVE_TEMP_DIRS.lock() {
-        live.retain(|p| p != path);
+/// Renames the complete temporary folder `tmp` to `output`, holding the list that
+/// [`remove_temporary_files`] (the signal handler) drains: a signal either removes the
+/// folder before the rename starts or waits until it is done, so an interrupted run
+/// leaves a complete output or none, and no temporary folder. On failure the temporary
+/// folder is removed.
+pub(crate) fn rename_temp_dir(tmp: tempfile::TempDir, output: &Path) -> io::Result<()> {
+    let mut live = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    let path = tmp.keep();
+    let renamed = fs::rename(&path, output);
+    live.retain(|p| p != &path);
+    drop(live);
+    if renamed.is_err() {
+        let _ = fs::remove_dir_all(&path);
     }
+    renamed
 }
 
 /// Renames a complete, synced temporary file to `output` (replacing it only if `force`),
 /// then syncs the folder so the rename is durable.
+///
+/// The rename holds the list that [`remove_temporary_files`] (the signal handler) drains,
+/// so a signal either removes the file before the rename or waits until it is done.
 pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) -> Result<()> {
-    if let Ok(mut live) = LIVE_TEMPS.lock() {
-        live.retain(|p| p != tmp.path());
-    }
+    let mut live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
+    let path = tmp.path().to_path_buf();
     let result = if force {
         tmp.persist(output).map(drop)
     } else {
         tmp.persist_noclobber(output).map(drop)
     };
+    live.retain(|p| p != &path);
+    drop(live);
     if let Err(e) = result {
         return Err(if e.error.kind() == io::ErrorKind::AlreadyExists {
             Error::OutputExists {

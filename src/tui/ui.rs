@@ -196,30 +196,24 @@ pub fn fit_middle(s: &str, width: usize) -> String {
         return String::new();
     }
     let room = width - 1; // the ellipsis takes one column
-    let head_room = room / 3;
-    let mut head = String::new();
+    let (head, used) = take_columns(s.chars(), room / 3);
+    let (tail, _) = take_columns(s.chars().rev(), room - used);
+    format!("{head}…{}", tail.chars().rev().collect::<String>())
+}
+
+/// The leading characters of `chars` that fit in `room` columns, and their width.
+fn take_columns(chars: impl Iterator<Item = char>, room: usize) -> (String, usize) {
+    let mut out = String::new();
     let mut used = 0;
-    for c in s.chars() {
+    for c in chars {
         let w = text_width(c.encode_utf8(&mut [0u8; 4]));
-        if used + w > head_room {
+        if used + w > room {
             break;
         }
-        head.push(c);
+        out.push(c);
         used += w;
     }
-    let tail_room = room - used;
-    let mut tail: Vec<char> = Vec::new();
-    let mut tail_used = 0;
-    for c in s.chars().rev() {
-        let w = text_width(c.encode_utf8(&mut [0u8; 4]));
-        if tail_used + w > tail_room {
-            break;
-        }
-        tail.push(c);
-        tail_used += w;
-    }
-    tail.reverse();
-    format!("{head}…{}", tail.into_iter().collect::<String>())
+    (out, used)
 }
 
 /// `s` fitted into `width` columns by cutting its end: as much of the start as fits,
@@ -232,17 +226,7 @@ pub fn fit_end(s: &str, width: usize) -> String {
     if width == 0 {
         return String::new();
     }
-    let room = width - 1; // the ellipsis takes one column
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        let w = text_width(c.encode_utf8(&mut [0u8; 4]));
-        if used + w > room {
-            break;
-        }
-        out.push(c);
-        used += w;
-    }
+    let (mut out, _) = take_columns(s.chars(), width - 1); // the ellipsis takes one column
     out.push('…');
     out
 }
