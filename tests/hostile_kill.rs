@@ -349,12 +349,12 @@ fn signals_at_any_moment_of_a_small_folder_compress_leave_nothing_behind() {
     ];
     let t = run_to_end(&args);
     std::fs::remove_dir_all(&output).unwrap();
-    let mut rng = Rng(0x5eed_b28);
+    let mut rng = Rng(0x05ee_db28);
     let (mut completed, mut interrupted) = (0, 0);
     for round in 0..200 {
         let sig = if round % 2 == 0 { "-TERM" } else { "-INT" };
         let after = t * ((rng.next() % 1200) as u32) / 1000;
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
