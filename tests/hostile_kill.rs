@@ -224,6 +224,24 @@ fn folder_sums(dir: &Path) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Starts `brevis ARGS` (stderr captured), sends `sig` (`-TERM`, `-INT` or `-KILL`, as
+/// `kill` takes it) after `after`; returns whether it had already ended, and its output.
+fn run_and_signal(args: &[&Path], after: Duration, sig: &str) -> (bool, std::process::Output) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let finished = child.try_wait().unwrap().is_some();
+    let _ = Command::new("kill")
+        .arg(sig)
+        .arg(child.id().to_string())
+        .status();
+    (finished, child.wait_with_output().unwrap())
+}
+
 /// `brevis compress DIR` writes `DIR.brv/` through a temporary folder: SIGTERM and
 /// SIGINT remove it (exit 128 + signal), SIGKILL leaves at most a `.brevis-*.tmp`
 /// folder, and the output folder exists only when complete.
@@ -265,24 +283,12 @@ fn interrupted_folder_compress_leaves_no_temporary_folder() {
     for round in 0..rounds {
         let stop = [Stop::Term, Stop::Int, Stop::Term, Stop::Int, Stop::Kill][round % 5];
         let after = t * ((rng.next() % 1000) as u32) / 1000;
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(after);
-        let finished = child.try_wait().unwrap().is_some();
         let sig = match stop {
             Stop::Kill => "-KILL",
             Stop::Term => "-TERM",
             Stop::Int => "-INT",
         };
-        let _ = Command::new("kill")
-            .arg(sig)
-            .arg(child.id().to_string())
-            .status();
-        let out = child.wait_with_output().unwrap();
+        let (finished, out) = run_and_signal(&args, after, sig);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{stop:?}: {stderr}");
         assert_eq!(folder_sums(&input), input_sums, "the input changed");
@@ -354,18 +360,7 @@ fn signals_at_any_moment_of_a_small_folder_compress_leave_nothing_behind() {
     for round in 0..200 {
         let sig = if round % 2 == 0 { "-TERM" } else { "-INT" };
         let after = t * ((rng.next() % 1200) as u32) / 1000;
-        let child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(after);
-        let _ = Command::new("kill")
-            .arg(sig)
-            .arg(child.id().to_string())
-            .status();
-        let out = child.wait_with_output().unwrap();
+        let (_, out) = run_and_signal(&args, after, sig);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{sig}: {stderr}");
         if output.exists() {
