@@ -102,16 +102,11 @@ impl RootLit {
     /// the lower bound is tight enough to spare encoding the literal when a program
     /// clearly beats it, but assumed to lose the estimate.
     fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> (RootLit, u64, u64) {
-        let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
-        let set = codec::table::plan_set(&syms, width);
-        let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
-        let rans = codec::rans::Plan::with_set(h, width, n, syms, set);
-        let rans_est =
-            rans.table_bytes() + (rans.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
+        let (huff, rans) = table_plans(h, width, n);
         let est = if h.len() > APPROX_SYMBOLS {
-            rans_est
+            rans_estimate(&rans)
         } else {
-            huff.min(rans_est)
+            huff.min(rans_estimate(&rans))
         };
         let lb = huff.min(rans.lower_bound());
         (RootLit { plain, huff, rans }, est, lb)
@@ -135,12 +130,22 @@ const APPROX_SYMBOLS: usize = 4096;
 /// for the estimate and [`codec::rans::Plan::lower_bound`] for the bound. One symbol-set
 /// plan serves both.
 fn plan_sizes(h: &[(u64, u64)], width: u32, n: usize) -> (u64, u64) {
+    let (huff, r) = table_plans(h, width, n);
+    (huff.min(rans_estimate(&r)), huff.min(r.lower_bound()))
+}
+
+/// Huffman's exact body size and the optimally quantized rANS plan for histogram `h`,
+/// sharing one symbol-set plan.
+fn table_plans(h: &[(u64, u64)], width: u32, n: usize) -> (u64, codec::rans::Plan) {
     let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
     let set = codec::table::plan_set(&syms, width);
     let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
-    let r = codec::rans::Plan::with_set(h, width, n, syms, set);
-    let rans = r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES;
-    (huff.min(rans), huff.min(r.lower_bound()))
+    (huff, codec::rans::Plan::with_set(h, width, n, syms, set))
+}
+
+/// Estimated rANS body size of a plan: its table, the ideal payload and the final states.
+fn rans_estimate(r: &codec::rans::Plan) -> u64 {
+    r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES
 }
 
 /// The estimate of [`plan_sizes`] for large streams, with rANS planned by proportional
@@ -158,7 +163,7 @@ fn estimate_sizes(h: &[(u64, u64)], width: u32, n: usize) -> u64 {
         u64::MAX
     };
     let r = codec::rans::Plan::estimate(h, width, n, syms, set);
-    huff.min(r.table_bytes() + (r.ideal_bits / 8.0).ceil() as u64 + RANS_STATE_BYTES)
+    huff.min(rans_estimate(&r))
 }
 
 /// See [`estimate_sizes`].
