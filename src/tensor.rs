@@ -323,15 +323,9 @@ impl Words {
     pub fn write_le_bytes(&self, out: &mut Vec<u8>) {
         match &self.buf {
             WordBuf::U8(v) => out.extend_from_slice(v),
-            WordBuf::U16(v) => v
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            WordBuf::U32(v) => v
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            WordBuf::U64(v) => v
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            WordBuf::U16(v) => put_le(v, out, u16::to_le_bytes),
+            WordBuf::U32(v) => put_le(v, out, u32::to_le_bytes),
+            WordBuf::U64(v) => put_le(v, out, u64::to_le_bytes),
         }
     }
 
@@ -494,20 +488,31 @@ impl fmt::Debug for Words {
     }
 }
 
-fn le_chunks<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Option<Vec<T>> {
+fn le_chunks<T: Copy + Default, const N: usize>(
+    bytes: &[u8],
+    f: impl Fn([u8; N]) -> T,
+) -> Option<Vec<T>> {
     if !bytes.len().is_multiple_of(N) {
         return None;
     }
-    Some(
-        bytes
-            .chunks_exact(N)
-            .map(|c| {
-                let mut a = [0u8; N];
-                a.copy_from_slice(c);
-                f(a)
-            })
-            .collect(),
-    )
+    // Filled in place (a zeroed vector, then one store per word) so the loop
+    // vectorizes; collecting from the chunk iterator did not.
+    let mut out = vec![T::default(); bytes.len() / N];
+    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(N)) {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        *o = f(a);
+    }
+    Some(out)
+}
+
+/// Appends `v` to `out` as little-endian bytes, `N` per word.
+fn put_le<T: Copy, const N: usize>(v: &[T], out: &mut Vec<u8>, f: impl Fn(T) -> [u8; N]) {
+    let start = out.len();
+    out.resize(start + v.len() * N, 0);
+    for (c, &x) in out[start..].chunks_exact_mut(N).zip(v) {
+        c.copy_from_slice(&f(x));
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@
 //!
 //! The codes themselves are defined in [`super::bitio`].
 
-use super::bitio::{bits_for_count, eg_len, rice_len, BitReader, BitWriter};
+use super::bitio::{bits_for_count, rice_len, BitReader, BitWriter};
 use super::{CodecError, MAX_TABLE_SYMBOLS};
 use crate::stats::U64Map;
 use crate::tensor::{bits_needed, mask};
@@ -210,14 +210,28 @@ pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (
     let k0 = (0..=u64::from(kmax))
         .min_by_key(|&k| (approx(k), k))
         .unwrap_or(0) as u32;
-    let exact = |k: u32| vals.clone().map(|v| eg_len(v, k)).sum::<u64>();
-    let mut best = (k0, exact(k0));
-    for k in [k0.wrapping_sub(1), k0 + 1] {
-        if k <= kmax {
-            let e = exact(k);
-            if e < best.1 || (e == best.1 && k < best.0) {
-                best = (k, e);
-            }
+    // The exact totals of k0 - 1, k0 and k0 + 1 in one pass (orders out of range are
+    // summed as k0 and not considered).
+    let ks = [k0, k0.wrapping_sub(1), k0 + 1].map(|k| if k <= kmax { k } else { k0 });
+    // `eg_len(v, k)` is `2 bits(v + 2^k) - k - 1`: sum the bit counts, then adjust.
+    let bits = |v: u64, k: u32| u64::from(128 - (u128::from(v) + (1u128 << k)).leading_zeros());
+    let (b0, b1, b2, n) = vals.fold((0u64, 0u64, 0u64, 0u64), |(b0, b1, b2, n), v| {
+        (
+            b0 + bits(v, ks[0]),
+            b1 + bits(v, ks[1]),
+            b2 + bits(v, ks[2]),
+            n + 1,
+        )
+    });
+    let exact = [b0, b1, b2]
+        .iter()
+        .zip(&ks)
+        .map(|(&b, &k)| 2 * b - n * u64::from(k + 1))
+        .collect::<Vec<_>>();
+    let mut best = (k0, exact[0]);
+    for (&k, &e) in ks.iter().zip(&exact).skip(1) {
+        if e < best.1 || (e == best.1 && k < best.0) {
+            best = (k, e);
         }
     }
     best
@@ -424,7 +438,59 @@ impl SymbolIndex {
 
 #[cfg(test)]
 mod tests {
+    use super::super::bitio::eg_len;
     use super::*;
+
+    /// The fused exact pass of [`best_eg_k`] picks the same order with the same exact
+    /// total as sizing each of the three orders around the estimate with [`eg_len`] (the
+    /// rule archives were written with): on small values, spread values and the extremes
+    /// of `u64` (where `v + 2^k` needs 65 bits).
+    #[test]
+    fn best_eg_k_matches_per_order_exact_sizing() {
+        fn reference(vals: &[u64], kmax: u32) -> (u32, u64) {
+            let top = vals.iter().map(|&v| bits_needed(v)).max().unwrap_or(0);
+            let kmax = kmax.min(top);
+            let approx = |k: u64| -> u64 {
+                vals.iter()
+                    .map(|&v| {
+                        let l = u64::from(bits_needed(v));
+                        if l <= k {
+                            k + 1
+                        } else {
+                            2 * l - k + 1
+                        }
+                    })
+                    .sum()
+            };
+            let k0 = (0..=u64::from(kmax))
+                .min_by_key(|&k| (approx(k), k))
+                .unwrap_or(0) as u32;
+            let exact = |k: u32| vals.iter().map(|&v| eg_len(v, k)).sum::<u64>();
+            let mut best = (k0, exact(k0));
+            for k in [k0.wrapping_sub(1), k0 + 1] {
+                if k <= kmax && (exact(k) < best.1 || (exact(k) == best.1 && k < best.0)) {
+                    best = (k, exact(k));
+                }
+            }
+            best
+        }
+        let sets: Vec<Vec<u64>> = vec![
+            vec![0, 0, 1, 0, 2, 0],
+            (0..500).map(|i| (i * 37) % 300).collect(),
+            (0..64).map(|i| 1u64 << i).collect(),
+            vec![u64::MAX, u64::MAX - 1, 0, 1 << 63],
+            vec![7; 100],
+            vec![],
+        ];
+        for vals in sets {
+            for kmax in [0, 3, 15, 31, 63] {
+                let got = best_eg_k(vals.iter().copied(), kmax);
+                assert_eq!(got, reference(&vals, kmax), "kmax {kmax} {vals:?}");
+                let exact: u64 = vals.iter().map(|&v| eg_len(v, got.0)).sum();
+                assert_eq!(got.1, exact);
+            }
+        }
+    }
 
     fn round_trip(syms: &[u64], width: u32) -> SetPlan {
         let plan = plan_set(syms, width);
