@@ -29,6 +29,26 @@ fn os(s: &str) -> &std::ffi::OsStr {
     s.as_ref()
 }
 
+/// `brevis CMD INPUT -o OUTPUT`.
+fn brevis_to(cmd: &str, input: &Path, output: &Path) -> Output {
+    brevis(&[os(cmd), input.as_os_str(), os("-o"), output.as_os_str()])
+}
+
+/// Compresses `input` to `archive` and decompresses that to `restored`; the error names
+/// the step that failed and what it printed.
+fn compress_and_restore(input: &Path, archive: &Path, restored: &Path) -> Result<(), String> {
+    for (cmd, from, to) in [
+        ("compress", input, archive),
+        ("decompress", archive, restored),
+    ] {
+        let o = brevis_to(cmd, from, to);
+        if !o.status.success() {
+            return Err(format!("{cmd} failed: {}", stderr(&o)));
+        }
+    }
+    Ok(())
+}
+
 /// Words one of which must appear (case-insensitively) in the error message of each
 /// kind of fault, so that the message names the problem, not just the file.
 fn expected_words(case_id: &str) -> &'static [&'static str] {
@@ -119,23 +139,8 @@ fn check_row(row: &Row) -> Vec<String> {
     let mut problems = Vec::new();
     match (row.stage.as_str(), row.expected.as_str()) {
         ("compress", "roundtrip") => {
-            let c = brevis(&[
-                os("compress"),
-                input.as_os_str(),
-                os("-o"),
-                archive.as_os_str(),
-            ]);
-            if !c.status.success() {
-                return vec![format!("compress failed: {}", stderr(&c))];
-            }
-            let d = brevis(&[
-                os("decompress"),
-                archive.as_os_str(),
-                os("-o"),
-                restored.as_os_str(),
-            ]);
-            if !d.status.success() {
-                return vec![format!("decompress failed: {}", stderr(&d))];
+            if let Err(e) = compress_and_restore(&input, &archive, &restored) {
+                return vec![e];
             }
             let original = std::fs::read(&input).expect("read the case");
             let back = std::fs::read(&restored).expect("read the restored file");
@@ -160,13 +165,8 @@ fn check_row(row: &Row) -> Vec<String> {
                 ));
             }
         }
-        ("compress", "error") => {
-            let c = brevis(&[
-                os("compress"),
-                input.as_os_str(),
-                os("-o"),
-                archive.as_os_str(),
-            ]);
+        ("compress" | "dir", "error") => {
+            let c = brevis_to("compress", &input, &archive);
             problems.extend(check_clean_failure("compress", &c, row, dir.path()));
         }
         ("decompress", "error") => {
@@ -190,15 +190,6 @@ fn check_row(row: &Row) -> Vec<String> {
             }
         }
         ("dir", "roundtrip") => problems.extend(check_folder_roundtrip(&input, dir.path())),
-        ("dir", "error") => {
-            let c = brevis(&[
-                os("compress"),
-                input.as_os_str(),
-                os("-o"),
-                archive.as_os_str(),
-            ]);
-            problems.extend(check_clean_failure("compress", &c, row, dir.path()));
-        }
         (stage, expected) => problems.push(format!(
             "unknown stage/outcome {stage:?}/{expected:?} in the manifest"
         )),
@@ -237,23 +228,8 @@ fn files_under(root: &Path) -> Vec<PathBuf> {
 fn check_folder_roundtrip(input: &Path, tmp: &Path) -> Vec<String> {
     let archive = tmp.join("out.brv");
     let restored = tmp.join("restored");
-    let c = brevis(&[
-        os("compress"),
-        input.as_os_str(),
-        os("-o"),
-        archive.as_os_str(),
-    ]);
-    if !c.status.success() {
-        return vec![format!("compress failed: {}", stderr(&c))];
-    }
-    let d = brevis(&[
-        os("decompress"),
-        archive.as_os_str(),
-        os("-o"),
-        restored.as_os_str(),
-    ]);
-    if !d.status.success() {
-        return vec![format!("decompress failed: {}", stderr(&d))];
+    if let Err(e) = compress_and_restore(input, &archive, &restored) {
+        return vec![e];
     }
     let mut problems = Vec::new();
     let source = folder_of(input);

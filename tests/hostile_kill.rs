@@ -242,6 +242,20 @@ fn run_and_signal(args: &[&Path], after: Duration, sig: &str) -> (bool, std::pro
     (finished, child.wait_with_output().unwrap())
 }
 
+/// When the archive folder `output` exists (it is renamed into place only when complete),
+/// checks that every shard verifies, removes it and returns true; `what` names the run
+/// in a failure.
+fn take_complete_folder(output: &Path, what: &str) -> bool {
+    if !output.exists() {
+        return false;
+    }
+    let f = brevis::archive::folder::Folder::open(output).expect("complete folder");
+    let checks = f.verify(Some(2), &|_, _| {}).unwrap();
+    assert!(checks.iter().all(|(_, c)| c.is_ok()), "{what}");
+    std::fs::remove_dir_all(output).unwrap();
+    true
+}
+
 /// `brevis compress DIR` writes `DIR.brv/` through a temporary folder: SIGTERM and
 /// SIGINT remove it (exit 128 + signal), SIGKILL leaves at most a `.brevis-*.tmp`
 /// folder, and the output folder exists only when complete.
@@ -292,15 +306,7 @@ fn interrupted_folder_compress_leaves_no_temporary_folder() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{stop:?}: {stderr}");
         assert_eq!(folder_sums(&input), input_sums, "the input changed");
-        if output.exists() {
-            // Renamed into place only when complete.
-            let f = brevis::archive::folder::Folder::open(&output).expect("complete folder");
-            let checks = f.verify(Some(2), &|_, _| {}).unwrap();
-            assert!(
-                checks.iter().all(|(_, c)| c.is_ok()),
-                "{stop:?} after {after:?}"
-            );
-            std::fs::remove_dir_all(&output).unwrap();
+        if take_complete_folder(&output, &format!("{stop:?} after {after:?}")) {
             completed += 1;
         } else if !matches!(stop, Stop::Kill) && !finished {
             let code = out.status.code();
@@ -363,14 +369,7 @@ fn signals_at_any_moment_of_a_small_folder_compress_leave_nothing_behind() {
         let (_, out) = run_and_signal(&args, after, sig);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{sig}: {stderr}");
-        if output.exists() {
-            let f = brevis::archive::folder::Folder::open(&output).expect("complete folder");
-            let checks = f.verify(Some(1), &|_, _| {}).unwrap();
-            assert!(
-                checks.iter().all(|(_, c)| c.is_ok()),
-                "{sig} after {after:?}"
-            );
-            std::fs::remove_dir_all(&output).unwrap();
+        if take_complete_folder(&output, &format!("{sig} after {after:?}")) {
             completed += 1;
         } else {
             interrupted += 1;

@@ -109,6 +109,15 @@ struct SearchArgs {
     /// Search budget: partial programs expanded per tensor (0 stores literals)
     #[arg(long, value_name = "N", default_value_t = SearchOptions::default().budget)]
     budget: u64,
+    #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
+    prior: PriorArgs,
+}
+
+/// The program-shape limits of the search, shared by `compress` and `bench`.
+#[derive(Args, Clone)]
+struct LimitArgs {
     /// Deepest program the search builds (a single node has depth 1; 1 to 32, the
     /// archive format's limit)
     #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth,
@@ -118,8 +127,18 @@ struct SearchArgs {
     #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes,
           value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_NODES as i64))]
     max_nodes: u32,
-    #[command(flatten)]
-    prior: PriorArgs,
+}
+
+impl LimitArgs {
+    /// Search options with these limits and `budget` expansions.
+    fn options(&self, budget: u64) -> SearchOptions {
+        SearchOptions {
+            budget,
+            max_depth: self.max_depth,
+            max_nodes: self.max_nodes,
+            ..SearchOptions::default()
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -153,12 +172,7 @@ impl PriorArgs {
 
 impl SearchArgs {
     fn options(&self) -> SearchOptions {
-        SearchOptions {
-            budget: self.budget,
-            max_depth: self.max_depth,
-            max_nodes: self.max_nodes,
-            ..SearchOptions::default()
-        }
+        self.limits.options(self.budget)
     }
 }
 
@@ -251,15 +265,8 @@ struct BenchArgs {
     /// (`--budget 0,1,32`)
     #[arg(long, value_name = "N", value_delimiter = ',', default_values_t = [SearchOptions::default().budget])]
     budget: Vec<u64>,
-    /// Deepest program the search builds (a single node has depth 1; 1 to 32, the
-    /// archive format's limit)
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth,
-          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_DEPTH as i64))]
-    max_depth: u32,
-    /// Most nodes in one program (1 to 65,536, the archive format's limit)
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes,
-          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_NODES as i64))]
-    max_nodes: u32,
+    #[command(flatten)]
+    limits: LimitArgs,
     #[command(flatten)]
     prior: PriorArgs,
     /// With --json: add a search report per tensor (program, bytes per node,
@@ -989,12 +996,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
         let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
         let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
         for &budget in &a.budget {
-            let search = SearchOptions {
-                budget,
-                max_depth: a.max_depth,
-                max_nodes: a.max_nodes,
-                ..SearchOptions::default()
-            };
+            let search = a.limits.options(budget);
             let opts = |jobs| CompressOptions {
                 search: search.clone(),
                 jobs: Some(jobs),
@@ -1431,11 +1433,8 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
                 brevis::synth::Prior::uniform()
             };
             let opts = SearchOptions {
-                budget,
-                max_depth: a.max_depth,
-                max_nodes: a.max_nodes,
                 first_complete: mode != "A*",
-                ..SearchOptions::default()
+                ..a.limits.options(budget)
             };
             let out: u64 = words
                 .par_iter()
