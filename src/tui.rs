@@ -197,8 +197,24 @@ Keys (? inside the program lists them all):
   v V                 verify the selected tensor / the whole archive
   ?, q                help and lessons, quit
 
-Exit status: 0 on a normal quit, 1 when the file cannot be opened or made, 2 on bad
-arguments.";
+Exit status:
+  0                   you ended the session: q or Ctrl-C, also after x cancelled a
+                      compression (no archive is written then), a search or a verify;
+                      a verify's verdict is shown, not returned (scripts: `brevis verify`)
+  1                   an error: the file cannot be opened, read or compressed, the archive
+                      cannot be written, or the terminal fails
+  2                   bad arguments (an unknown option, more than one path)
+  101                 a bug: brevis-tui panicked (the terminal is restored; please report it)
+  128+N               ended from outside by signal N (SIGHUP, SIGINT, SIGTERM)";
+
+/// Exit status when the user ends the session: `q`, Ctrl-C, or `x` while a
+/// `.safetensors` file was being compressed (cancelling is not an error).
+pub const EXIT_OK: i32 = 0;
+/// Exit status when the file cannot be opened, read or compressed, the archive cannot be
+/// written, or the terminal fails.
+pub const EXIT_ERROR: i32 = 1;
+/// Exit status for bad arguments (an unknown option, more than one path).
+pub const EXIT_USAGE: i32 = 2;
 
 /// The command line of `brevis-tui`.
 #[derive(clap::Parser, Debug)]
@@ -216,8 +232,8 @@ pub struct Args {
 }
 
 /// Parses the arguments (without the program name). `Err` holds the text to print and
-/// the exit code: 0 for `--help` and `--version` (printed to standard output), 2 for a
-/// usage error such as an unknown option.
+/// the exit code: [`EXIT_OK`] for `--help` and `--version` (printed to standard output),
+/// [`EXIT_USAGE`] for a usage error such as an unknown option.
 pub fn parse_args<I, T>(args: I) -> Result<Args, (String, i32)>
 where
     I: IntoIterator<Item = T>,
@@ -227,7 +243,7 @@ where
     let all = std::iter::once(std::ffi::OsString::from("brevis-tui"))
         .chain(args.into_iter().map(Into::into));
     Args::try_parse_from(all).map_err(|e| {
-        let code = if e.use_stderr() { 2 } else { 0 };
+        let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         (e.render().to_string(), code)
     })
 }
@@ -243,8 +259,25 @@ enum Plan {
     },
 }
 
-/// Entry point of the binary; returns the process exit code (0 on a normal quit, 1 when
-/// the file cannot be opened or made, 2 on bad arguments).
+/// How a session ended: the exit status and a line for standard error (an error when the
+/// status is not [`EXIT_OK`], a note otherwise).
+struct Ending {
+    status: i32,
+    message: Option<String>,
+}
+
+impl Ending {
+    fn error(message: String) -> Ending {
+        Ending {
+            status: EXIT_ERROR,
+            message: Some(message),
+        }
+    }
+}
+
+/// Entry point of the binary; returns the process exit status: [`EXIT_OK`] when the user
+/// ends the session (also after cancelling a compression), [`EXIT_ERROR`] when the file
+/// cannot be opened or made or the terminal fails, [`EXIT_USAGE`] on bad arguments.
 pub fn main_entry() -> i32 {
     let path = match parse_args(std::env::args_os().skip(1)) {
         Ok(a) => a.path,
@@ -261,7 +294,7 @@ pub fn main_entry() -> i32 {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {}", escape_typed(&e));
-            return 1;
+            return EXIT_ERROR;
         }
     };
     {
@@ -271,7 +304,7 @@ pub fn main_entry() -> i32 {
                 "error: brevis-tui needs a terminal (its input or output is redirected); \
                  for scripts use `brevis` (ls, show, verify, bench)"
             );
-            return 1;
+            return EXIT_ERROR;
         }
     }
     install_panic_hook();
@@ -279,14 +312,17 @@ pub fn main_entry() -> i32 {
     let result = run_terminal(plan);
     restore_terminal();
     match result {
-        Ok(None) => 0,
-        Ok(Some(msg)) => {
-            eprintln!("error: {}", escape_typed(&msg));
-            1
+        Ok(Ending { status, message }) => {
+            match message {
+                Some(m) if status == EXIT_OK => eprintln!("{}", escape_typed(&m)),
+                Some(m) => eprintln!("error: {}", escape_typed(&m)),
+                None => {}
+            }
+            status
         }
         Err(e) => {
             eprintln!("error: terminal: {e}");
-            1
+            EXIT_ERROR
         }
     }
 }
@@ -448,7 +484,7 @@ fn publish(staged: &Path, input: &Path, target: &Path) -> Result<PathBuf, String
     Err(format!("{}: no free name for the archive", dir.display()))
 }
 
-fn run_terminal(plan: Plan) -> io::Result<Option<String>> {
+fn run_terminal(plan: Plan) -> io::Result<Ending> {
     let mut app;
     let mut staging_dir = None;
     match plan {
@@ -461,7 +497,7 @@ fn run_terminal(plan: Plan) -> io::Result<Option<String>> {
         } => {
             let st = match staging(&input, dir) {
                 Ok(s) => s,
-                Err(e) => return Ok(Some(e)),
+                Err(e) => return Ok(Ending::error(e)),
             };
             let shown_output = st
                 .target
@@ -514,7 +550,79 @@ fn run_terminal(plan: Plan) -> io::Result<Option<String>> {
             drop(dir);
         }
     }
-    Ok(app.load_error.take())
+    let status = app.exit_code();
+    let message = if status == EXIT_OK {
+        app.exit_note.take()
+    } else {
+        app.load_error.take()
+    };
+    Ok(Ending { status, message })
+}
+
+/// A compression's progress counted in tensors, the unit the table and the final status
+/// count. [`crate::archive::compress_file`] reports one item per record of the archive,
+/// in file order: the source's header, then each tensor and each gap between tensors;
+/// only the tensors are counted here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorProgress {
+    /// Per record, in file order: whether it holds a tensor.
+    is_tensor: Vec<bool>,
+    /// Records reported so far.
+    records: usize,
+    /// Tensors among them.
+    done: u64,
+}
+
+impl TensorProgress {
+    /// Progress of compressing the parsed source `src`.
+    pub fn new(src: &crate::archive::safetensors::SourceFile<'_>) -> TensorProgress {
+        use crate::archive::safetensors::Region;
+        let is_tensor = std::iter::once(false)
+            .chain(src.regions().iter().map(|r| matches!(r, Region::Tensor(_))))
+            .collect();
+        TensorProgress {
+            is_tensor,
+            records: 0,
+            done: 0,
+        }
+    }
+
+    /// Progress of compressing the `.safetensors` file `input`, or `None` when it cannot
+    /// be read or parsed (compressing it fails with the reason then).
+    pub fn of_file(input: &Path) -> Option<TensorProgress> {
+        let file = std::fs::File::open(input).ok()?;
+        if file.metadata().ok()?.len() == 0 {
+            return None;
+        }
+        let map = crate::archive::map_file(&file).ok()?;
+        let src = crate::archive::safetensors::parse(&map).ok()?;
+        Some(TensorProgress::new(&src))
+    }
+
+    /// Tensors in all.
+    pub fn total(&self) -> u64 {
+        self.is_tensor.iter().filter(|&&t| t).count() as u64
+    }
+
+    /// Takes one progress event; returns what to show, `(tensors done, tensors in all,
+    /// the record just done)`, or `None` when there is nothing new.
+    pub fn update(
+        &mut self,
+        event: crate::archive::ProgressEvent<'_>,
+    ) -> Option<(u64, u64, String)> {
+        use crate::archive::ProgressEvent;
+        match event {
+            ProgressEvent::Begin { .. } => Some((0, self.total(), String::new())),
+            ProgressEvent::Item { label, .. } => {
+                if self.is_tensor.get(self.records).copied().unwrap_or(false) {
+                    self.done += 1;
+                }
+                self.records += 1;
+                Some((self.done, self.total(), label.to_string()))
+            }
+            ProgressEvent::End => None,
+        }
+    }
 }
 
 fn compress_and_open(
@@ -523,19 +631,14 @@ fn compress_and_open(
     target: Option<&Path>,
     ctx: &worker::JobCtx,
 ) -> Result<Arc<dyn Source>, String> {
-    let total = Cell::new(0u64);
-    let done = Cell::new(0u64);
+    // Unknown (no tensors) when the file does not parse; compressing says why then.
+    let counter = std::cell::RefCell::new(TensorProgress::of_file(input));
     let opts = crate::archive::CompressOptions::default();
-    crate::archive::compress_file(input, staged, &opts, &|ev| match ev {
-        crate::archive::ProgressEvent::Begin { items, .. } => {
-            total.set(items as u64);
-            ctx.progress(0, items as u64, "");
+    crate::archive::compress_file(input, staged, &opts, &|ev| {
+        if let Some((done, total, what)) = counter.borrow_mut().as_mut().and_then(|c| c.update(ev))
+        {
+            ctx.progress(done, total, what);
         }
-        crate::archive::ProgressEvent::Item { label, .. } => {
-            done.set(done.get() + 1);
-            ctx.progress(done.get(), total.get(), label);
-        }
-        crate::archive::ProgressEvent::End => {}
     })
     .map_err(|e| e.to_string())?;
     if ctx.cancelled() {

@@ -1020,3 +1020,185 @@ fn a_folder_argument_points_to_brevis_compress() {
         "{err}"
     );
 }
+
+/// `n` position ids `0..n` of dtype I64 in one tensor, stored as a literal.
+fn position_ids(n: u64) -> MemorySource {
+    let bytes: Vec<u8> = (0..n).flat_map(|v| v.to_le_bytes()).collect();
+    let program = Node::lit(&Words::from_le_bytes(64, &bytes).unwrap());
+    MemorySource::from_tensors(
+        "positions.brv",
+        vec![MemoryTensor {
+            row: TensorRow {
+                name: "position_ids".into(),
+                dtype: Dtype::I64,
+                shape: vec![1, n],
+                original_bytes: bytes.len() as u64,
+                archive_bytes: program_len(&program),
+                root_op: "lit".into(),
+            },
+            program,
+            bytes,
+        }],
+    )
+}
+
+/// Bug: the histogram of 512 I64 position ids (64 bins of 8 values) labelled each bar
+/// with one value (`0`, `32-`) and its caption said a bar sums 4 "values" (bins).
+#[test]
+fn histogram_bars_of_several_values_show_their_range() {
+    let mut a = App::new(Arc::new(position_ids(512)));
+    press(&mut a, KeyCode::Char('5'));
+    assert_eq!(a.view, View::Plots);
+    let text = screen_text(&mut a, 120, 30);
+    assert!(text.contains("in bins of 8"), "{text}");
+    for label in ["0-63", "64-127", "448-511"] {
+        assert!(text.contains(label), "{label} missing:\n{text}");
+    }
+    assert!(text.contains("each bar spans 64 values"), "{text}");
+    assert!(!text.contains(" 32- "), "{text}");
+}
+
+/// Bug: PageDown and PageUp moved 10 rows whatever the list's height.
+#[test]
+fn page_keys_move_by_the_rows_the_list_shows() {
+    let mut a = App::new(Arc::new(many_rows(60)));
+    let mut t = Terminal::new(TestBackend::new(100, 12)).unwrap();
+    t.draw(|f| ui::draw(f, &mut a)).unwrap();
+    // 12 lines: title, tabs, status, keys, the table's header and footer: 6 rows.
+    press(&mut a, KeyCode::PageDown);
+    assert_eq!(a.selected, 6);
+    t.draw(|f| ui::draw(f, &mut a)).unwrap();
+    press(&mut a, KeyCode::PageDown);
+    assert_eq!(a.selected, 12);
+    press(&mut a, KeyCode::PageUp);
+    assert_eq!(a.selected, 6);
+    // Taller: 24 rows a page.
+    t.backend_mut().resize(100, 30);
+    t.resize(ratatui::layout::Rect::new(0, 0, 100, 30)).unwrap();
+    t.draw(|f| ui::draw(f, &mut a)).unwrap();
+    press(&mut a, KeyCode::PageDown);
+    assert_eq!(a.selected, 30);
+    t.draw(|f| ui::draw(f, &mut a)).unwrap();
+    press(&mut a, KeyCode::PageDown);
+    press(&mut a, KeyCode::PageDown);
+    assert_eq!(a.selected, 59, "stops at the last row");
+    press(&mut a, KeyCode::PageUp);
+    assert_eq!(a.selected, 35);
+    press(&mut a, KeyCode::Home);
+    assert_eq!(a.selected, 0);
+    press(&mut a, KeyCode::End);
+    assert_eq!(a.selected, 59);
+    // The program text scrolls by its own page.
+    let mut b = App::new(Arc::new(fixture()));
+    press(&mut b, KeyCode::Char('3'));
+    let mut t = Terminal::new(TestBackend::new(100, 14)).unwrap();
+    t.draw(|f| ui::draw(f, &mut b)).unwrap();
+    assert!(b.pages.text < 10, "{:?}", b.pages);
+    press(&mut b, KeyCode::PageDown);
+    assert_eq!(b.scroll, b.pages.text);
+}
+
+/// A `.safetensors` file of three F32 tensors, the second of 300 values.
+fn three_tensors() -> Vec<u8> {
+    let header = r#"{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[300],"data_offsets":[16,1216]},"c":{"dtype":"F32","shape":[2],"data_offsets":[1216,1224]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend((0..306u32).flat_map(|i| (i as f32 * 0.25).to_le_bytes()));
+    bytes
+}
+
+/// Bug: while compressing, progress counted records (the header too: "4") while the
+/// table counts tensors ("3 tensors"). Both count tensors now.
+#[test]
+fn compress_progress_counts_tensors() {
+    let bytes = three_tensors();
+    let src = brevis::archive::safetensors::parse(&bytes).unwrap();
+    let counter = std::cell::RefCell::new(brevis::tui::TensorProgress::new(&src));
+    assert_eq!(counter.borrow().total(), 3);
+    let shown = std::cell::RefCell::new(Vec::new());
+    brevis::archive::writer::write_archive(
+        &src,
+        &mut Vec::new(),
+        &brevis::archive::CompressOptions::default(),
+        &|ev| {
+            if let Some((done, total, _)) = counter.borrow_mut().update(ev) {
+                shown.borrow_mut().push((done, total));
+            }
+        },
+        std::path::Path::new("three.brv"),
+    )
+    .unwrap();
+    // The header, then the tensors a, b, c.
+    assert_eq!(
+        shown.into_inner(),
+        vec![(0, 3), (0, 3), (1, 3), (2, 3), (3, 3)]
+    );
+
+    // The loading screen says "tensors", as the table's total does.
+    let mut a = App::empty();
+    a.start_loading("three.safetensors".into(), "three.brv".into(), |ctx| {
+        ctx.progress(2, 3, "b");
+        while !ctx.cancelled() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Err("cancelled".into())
+    });
+    let start = std::time::Instant::now();
+    while a.loading.as_ref().is_some_and(|l| l.job.progress.1 != 3) {
+        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
+        a.pump();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let text = screen_text(&mut a, 80, 20);
+    assert!(text.contains("2/3 tensors · b"), "{text}");
+    assert!(!text.contains("region"), "{text}");
+    a.apply(Action::Cancel);
+}
+
+/// Bug: quitting after `x` cancelled a compression exited with status 1 (as for an
+/// error) while `q` exited with 0. Ending the session is not an error; `--help` says
+/// what each status means.
+#[test]
+fn cancelling_a_compression_is_not_an_error() {
+    fn waiting(ctx: &brevis::tui::worker::JobCtx) -> Result<Arc<dyn Source>, String> {
+        while !ctx.cancelled() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Err("cancelled".into())
+    }
+    for key in [KeyCode::Char('x'), KeyCode::Esc, KeyCode::Char('q')] {
+        let mut a = App::empty();
+        a.start_loading("in.safetensors".into(), "in.brv".into(), waiting);
+        press(&mut a, key);
+        assert!(a.quit, "{key:?}");
+        assert_eq!(a.load_error, None, "{key:?}");
+        assert_eq!(a.exit_code(), 0, "{key:?}");
+        assert_eq!(
+            a.exit_note.as_deref(),
+            Some("cancelled: no archive was written")
+        );
+    }
+    // A compression that fails is an error.
+    let mut a = App::empty();
+    a.start_loading("in.safetensors".into(), "in.brv".into(), |_ctx| {
+        Err("in.safetensors: not a safetensors file".into())
+    });
+    assert!(a.settle(Duration::from_secs(60)));
+    assert!(a.quit);
+    assert_eq!(a.exit_code(), 1);
+    // q on an opened archive.
+    let mut b = app();
+    press(&mut b, KeyCode::Char('q'));
+    assert_eq!(b.exit_code(), 0);
+    let (help, code) = parse_args(["--help"]).unwrap_err();
+    assert_eq!(code, 0);
+    for want in [
+        "Exit status:",
+        "0                   you ended the session",
+        "after x cancelled a",
+        "1                   an error",
+        "2                   bad arguments",
+    ] {
+        assert!(help.contains(want), "{want} missing from:\n{help}");
+    }
+}

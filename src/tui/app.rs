@@ -2,7 +2,7 @@
 //! this state, [`super::event`] turns keys into [`Action`]s.
 
 use super::action::{Action, Field, View};
-use super::inspect::{inspect, Inspection};
+use super::inspect::{inspect, thousands, Inspection};
 use super::learn::{self, Lesson};
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
 use super::worker::{self, JobHandle, Msg, Outcome, SearchResult, Worker};
@@ -16,8 +16,31 @@ use std::time::{Duration, Instant};
 /// Inspections kept in memory (each holds a tensor's program).
 const CACHE: usize = 6;
 
-/// Rows moved by PageUp / PageDown.
+/// Rows moved by PageUp / PageDown in a view not drawn yet (whose height is unknown).
 pub const PAGE: usize = 10;
+
+/// Rows each scrolling view showed when it was last drawn: PageUp / PageDown move by
+/// one such page. Each is [`PAGE`] until its view is drawn, and never 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageRows {
+    /// Tensor rows the table shows; also used by the plots, search and verify views,
+    /// where the arrows pick the tensor.
+    pub table: usize,
+    /// Node rows the program tree shows.
+    pub tree: usize,
+    /// Lines the text and why views show.
+    pub text: usize,
+}
+
+impl Default for PageRows {
+    fn default() -> PageRows {
+        PageRows {
+            table: PAGE,
+            tree: PAGE,
+            text: PAGE,
+        }
+    }
+}
 
 /// The largest search budget the form takes (expansions); larger values are clamped and
 /// the form says so.
@@ -211,8 +234,12 @@ pub struct App {
     pub source: Option<Arc<dyn Source>>,
     /// Compressing before opening.
     pub loading: Option<Loading>,
-    /// Why the archive could not be made, if it could not.
+    /// Why the archive could not be made or opened, if it could not: an error, so the
+    /// program exits with status 1 ([`App::exit_code`]).
     pub load_error: Option<String>,
+    /// A note to print once the terminal is restored that is not an error, such as
+    /// that a cancelled compression wrote no archive.
+    pub exit_note: Option<String>,
     /// The view shown.
     pub view: View,
     /// The view to go back to from help.
@@ -233,6 +260,8 @@ pub struct App {
     pub selected: usize,
     /// First visible line of the table.
     pub table_offset: usize,
+    /// Rows per page of each scrolling view, as last drawn.
+    pub pages: PageRows,
     /// Recent inspections, newest last.
     pub inspections: VecDeque<(usize, Result<Arc<Inspection>, String>)>,
     /// The inspection running: tensor and job.
@@ -272,6 +301,7 @@ impl App {
             source: None,
             loading: None,
             load_error: None,
+            exit_note: None,
             view: View::Table,
             back_view: View::Table,
             quit: false,
@@ -282,6 +312,7 @@ impl App {
             order: Vec::new(),
             selected: 0,
             table_offset: 0,
+            pages: PageRows::default(),
             inspections: VecDeque::new(),
             inspecting: None,
             tree: TreeState::default(),
@@ -439,19 +470,28 @@ impl App {
             .unwrap_or(0);
     }
 
+    /// The process exit status for how the session ended: 0 when the user ended it
+    /// (`q`, Ctrl-C, or `x` while the archive was being made), 1 when the archive
+    /// could not be made or opened ([`App::load_error`]).
+    pub fn exit_code(&self) -> i32 {
+        if self.load_error.is_some() {
+            super::EXIT_ERROR
+        } else {
+            super::EXIT_OK
+        }
+    }
+
     /// Applies an action.
     pub fn apply(&mut self, action: Action) {
         if self.source.is_none() {
-            match action {
-                Action::Quit => self.quit = true,
-                Action::Cancel => {
-                    if let Some(l) = self.loading.take() {
-                        l.job.cancel();
-                        self.load_error = Some("cancelled: no archive was written".into());
-                    }
-                    self.quit = true;
+            // Quitting or cancelling while the archive is made ends the session as
+            // the user asked: not an error, though no archive is written.
+            if matches!(action, Action::Quit | Action::Cancel) {
+                if let Some(l) = self.loading.take() {
+                    l.job.cancel();
+                    self.exit_note = Some("cancelled: no archive was written".into());
                 }
-                _ => {}
+                self.quit = true;
             }
             return;
         }
@@ -474,8 +514,8 @@ impl App {
             },
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),
-            Action::PageUp => self.move_by(-(PAGE as isize)),
-            Action::PageDown => self.move_by(PAGE as isize),
+            Action::PageUp => self.move_by(-(self.page_rows() as isize)),
+            Action::PageDown => self.move_by(self.page_rows() as isize),
             Action::Home => self.move_by(isize::MIN / 2),
             Action::End => self.move_by(isize::MAX / 2),
             Action::Enter => match self.view {
@@ -682,6 +722,18 @@ impl App {
             _ if up => self.edit_field(|v| v.saturating_mul(2).max(1)),
             _ => self.edit_field(|v| v / 2),
         }
+    }
+
+    /// Rows PageUp / PageDown move in the view shown: one page of its list or text as
+    /// last drawn (1 in help, where they step through a lesson).
+    pub fn page_rows(&self) -> usize {
+        let rows = match self.view {
+            View::Table | View::Plots | View::Search | View::Verify => self.pages.table,
+            View::Tree => self.pages.tree,
+            View::Text | View::Why => self.pages.text,
+            View::Help => 1,
+        };
+        rows.clamp(1, isize::MAX as usize)
     }
 
     fn move_by(&mut self, delta: isize) {
@@ -1204,9 +1256,12 @@ impl App {
                     match r {
                         Ok(s) => {
                             if let Some(l) = l {
+                                let n = s.rows().len();
                                 self.status = format!(
-                                    "compressed {} into {} in {:.1} s",
+                                    "compressed {} ({} tensor{}) into {} in {:.1} s",
                                     super::escape_name(&l.input),
+                                    thousands(n as u64),
+                                    if n == 1 { "" } else { "s" },
                                     super::escape_name(&l.output),
                                     l.job.elapsed().as_secs_f64()
                                 );

@@ -100,8 +100,13 @@ pub struct Why {
 pub struct Histogram {
     /// What is counted (`exponent of BF16 words`).
     pub title: String,
-    /// `(value, count)` for every value between the smallest and largest present one.
+    /// `(first value, count)` per bin, in increasing order: every bin between the
+    /// smallest and largest present one, or only the present ones when that range is
+    /// too wide to plot.
     pub bins: Vec<(u64, u64)>,
+    /// Values each bin spans: 1 when a bin counts one value, `w` when bin `v` counts the
+    /// values `v..=v + w - 1`.
+    pub bin_width: u64,
 }
 
 /// Everything shown about one tensor.
@@ -494,12 +499,14 @@ fn value_histogram(dtype: Dtype, words: &Words) -> Histogram {
         return Histogram {
             title: format!("exponent field ({} bits) of the {dtype} words", l[1]),
             bins: dense_bins(histogram(&exp, 1 << 16).unwrap_or_default()),
+            bin_width: 1,
         };
     }
     if let Some(h) = histogram(words, 256) {
         return Histogram {
             title: format!("values of the {width}-bit words"),
             bins: dense_bins(h),
+            bin_width: 1,
         };
     }
     // Many distinct values: 64 equal buckets between the smallest and the largest word.
@@ -516,8 +523,9 @@ fn value_histogram(dtype: Dtype, words: &Words) -> Histogram {
         }
     }
     Histogram {
-        title: format!("values of the {width}-bit words, in buckets of {step}"),
+        title: format!("values of the {width}-bit words, in bins of {step}"),
         bins,
+        bin_width: step,
     }
 }
 

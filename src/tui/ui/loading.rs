@@ -20,6 +20,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         let msg = app
             .load_error
             .clone()
+            .or_else(|| app.exit_note.clone())
             .unwrap_or_else(|| "nothing to show".into());
         frame.render_widget(
             Paragraph::new(escape_typed(&msg).into_owned()).wrap(Wrap { trim: true }),
@@ -53,7 +54,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         format!("reading… {:.1} s", l.job.elapsed().as_secs_f64())
     } else {
         format!(
-            "{d}/{t} regions · {} · {:.1} s",
+            "{d}/{t} tensors · {} · {:.1} s",
             escape_name(what),
             l.job.elapsed().as_secs_f64()
         )

@@ -3,7 +3,7 @@
 
 use super::super::app::App;
 use super::super::inspect::{share, thousands, Histogram, Inspection};
-use super::{fit_end, fit_name_and_rest, inspected, ACCENT};
+use super::{fit_end, fit_name_and_rest, inspected, text_width, ACCENT};
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -20,17 +20,139 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     node_bytes(frame, right, &ins);
 }
 
-/// Groups bins so that at most `slots` bars remain (sums of adjacent bins).
-fn group(bins: &[(u64, u64)], slots: usize) -> Vec<(u64, u64, u64)> {
-    let slots = slots.max(1);
-    let per = bins.len().div_ceil(slots).max(1);
-    bins.chunks(per)
-        .map(|c| {
-            let lo = c.first().map_or(0, |b| b.0);
-            let hi = c.last().map_or(0, |b| b.0);
-            (lo, hi, c.iter().map(|b| b.1).sum())
+/// One bar of the histogram: the values `lo..=hi` it spans and how many words fall in
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    lo: u64,
+    hi: u64,
+    count: u64,
+}
+
+impl Span {
+    /// `7` for a bar of one value, `0-7` for a bar of several.
+    fn range(&self) -> String {
+        if self.lo == self.hi {
+            self.lo.to_string()
+        } else {
+            format!("{}-{}", self.lo, self.hi)
+        }
+    }
+}
+
+/// Bars are at least this wide (in columns) and at most [`MAX_BAR`].
+const MIN_BAR: u16 = 3;
+/// The widest bar, enough for a label such as `1000-1999`.
+const MAX_BAR: u16 = 9;
+
+/// Groups bins spanning `bin_width` values each so that at most `slots` bars remain
+/// (sums of adjacent bins); also returns how many bins each bar sums.
+fn group(bins: &[(u64, u64)], bin_width: u64, slots: usize) -> (Vec<Span>, usize) {
+    let per = bins.len().div_ceil(slots.max(1)).max(1);
+    let last_offset = bin_width.max(1) - 1;
+    let spans = bins
+        .chunks(per)
+        .map(|c| Span {
+            lo: c.first().map_or(0, |b| b.0),
+            hi: c.last().map_or(0, |b| b.0.saturating_add(last_offset)),
+            count: c.iter().map(|b| b.1).sum(),
         })
-        .collect()
+        .collect();
+    (spans, per)
+}
+
+/// How the histogram is drawn in `width` columns.
+#[derive(Debug, PartialEq, Eq)]
+struct BarLayout {
+    /// Bar width in columns (each bar is followed by a gap of 1).
+    bar_width: u16,
+    /// The bars, left to right.
+    bars: Vec<Span>,
+    /// Bins summed by each bar.
+    per: usize,
+    /// Whether each bar is labelled with its whole range (`0-7`); otherwise with its
+    /// first value, and the caption says how many values a bar spans.
+    ranges: bool,
+}
+
+/// Lays out the bars: as many as fit with bars [`MIN_BAR`] wide, each labelled with
+/// the values it spans. When those labels do not fit, bars are widened until they do,
+/// as long as at least half as many bars remain; failing that, bars keep their width
+/// and are labelled with their first value.
+fn bar_layout(h: &Histogram, width: u16) -> BarLayout {
+    let fits = |bars: &[Span], bar_width: u16| {
+        bars.iter()
+            .all(|b| text_width(&b.range()) <= usize::from(bar_width))
+    };
+    let layout_for = |bar_width: u16| {
+        let slots = usize::from(width / (bar_width + 1)).max(1);
+        let (bars, per) = group(&h.bins, h.bin_width, slots);
+        BarLayout {
+            bar_width,
+            bars,
+            per,
+            ranges: true,
+        }
+    };
+    let narrow = layout_for(MIN_BAR);
+    if fits(&narrow.bars, MIN_BAR) {
+        return narrow;
+    }
+    for bar_width in MIN_BAR + 1..=MAX_BAR {
+        let wide = layout_for(bar_width);
+        if wide.bars.len() * 2 < narrow.bars.len() {
+            break;
+        }
+        if fits(&wide.bars, bar_width) {
+            return wide;
+        }
+    }
+    BarLayout {
+        ranges: false,
+        ..narrow
+    }
+}
+
+/// The caption under the bars: how many values a bar spans (when more than one) and
+/// the most common values.
+fn caption(h: &Histogram, layout: &BarLayout) -> String {
+    let bin_width = h.bin_width.max(1);
+    let total: u64 = h.bins.iter().map(|b| b.1).sum();
+    let mut top: Vec<(u64, u64)> = h.bins.iter().copied().filter(|b| b.1 > 0).collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let common: Vec<String> = top
+        .iter()
+        .take(4)
+        .map(|&(v, c)| {
+            let bin = Span {
+                lo: v,
+                hi: v.saturating_add(bin_width - 1),
+                count: c,
+            };
+            format!("{} {:.1}%", bin.range(), share(c, total) * 100.0)
+        })
+        .collect();
+    let contiguous = h
+        .bins
+        .windows(2)
+        .all(|w| w[0].0.checked_add(bin_width) == Some(w[1].0));
+    let values = (layout.per as u64).saturating_mul(bin_width);
+    let first = if layout.ranges {
+        ""
+    } else {
+        ", labelled by its first value"
+    };
+    let span = if values <= 1 {
+        String::new()
+    } else if contiguous {
+        format!("each bar spans {} values{first} · ", thousands(values))
+    } else {
+        format!(
+            "each bar sums {} of the values present{first} · ",
+            layout.per
+        )
+    };
+    format!("{span}most common: {}", common.join(" · "))
 }
 
 fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
@@ -49,50 +171,31 @@ fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
     if h.bins.is_empty() || inner.width == 0 || inner.height == 0 {
         return;
     }
-    let [chart_area, caption] =
+    let [chart_area, caption_area] =
         Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(inner);
-    // Bars of width 3 with a gap of 1 leave room for 3-digit labels.
-    let slots = (inner.width as usize / 4).max(1);
-    let groups = group(&h.bins, slots);
-    let per = h.bins.len().div_ceil(slots).max(1);
-    let total: u64 = h.bins.iter().map(|b| b.1).sum();
-    let mut top: Vec<(u64, u64)> = h.bins.iter().copied().filter(|b| b.1 > 0).collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let common: Vec<String> = top
-        .iter()
-        .take(4)
-        .map(|&(v, c)| format!("{v} {:.1}%", share(c, total) * 100.0))
-        .collect();
-    let caption_text = format!(
-        "{}most common: {}",
-        if per > 1 {
-            format!("each bar sums {per} values · ")
-        } else {
-            String::new()
-        },
-        common.join(" · ")
-    );
+    let layout = bar_layout(h, inner.width);
     frame.render_widget(
-        Paragraph::new(caption_text).style(Style::default().fg(Color::Gray)),
-        caption,
+        Paragraph::new(caption(h, &layout)).style(Style::default().fg(Color::Gray)),
+        caption_area,
     );
-    let bars: Vec<Bar> = groups
+    let bars: Vec<Bar> = layout
+        .bars
         .iter()
-        .map(|&(lo, hi, c)| {
-            let label = if lo == hi {
-                lo.to_string()
+        .map(|b| {
+            let label = if layout.ranges {
+                b.range()
             } else {
-                format!("{lo}-")
+                b.lo.to_string()
             };
             Bar::default()
-                .value(c)
+                .value(b.count)
                 .text_value(String::new())
                 .label(Line::from(label))
         })
         .collect();
     let chart = BarChart::default()
         .data(ratatui::widgets::BarGroup::default().bars(&bars))
-        .bar_width(3)
+        .bar_width(layout.bar_width)
         .bar_gap(1)
         .bar_style(Style::default().fg(ACCENT))
         .label_style(Style::default().fg(Color::Gray));
@@ -132,4 +235,76 @@ fn node_bytes(frame: &mut Frame, area: Rect, ins: &Inspection) {
         .bar_style(Style::default().fg(ACCENT))
         .value_style(Style::default().fg(Color::Black).bg(ACCENT));
     frame.render_widget(chart, inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 512 position ids (0..=511) in 64 bins of 8 values, as `value_histogram` makes them.
+    fn position_ids() -> Histogram {
+        Histogram {
+            title: "values of the 64-bit words, in bins of 8".into(),
+            bins: (0..64).map(|k| (k * 8, 8)).collect(),
+            bin_width: 8,
+        }
+    }
+
+    #[test]
+    fn bars_of_several_values_are_labelled_with_their_range() {
+        let h = position_ids();
+        let l = bar_layout(&h, 70);
+        assert!(l.ranges);
+        assert_eq!(l.bars.len(), 8);
+        assert_eq!(l.bars[0].range(), "0-63");
+        assert_eq!(l.bars[7].range(), "448-511");
+        for b in &l.bars {
+            assert!(text_width(&b.range()) <= usize::from(l.bar_width));
+        }
+        assert!(caption(&h, &l).starts_with("each bar spans 64 values · "));
+        // Wide enough for one bar per bin: still a range, `0-7`.
+        let l = bar_layout(&h, 64 * 8);
+        assert_eq!((l.bars.len(), l.bar_width), (64, 7));
+        assert_eq!(l.bars[1].range(), "8-15");
+        let c = caption(&h, &l);
+        assert!(
+            c.starts_with("each bar spans 8 values · most common: 0-7 "),
+            "{c}"
+        );
+    }
+
+    #[test]
+    fn bars_of_one_value_keep_single_labels() {
+        let h = Histogram {
+            title: "exponent".into(),
+            bins: (120..130).map(|v| (v, v - 119)).collect(),
+            bin_width: 1,
+        };
+        let l = bar_layout(&h, 60);
+        assert!(l.ranges);
+        assert_eq!((l.bars.len(), l.per, l.bar_width), (10, 1, 3));
+        assert_eq!(l.bars[0].range(), "120");
+        assert_eq!(
+            caption(&h, &l),
+            "most common: 129 18.2% · 128 16.4% · 127 14.5% · 126 12.7%"
+        );
+    }
+
+    #[test]
+    fn labels_too_long_for_the_bars_say_so_in_the_caption() {
+        // 134 exponents in 70 columns: 17 bars of 8; ranges would need 8 bars.
+        let h = Histogram {
+            title: "exponent".into(),
+            bins: (0..134).map(|v| (v, 1)).collect(),
+            bin_width: 1,
+        };
+        let l = bar_layout(&h, 70);
+        assert!(!l.ranges);
+        assert_eq!((l.bars.len(), l.bar_width), (17, 3));
+        let c = caption(&h, &l);
+        assert!(
+            c.starts_with("each bar spans 8 values, labelled by its first value · "),
+            "{c}"
+        );
+    }
 }

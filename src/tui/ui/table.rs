@@ -151,6 +151,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     // Keep the window full: after the terminal grew, scroll back so that no rows are
     // left out above while blank lines show below (header and footer take a line each).
     let visible = table_area.height.saturating_sub(2) as usize;
+    app.pages.table = visible.max(1);
     app.table_offset = super::fill_offset(app.table_offset, app.selected, app.order.len(), visible);
 
     let empty = app.order.is_empty();

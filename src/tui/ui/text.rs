@@ -15,6 +15,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     };
     let lines = highlight(&ins.text);
     let inner_h = area.height.saturating_sub(1) as usize;
+    app.pages.text = inner_h.max(1);
     let max = lines.len().saturating_sub(inner_h);
     app.scroll = app.scroll.min(max);
     let block = Block::default()

@@ -78,6 +78,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         Constraint::Length(7),
         Constraint::Length(BAR as u16),
     ];
+    app.pages.tree = usize::from(table_area.height.saturating_sub(1)).max(1);
     let pos_now = visible.iter().position(|&i| i == app.tree.cursor);
     app.tree.offset = super::fill_offset(
         app.tree.offset,

@@ -18,6 +18,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         return;
     };
     let lines = lines(&name, &ins);
+    app.pages.text = usize::from(area.height).max(1);
     let max = lines.len().saturating_sub(area.height as usize);
     app.scroll = app.scroll.min(max);
     let scroll = u16::try_from(app.scroll).unwrap_or(u16::MAX);
