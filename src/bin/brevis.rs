@@ -1404,6 +1404,9 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
     for path in &a.files {
         let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
         let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
+        // Searched as `compress` searches them: a tensor of more than REGION_WORDS words
+        // in regions of that many, each its own search.
+        let region = brevis::archive::writer::REGION_WORDS;
         let words: Vec<(brevis::Dtype, brevis::Words)> = src
             .tensors()
             .iter()
@@ -1411,6 +1414,16 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
             .filter_map(|(i, t)| {
                 brevis::Words::from_le_bytes(t.dtype.word_bits(), src.tensor_bytes(i))
                     .map(|w| (t.dtype, w))
+            })
+            .flat_map(|(d, w)| {
+                let n = w.len();
+                if n <= region {
+                    return vec![(d, w)];
+                }
+                (0..n)
+                    .step_by(region)
+                    .map(|s| (d, w.slice(s, (s + region).min(n))))
+                    .collect()
             })
             .collect();
         let original: u64 = (0..src.tensors().len())
