@@ -990,35 +990,27 @@ fn a_folder_argument_points_to_brevis_compress() {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = dir.path().join("ckpt");
     std::fs::create_dir(&ckpt).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
-        .arg(&ckpt)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!(
-            "{} is a folder: brevis-tui opens one archive; compress the checkpoint folder first with `brevis compress {}`",
-            ckpt.display(),
-            ckpt.display()
-        )),
-        "{err}"
-    );
+    // brevis-tui on the folder: exit status 1 and an error that contains `want`.
+    let refused_with = |want: String| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
+            .arg(&ckpt)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&want), "{err}");
+    };
+    refused_with(format!(
+        "{} is a folder: brevis-tui opens one archive; compress the checkpoint folder first with `brevis compress {}`",
+        ckpt.display(),
+        ckpt.display()
+    ));
     // A folder of archives: one of them is named.
     std::fs::write(ckpt.join("model-00001-of-00002.brv"), b"").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
-        .arg(&ckpt)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!(
-            "e.g. `brevis-tui {}`",
-            ckpt.join("model-00001-of-00002.brv").display()
-        )),
-        "{err}"
-    );
+    refused_with(format!(
+        "e.g. `brevis-tui {}`",
+        ckpt.join("model-00001-of-00002.brv").display()
+    ));
 }
 
 /// `n` position ids `0..n` of dtype I64 in one tensor, stored as a literal.
