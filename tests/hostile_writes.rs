@@ -152,3 +152,268 @@ fn a_full_disk_is_a_clear_error_in_both_directions() {
         assert!(e.starts_with("disk/out.safetensors: cannot write"), "{e}");
     }
 }
+
+/// The folder of a small sharded checkpoint from the failure cases.
+const SHARDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases/B28_shards_ok");
+
+/// A copy of [`SHARDS`] at `dir/name` (writable, unlike the shared original).
+fn shards_copy(dir: &Path, name: &str) -> std::path::PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir(&to).unwrap();
+    for e in std::fs::read_dir(SHARDS).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+/// Every file below `dir`, relative, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.strip_prefix(dir).unwrap().display().to_string();
+        if p.is_dir() {
+            out.extend(tree(&p).into_iter().map(|s| format!("{name}/{s}")));
+        } else {
+            out.push(name);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `--force` on a folder job never deletes what the job did not write: an output folder
+/// that holds the input (`-o .`, `-o` the archive's own folder), is the input or lies
+/// inside it is refused, and so is an existing folder that is not a previous archive
+/// folder (compress) or holds a file the archive does not restore (decompress). Found by
+/// a tester: `decompress models/ckpt.brv -o models --force` deleted the archive and every
+/// other file in `models`, and `compress ckpt -o . --force` deleted the checkpoint.
+#[test]
+fn force_on_folders_never_deletes_the_input_or_foreign_files() {
+    if !Path::new(SHARDS).is_dir() {
+        eprintln!("skipped: {SHARDS} is missing");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let ckpt = shards_copy(root, "ckpt");
+    std::fs::write(root.join("notes.txt"), b"keep me\n").unwrap();
+    let models = root.join("models");
+    std::fs::create_dir(&models).unwrap();
+    let archive = models.join("ckpt.brv");
+    let ok = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    std::fs::write(models.join("other-model.txt"), b"keep me too\n").unwrap();
+    let mixed = root.join("mixed");
+    std::fs::create_dir(&mixed).unwrap();
+    std::fs::write(mixed.join("foreign.txt"), b"not from the archive\n").unwrap();
+    let before = tree(root);
+    let force = Path::new("--force");
+    let inside = ckpt.join("x.brv");
+    let refused = [
+        (
+            vec![
+                Path::new("decompress"),
+                &archive,
+                Path::new("-o"),
+                &models,
+                force,
+            ],
+            vec!["models", "holds the input"],
+        ),
+        (
+            vec![Path::new("compress"), &ckpt, Path::new("-o"), root, force],
+            vec!["holds the input"],
+        ),
+        (
+            vec![Path::new("compress"), &ckpt, Path::new("-o"), &ckpt, force],
+            vec!["is the input folder"],
+        ),
+        (
+            vec![Path::new("compress"), &ckpt, Path::new("-o"), &inside],
+            vec!["inside the input folder"],
+        ),
+        (
+            vec![
+                Path::new("compress"),
+                &ckpt,
+                Path::new("-o"),
+                &models,
+                force,
+            ],
+            vec!["not a brevis folder archive"],
+        ),
+        (
+            vec![
+                Path::new("decompress"),
+                &archive,
+                Path::new("-o"),
+                &mixed,
+                force,
+            ],
+            vec!["which this archive does not restore"],
+        ),
+    ];
+    for (args, words) in refused {
+        let out = brevis(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        one_error_line(&out, &words);
+        assert_eq!(tree(root), before, "{args:?} changed the files");
+    }
+    // A previous archive folder and a previous restore are replaced.
+    let again = brevis(&[
+        Path::new("compress"),
+        &ckpt,
+        Path::new("-o"),
+        &archive,
+        force,
+    ]);
+    assert!(again.status.success());
+    let restored = root.join("restored");
+    for _ in 0..2 {
+        let out = brevis(&[
+            Path::new("decompress"),
+            &archive,
+            Path::new("-o"),
+            &restored,
+            force,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(tree(&restored), tree(&ckpt));
+}
+
+/// `compress .` inside a checkpoint folder names the archive after the folder, beside
+/// it (`../ckpt.brv`), not `./..brv` inside the input.
+#[test]
+fn compressing_dot_writes_the_archive_beside_the_folder() {
+    if !Path::new(SHARDS).is_dir() {
+        eprintln!("skipped: {SHARDS} is missing");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ckpt = shards_copy(tmp.path(), "ckpt");
+    let out = Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args(["compress", "."])
+        .current_dir(&ckpt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(tmp
+        .path()
+        .join("ckpt.brv")
+        .join("brevis-folder.json")
+        .is_file());
+    assert!(
+        !tree(&ckpt).iter().any(|f| f.contains(".brv")),
+        "{:?}",
+        tree(&ckpt)
+    );
+}
+
+/// Even with `--force`, an output that is not a regular file is refused and left as it
+/// was: a FIFO (a device such as `/dev/null` is refused the same way: a tester's
+/// `compress ... -o /dev/null --force` replaced `/dev/null` with a regular file) and a
+/// symbolic link (the new file would replace the link, not write through it).
+#[test]
+fn force_never_replaces_special_files_or_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(tmp.path().join("elsewhere.brv"), &link).unwrap();
+    let archive = tmp.path().join("small.brv");
+    let ok = brevis(&[
+        Path::new("compress"),
+        Path::new(SMALL),
+        Path::new("-o"),
+        &archive,
+    ]);
+    assert!(ok.status.success());
+    let mut outputs = vec![(link.clone(), "symbolic link")];
+    if made.is_ok_and(|s| s.success()) {
+        outputs.push((fifo.clone(), "not a regular file"));
+    }
+    for (out, why) in outputs {
+        for (cmd, input) in [("compress", Path::new(SMALL)), ("decompress", &archive)] {
+            let args = [
+                Path::new(cmd),
+                input,
+                Path::new("-o"),
+                &out,
+                Path::new("--force"),
+            ];
+            one_error_line(&brevis(&args), &[why]);
+            let kind = std::fs::symlink_metadata(&out).unwrap().file_type();
+            assert!(
+                !kind.is_file(),
+                "{cmd} -o {} made it a regular file",
+                out.display()
+            );
+        }
+    }
+}
+
+/// A symbolic link to a file inside a checkpoint folder is kept as the file it points to
+/// (a Hugging Face cache snapshot is made of them); a link to a folder (which could loop:
+/// a tester's `up -> ..` recursed 40 levels) and a broken link are refused, named.
+#[test]
+fn folder_links_to_files_are_followed_and_links_to_folders_refused() {
+    if !Path::new(SHARDS).is_dir() {
+        eprintln!("skipped: {SHARDS} is missing");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let real = shards_copy(root, "blobs");
+    let snap = root.join("snapshot");
+    std::fs::create_dir(&snap).unwrap();
+    for f in tree(&real) {
+        std::os::unix::fs::symlink(real.join(&f), snap.join(&f)).unwrap();
+    }
+    let archive = root.join("snap.brv");
+    let restored = root.join("restored");
+    let c = brevis(&[Path::new("compress"), &snap, Path::new("-o"), &archive]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let d = brevis(&[
+        Path::new("decompress"),
+        &archive,
+        Path::new("-o"),
+        &restored,
+    ]);
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    for f in tree(&real) {
+        let back = restored.join(&f);
+        assert!(std::fs::symlink_metadata(&back).unwrap().is_file(), "{f}");
+        assert_eq!(
+            std::fs::read(&back).unwrap(),
+            std::fs::read(real.join(&f)).unwrap()
+        );
+    }
+    std::os::unix::fs::symlink("..", snap.join("up")).unwrap();
+    let out = root.join("loop.brv");
+    one_error_line(
+        &brevis(&[Path::new("compress"), &snap, Path::new("-o"), &out]),
+        &["up", "symbolic link to a folder"],
+    );
+    std::fs::remove_file(snap.join("up")).unwrap();
+    std::os::unix::fs::symlink(root.join("missing"), snap.join("gone")).unwrap();
+    one_error_line(
+        &brevis(&[Path::new("compress"), &snap, Path::new("-o"), &out]),
+        &["gone", "broken symbolic link"],
+    );
+    assert!(!out.exists());
+}

@@ -20,7 +20,14 @@
 //!   length and `xxh3` the xxh3-64 of its bytes as 16 lowercase hex digits.
 //!
 //! The output folder is built in a temporary folder beside it and renamed into place only
-//! when complete, so a failed job leaves nothing behind.
+//! when complete, so a failed job leaves nothing behind. An output that is the input
+//! folder, lies inside it or holds it is refused; `--force` replaces an existing folder
+//! only if it is a previous archive folder (compress) or holds only files the archive
+//! restores (decompress), never other files.
+//!
+//! A symbolic link to a file inside the source folder is followed and kept as the file it
+//! points to (a Hugging Face cache snapshot is made of such links); a link to a folder, a
+//! broken link, or a device, FIFO or socket is refused with its path.
 //!
 //! Before anything is written, the index (if any) is checked against the shards: a shard
 //! it names that is missing, or a tensor it maps to a shard that does not hold it, is
@@ -30,7 +37,8 @@ use super::reader::{Archive, DecompressOptions};
 use super::safetensors::parse;
 use super::verify::{verify, verify_against, CompareReport, VerifyReport};
 use super::writer::{
-    compress_file, rename_temp_dir, temp_beside_dir, CompressOptions, CompressSummary,
+    check_replaceable, compress_file, rename_temp_dir, temp_beside_dir, CompressOptions,
+    CompressSummary,
 };
 use super::{map_file, ProgressEvent};
 use crate::error::{Error, Result};
@@ -116,9 +124,21 @@ pub fn compressed_folder(path: &Path) -> Option<PathBuf> {
 
 /// `x/` -> `x.brv/`.
 pub fn default_folder_archive_name(folder: &Path) -> PathBuf {
-    let mut s = folder.components().as_path().as_os_str().to_owned();
+    let mut s = with_name(folder).into_os_string();
     s.push(".brv");
     PathBuf::from(s)
+}
+
+/// `path` without trailing `/` or `.`, and resolved to an absolute path when its last
+/// component is not a name (`.`, `..`, `/`), so that a name derived from it (`DIR.brv`)
+/// lands beside the folder, not inside it (`cd ckpt; brevis compress .` writes
+/// `../ckpt.brv`, not `./..brv`).
+pub fn with_name(path: &Path) -> PathBuf {
+    let p = path.components().as_path();
+    match p.components().next_back() {
+        Some(Component::Normal(_)) => p.to_path_buf(),
+        _ => resolved(p),
+    }
 }
 
 /// What [`compress_folder`] did.
@@ -152,7 +172,7 @@ fn list_files(root: &Path) -> Result<Vec<String>> {
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(&dir, "cannot list", e))?;
             let path = entry.path();
-            let meta = fs::metadata(&path).map_err(|e| Error::io(&path, "cannot read", e))?;
+            let meta = entry_kind(&path)?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
                 return Err(other(
@@ -164,7 +184,7 @@ fn list_files(root: &Path) -> Result<Vec<String>> {
             let child = rel.join(name);
             if meta.is_dir() {
                 stack.push(child);
-            } else if meta.is_file() {
+            } else {
                 let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
                 out.push(parts.join("/"));
             }
@@ -172,6 +192,104 @@ fn list_files(root: &Path) -> Result<Vec<String>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The metadata of a folder entry, for [`list_files`]: a folder (not a link to one), a
+/// regular file, or a symbolic link to a regular file (followed: a Hugging Face cache
+/// snapshot is made of such links, and the file they point to is what is kept).
+///
+/// # Errors
+/// [`Error::Io`] naming the entry if it is a link to a folder (following one could loop or
+/// leave the checkpoint), a broken link, or not a regular file (a device, FIFO or socket).
+fn entry_kind(path: &Path) -> Result<fs::Metadata> {
+    let own = fs::symlink_metadata(path).map_err(|e| Error::io(path, "cannot read", e))?;
+    let meta = if own.file_type().is_symlink() {
+        let target = fs::metadata(path).map_err(|e| {
+            Error::io(
+                path,
+                "cannot archive",
+                io::Error::other(format!("broken symbolic link ({e})")),
+            )
+        })?;
+        if target.is_dir() {
+            return Err(other(
+                path,
+                "cannot archive",
+                "is a symbolic link to a folder, which brevis does not follow: copy the \
+                 folder in or remove the link"
+                    .to_string(),
+            ));
+        }
+        target
+    } else {
+        own
+    };
+    if !meta.is_dir() && !meta.is_file() {
+        return Err(other(
+            path,
+            "cannot archive",
+            "is not a regular file (a device, FIFO or socket)".to_string(),
+        ));
+    }
+    Ok(meta)
+}
+
+/// `path` made absolute with its links resolved, as far as it exists: the canonical form
+/// of its longest existing ancestor joined with the rest.
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(p) = fs::canonicalize(path) {
+        return p;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            resolved(parent).join(name)
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Refuses a folder job's `output` when it is the folder `input`, lies inside it, or holds
+/// it (replacing it would delete the input); when it exists and `force` is false; and,
+/// with `force`, when it is not a regular file or a folder `replaceable` accepts (so that
+/// `--force` never deletes files the job did not write).
+fn check_folder_output(
+    input: &Path,
+    output: &Path,
+    force: bool,
+    replaceable: impl Fn(&Path) -> Result<()>,
+) -> Result<()> {
+    let (from, to) = (resolved(input), resolved(output));
+    let refuse = |why: String| Err(other(output, "cannot write", why));
+    if to == from {
+        return refuse(format!("is the input folder {}", input.display()));
+    }
+    if to.starts_with(&from) {
+        return refuse(format!("is inside the input folder {}", input.display()));
+    }
+    if from.starts_with(&to) {
+        return refuse(format!(
+            "holds the input {}: replacing it would delete the input",
+            input.display()
+        ));
+    }
+    let Ok(meta) = fs::symlink_metadata(output) else {
+        return Ok(());
+    };
+    check_replaceable(output, &meta, true)?;
+    if !force {
+        return Err(Error::OutputExists {
+            path: output.to_path_buf(),
+        });
+    }
+    if meta.is_dir() {
+        replaceable(output)?;
+    }
+    Ok(())
 }
 
 fn is_shard(rel: &str) -> bool {
@@ -348,11 +466,22 @@ pub fn compress_folder(
         let dir = path.parent().unwrap_or(input);
         check_index(dir, &path)?;
     }
-    if output.exists() && !opts.force {
-        return Err(Error::OutputExists {
-            path: output.to_path_buf(),
-        });
-    }
+    // `--force` replaces a folder only if it is a previous archive folder (or empty).
+    check_folder_output(input, output, opts.force, |dir| {
+        let empty = fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none());
+        if empty || dir.join(MANIFEST_NAME).is_file() {
+            return Ok(());
+        }
+        Err(other(
+            dir,
+            "cannot replace",
+            format!(
+                "is a folder but not a brevis folder archive (it has no {MANIFEST_NAME}); \
+                 --force replaces only a previous archive folder, so remove it first if \
+                 you mean to"
+            ),
+        ))
+    })?;
     let names: BTreeSet<String> = files.iter().cloned().collect();
     for f in files.iter().filter(|f| is_shard(f)) {
         if names.contains(&archive_name(f)) {
@@ -781,11 +910,26 @@ impl Folder {
         opts: &DecompressOptions,
         progress: &dyn Fn(&str, ProgressEvent<'_>),
     ) -> Result<u64> {
-        if output.exists() && !opts.force {
-            return Err(Error::OutputExists {
-                path: output.to_path_buf(),
-            });
-        }
+        // `--force` replaces a folder only if every file in it is one this archive
+        // restores (a previous restore of it, say).
+        check_folder_output(&self.root, output, opts.force, |dir| {
+            let ours: BTreeSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+            match list_files(dir)?
+                .into_iter()
+                .find(|f| !ours.contains(f.as_str()))
+            {
+                None => Ok(()),
+                Some(f) => Err(other(
+                    dir,
+                    "cannot replace",
+                    format!(
+                        "holds {f:?}, which this archive does not restore; --force replaces \
+                         only a folder of the archive's own files, so remove it first if you \
+                         mean to"
+                    ),
+                )),
+            }
+        })?;
         let tmp = temp_beside_dir(output)?;
         for f in &self.files {
             let dst = tmp.path().join(&f.path);

@@ -571,9 +571,12 @@ fn is_a_directory() -> io::Error {
     io::Error::other("is a directory")
 }
 
-/// Refuses an output that is the input, is a folder, or exists without `force`.
+/// Refuses an output that is the input, is a folder, or exists without `force`; and,
+/// even with `force`, one that is not a regular file: a symbolic link (the finished file
+/// would replace the link, not its target) or a device, FIFO or socket (it would be
+/// replaced by a regular file; `/dev/null` among them).
 pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
-    let Ok(out_meta) = fs::metadata(output) else {
+    let Ok(link_meta) = fs::symlink_metadata(output) else {
         return Ok(());
     };
     if same_file(input, output) {
@@ -581,15 +584,34 @@ pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(
             path: output.to_path_buf(),
         });
     }
-    if out_meta.is_dir() {
-        return Err(Error::io(output, "cannot write", is_a_directory()));
-    }
+    check_replaceable(output, &link_meta, false)?;
     if !force {
         return Err(Error::OutputExists {
             path: output.to_path_buf(),
         });
     }
     Ok(())
+}
+
+/// Refuses to replace `path` (whose own metadata, links not followed, is `meta`) unless
+/// it is a regular file, or a folder when `folder_ok`.
+pub(crate) fn check_replaceable(path: &Path, meta: &fs::Metadata, folder_ok: bool) -> Result<()> {
+    let kind = meta.file_type();
+    let why = if kind.is_symlink() {
+        "is a symbolic link; brevis writes a new file in its place, so name the file it \
+         points to or remove the link"
+    } else if kind.is_dir() {
+        if folder_ok {
+            return Ok(());
+        }
+        return Err(Error::io(path, "cannot write", is_a_directory()));
+    } else if !kind.is_file() {
+        "is not a regular file (a device, FIFO or socket); brevis writes a new file in its \
+         place and will not replace it"
+    } else {
+        return Ok(());
+    };
+    Err(Error::io(path, "cannot write", io::Error::other(why)))
 }
 
 /// Whether two existing paths name the same file (following symlinks and hard links).

@@ -189,7 +189,9 @@ struct CompressArgs {
     /// Worker threads (0 = all cores) [default: all cores]
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
-    /// Replace the output if it exists
+    /// Replace the output if it exists: a regular file, or for a folder a previous
+    /// archive folder (never a link, a device, the input, a folder holding the input, or
+    /// a folder of other files)
     #[arg(short, long)]
     force: bool,
     /// Do not run each program against its tensor before writing it (faster)
@@ -207,7 +209,9 @@ struct DecompressArgs {
     /// The file to write [default: INPUT with .brv replaced by .safetensors]
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
-    /// Replace the output if it exists
+    /// Replace the output if it exists: a regular file, or for a folder one holding only
+    /// files the archive restores (never a link, a device, or a folder holding the input
+    /// or other files)
     #[arg(short, long)]
     force: bool,
     /// Worker threads (0 = all cores) [default: all cores]
@@ -1080,7 +1084,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
 
 /// `x.brv/` -> `x/`; anything else: `.restored` appended.
 fn default_restored_folder(input: &Path) -> PathBuf {
-    let input = input.components().as_path();
+    let input = &folder::with_name(input);
     if input.extension().is_some_and(|e| e == "brv") {
         input.with_extension("")
     } else {
