@@ -518,7 +518,9 @@ impl Search<'_> {
         };
         out.push(lit_state);
 
-        let may_split = depth < self.opts.max_depth && s.nodes + 2 <= self.opts.max_nodes;
+        // The smallest split (`scan`, `map`) adds one node; each proposal is checked
+        // against the limit with its own child count below.
+        let may_split = depth < self.opts.max_depth && s.nodes + 1 <= self.opts.max_nodes;
         let words = self.words(hid);
         let dense = self.dense(hid);
         // The parent's distinct words with their counts: marginalizing visits these
@@ -1070,6 +1072,24 @@ pub fn search(
 mod tests {
     use super::*;
     use crate::dsl::program_len;
+
+    /// `--max-nodes 2` admits a two-node program (`scan add` over a constant): the
+    /// search used to refuse every split unless two more nodes fitted, so it found
+    /// `scan` only from `--max-nodes 3` (found by a tester).
+    #[test]
+    fn a_one_child_split_fits_a_limit_of_two_nodes() {
+        let ramp = Words::from_fn(64, 3000, |i| i as u64 * 3);
+        let opts = |max_nodes| SearchOptions {
+            budget: 32,
+            max_nodes,
+            ..SearchOptions::default()
+        };
+        let two = search(&ramp, Some(Dtype::I64), &opts(2), &Prior::uniform());
+        assert_eq!(two.program.node_count(), 2, "{} bytes", two.bytes);
+        let one = search(&ramp, Some(Dtype::I64), &opts(1), &Prior::uniform());
+        assert_eq!(one.program.node_count(), 1);
+        assert!(two.bytes < one.bytes / 10, "{} vs {}", two.bytes, one.bytes);
+    }
 
     /// The root literal's size from the plans [`explore`] keeps is exactly the size of the
     /// literal the codecs write: on a real BF16 matrix (3,549 distinct words, rANS), on
