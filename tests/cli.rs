@@ -249,6 +249,12 @@ fn exit_codes_usage_error_and_mismatch() {
         Some(2)
     );
     assert_eq!(brevis(["frobnicate"]).status.code(), Some(2));
+    // `-o -` is not a file named `-` (a tester found one written): a usage error.
+    for cmd in ["compress", "decompress", "calibrate"] {
+        let o = brevis([cmd, "in", "-o", "-"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("standard output"));
+    }
     assert_eq!(
         brevis(["verify", "/no/such/file.brv"]).status.code(),
         Some(1)

@@ -182,7 +182,7 @@ struct CompressArgs {
     /// model.safetensors.index.json): every shard compressed, every other file kept
     input: PathBuf,
     /// The archive to write [default: INPUT with .safetensors replaced by .brv]
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
     output: Option<PathBuf>,
     #[command(flatten)]
     search: SearchArgs,
@@ -207,7 +207,7 @@ struct DecompressArgs {
     /// The .brv archive to decompress, or a compressed checkpoint folder
     input: PathBuf,
     /// The file to write [default: INPUT with .brv replaced by .safetensors]
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
     output: Option<PathBuf>,
     /// Replace the output if it exists: a regular file, or for a folder one holding only
     /// files the archive restores (never a link, a device, or a folder holding the input
@@ -291,7 +291,7 @@ struct CalibrateArgs {
     /// The .safetensors file to calibrate on
     input: PathBuf,
     /// Where to write the prior (JSON)
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
     output: PathBuf,
     /// Replace the output if it exists
     #[arg(short, long)]
@@ -382,6 +382,15 @@ fn emit_json(v: &Value) -> Result<()> {
 }
 
 /// `x.safetensors` -> `x.brv` (anything else: `.brv` appended).
+/// Parses an output path: `-` (standard output, which the temporary-file-and-rename
+/// writes cannot serve) is a usage error rather than a file named `-`.
+fn output_path(s: &str) -> std::result::Result<PathBuf, String> {
+    if s == "-" {
+        return Err("writing to standard output is not supported; name a file".into());
+    }
+    Ok(PathBuf::from(s))
+}
+
 fn default_archive_name(input: &Path) -> PathBuf {
     if input.extension().is_some_and(|e| e == "safetensors") {
         input.with_extension("brv")
