@@ -520,7 +520,7 @@ impl Search<'_> {
 
         // The smallest split (`scan`, `map`) adds one node; each proposal is checked
         // against the limit with its own child count below.
-        let may_split = depth < self.opts.max_depth && s.nodes + 1 <= self.opts.max_nodes;
+        let may_split = depth < self.opts.max_depth && s.nodes < self.opts.max_nodes;
         let words = self.words(hid);
         let dense = self.dense(hid);
         // The parent's distinct words with their counts: marginalizing visits these
