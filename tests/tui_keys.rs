@@ -1042,7 +1042,8 @@ fn histogram_bars_of_several_values_show_their_range() {
     press(&mut a, KeyCode::Char('5'));
     assert_eq!(a.view, View::Plots);
     let text = screen_text(&mut a, 120, 30);
-    assert!(text.contains("in bins of 8"), "{text}");
+    assert!(text.contains("signed values of the I64 words"), "{text}");
+    assert!(!text.contains("bins of"), "{text}");
     for label in ["0-63", "64-127", "448-511"] {
         assert!(text.contains(label), "{label} missing:\n{text}");
     }
@@ -1193,4 +1194,94 @@ fn cancelling_a_compression_is_not_an_error() {
     ] {
         assert!(help.contains(want), "{want} missing from:\n{help}");
     }
+}
+
+/// A one-tensor source named `t` of dtype `dtype` holding `values` as `width`-bit
+/// little-endian words.
+fn int_tensor(dtype: Dtype, width: u32, values: &[i64]) -> MemorySource {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|v| v.to_le_bytes()[..(width / 8) as usize].to_vec())
+        .collect();
+    let program = Node::lit(&Words::from_le_bytes(width, &bytes).unwrap());
+    MemorySource::from_tensors(
+        "ints.brv",
+        vec![MemoryTensor {
+            row: TensorRow {
+                name: "t".into(),
+                dtype,
+                shape: vec![values.len() as u64],
+                original_bytes: bytes.len() as u64,
+                archive_bytes: program_len(&program),
+                root_op: "lit".into(),
+            },
+            program,
+            bytes,
+        }],
+    )
+}
+
+/// The Plots view of `src` at 120 x 30.
+fn plots_text(src: MemorySource) -> String {
+    let mut a = App::new(Arc::new(src));
+    press(&mut a, KeyCode::Char('5'));
+    assert_eq!(a.view, View::Plots);
+    screen_text(&mut a, 120, 30)
+}
+
+/// Bug: the bars of an I64 tensor of values 0..=2997 were labelled
+/// `0 188 376 564 752 940 112 131`: `1128` and `1316` cut to three characters.
+#[test]
+fn histogram_labels_are_never_cut_into_other_numbers() {
+    let text = plots_text(int_tensor(Dtype::I64, 64, &(0..2998).collect::<Vec<_>>()));
+    for cut in [" 112 ", " 131 ", " 150 "] {
+        assert!(!text.contains(cut), "{cut} in:\n{text}");
+    }
+    for label in ["1128", "1504"] {
+        assert!(text.contains(label), "{label} missing:\n{text}");
+    }
+    // Seven-digit values: shortened with a unit, never cut.
+    let text = plots_text(int_tensor(
+        Dtype::I64,
+        64,
+        &(0..3000).map(|v| v * 1000).collect::<Vec<_>>(),
+    ));
+    assert!(text.contains("1.1M"), "{text}");
+    assert!(!text.contains(" 112 "), "{text}");
+}
+
+/// Bug: the title said "in bins of 47" while the caption said "each bar spans 188
+/// values"; big spans had no thousands separators.
+#[test]
+fn histogram_title_and_caption_agree_on_the_bar_span() {
+    let text = plots_text(int_tensor(Dtype::I64, 64, &(0..2998).collect::<Vec<_>>()));
+    assert!(!text.contains("bins of"), "{text}");
+    assert!(text.contains("each bar spans 188 values"), "{text}");
+    let text = plots_text(int_tensor(
+        Dtype::I64,
+        64,
+        &(0..3000).map(|v| v * 1000).collect::<Vec<_>>(),
+    ));
+    assert!(!text.contains("bins of"), "{text}");
+    assert!(text.contains("each bar spans 187,440 values"), "{text}");
+}
+
+/// Bug: signed tensors were plotted as unsigned words: I8 labelled 0..255 and
+/// i64::MIN shown as 9223372036854775808.
+#[test]
+fn histogram_of_signed_tensors_uses_signed_values() {
+    let text = plots_text(int_tensor(Dtype::I8, 8, &(-128..128).collect::<Vec<_>>()));
+    assert!(text.contains("signed values of the I8 words"), "{text}");
+    assert!(text.contains("-128"), "{text}");
+    assert!(!text.contains("255"), "{text}");
+    let text = plots_text(int_tensor(
+        Dtype::I64,
+        64,
+        &(0..1000)
+            .map(|v| i64::MIN + v)
+            .chain(0..1000)
+            .collect::<Vec<_>>(),
+    ));
+    assert!(!text.contains("9223372036854775808"), "{text}");
+    assert!(text.contains("-9.2E"), "{text}");
 }

@@ -102,8 +102,9 @@ pub struct Histogram {
     pub title: String,
     /// `(first value, count)` per bin, in increasing order: every bin between the
     /// smallest and largest present one, or only the present ones when that range is
-    /// too wide to plot.
-    pub bins: Vec<(u64, u64)>,
+    /// too wide to plot. Values of signed integer dtypes are signed (sign-extended);
+    /// i128 holds both those and every unsigned 64-bit word.
+    pub bins: Vec<(i128, u64)>,
     /// Values each bin spans: 1 when a bin counts one value, `w` when bin `v` counts the
     /// values `v..=v + w - 1`.
     pub bin_width: u64,
@@ -489,6 +490,23 @@ fn lit_sentences(node: &NodeInfo, lit: &LitInfo) -> Vec<String> {
     out
 }
 
+/// Whether `dtype` holds two's-complement signed integers.
+fn signed_int(dtype: Dtype) -> bool {
+    matches!(dtype, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64)
+}
+
+/// The value of a `width`-bit word: sign-extended when `signed`.
+fn word_value(w: u64, width: u32, signed: bool) -> i128 {
+    if signed && (1..64).contains(&width) {
+        let shift = 64 - width;
+        i128::from(((w << shift) as i64) >> shift)
+    } else if signed && width == 64 {
+        i128::from(w as i64)
+    } else {
+        i128::from(w)
+    }
+}
+
 fn value_histogram(dtype: Dtype, words: &Words) -> Histogram {
     let width = words.width();
     if let Some(l) = dtype
@@ -496,34 +514,52 @@ fn value_histogram(dtype: Dtype, words: &Words) -> Histogram {
         .filter(|l| l.iter().sum::<u32>() == width)
     {
         let exp = split_fields(words, &l).swap_remove(1);
+        let counts = histogram(&exp, 1 << 16).unwrap_or_default();
         return Histogram {
             title: format!("exponent field ({} bits) of the {dtype} words", l[1]),
-            bins: dense_bins(histogram(&exp, 1 << 16).unwrap_or_default()),
+            bins: dense_bins(
+                counts
+                    .into_iter()
+                    .map(|(v, c)| (i128::from(v), c))
+                    .collect(),
+            ),
             bin_width: 1,
         };
     }
+    let signed = signed_int(dtype);
+    let what = if signed {
+        format!("signed values of the {dtype} words")
+    } else {
+        format!("values of the {width}-bit words")
+    };
     if let Some(h) = histogram(words, 256) {
+        let mut counts: Vec<(i128, u64)> = h
+            .into_iter()
+            .map(|(v, c)| (word_value(v, width, signed), c))
+            .collect();
+        counts.sort_unstable();
         return Histogram {
-            title: format!("values of the {width}-bit words"),
-            bins: dense_bins(h),
+            title: what,
+            bins: dense_bins(counts),
             bin_width: 1,
         };
     }
-    // Many distinct values: 64 equal buckets between the smallest and the largest word.
-    let (lo, hi) = (words.min().unwrap_or(0), words.max().unwrap_or(0));
-    let step = ((hi - lo) / 64).saturating_add(1);
-    let mut bins: Vec<(u64, u64)> = (0..64u64)
-        .map(|k| (lo.saturating_add(k.saturating_mul(step)), 0))
+    // Many distinct values: 64 equal buckets between the smallest and the largest value.
+    let values = || words.iter().map(|w| word_value(w, width, signed));
+    let (lo, hi) = (values().min().unwrap_or(0), values().max().unwrap_or(0));
+    let step = ((hi - lo) / 64 + 1) as u64;
+    let mut bins: Vec<(i128, u64)> = (0..64i128)
+        .map(|k| (lo + k * i128::from(step), 0))
         .take_while(|&(v, _)| v <= hi)
         .collect();
-    for w in words.iter() {
-        let k = ((w - lo) / step) as usize;
+    for v in values() {
+        let k = ((v - lo) / i128::from(step)) as usize;
         if let Some(b) = bins.get_mut(k) {
             b.1 += 1;
         }
     }
     Histogram {
-        title: format!("values of the {width}-bit words, in bins of {step}"),
+        title: what,
         bins,
         bin_width: step,
     }
@@ -531,10 +567,10 @@ fn value_histogram(dtype: Dtype, words: &Words) -> Histogram {
 
 /// Fills the gaps between the smallest and largest value with empty bins, when the
 /// range is small enough to plot.
-fn dense_bins(counts: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+fn dense_bins(counts: Vec<(i128, u64)>) -> Vec<(i128, u64)> {
     match (counts.first(), counts.last()) {
         (Some(&(lo, _)), Some(&(hi, _))) if hi - lo < 4096 => {
-            let mut bins: Vec<(u64, u64)> = (lo..=hi).map(|v| (v, 0)).collect();
+            let mut bins: Vec<(i128, u64)> = (lo..=hi).map(|v| (v, 0)).collect();
             for (v, c) in counts {
                 bins[(v - lo) as usize].1 = c;
             }
@@ -553,9 +589,22 @@ pub fn share(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// `-1234567` as `-1,234,567`.
+pub fn thousands_signed(v: i128) -> String {
+    let digits = thousands_digits(&v.unsigned_abs().to_string());
+    if v < 0 {
+        format!("-{digits}")
+    } else {
+        digits
+    }
+}
+
 /// `1234567` as `1,234,567`.
 pub fn thousands(v: u64) -> String {
-    let s = v.to_string();
+    thousands_digits(&v.to_string())
+}
+
+fn thousands_digits(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
         if i > 0 && (s.len() - i).is_multiple_of(3) {

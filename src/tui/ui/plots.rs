@@ -2,7 +2,7 @@
 //! bytes held by each node.
 
 use super::super::app::App;
-use super::super::inspect::{share, thousands, Histogram, Inspection};
+use super::super::inspect::{share, thousands, thousands_signed, Histogram, Inspection};
 use super::{fit_end, fit_name_and_rest, inspected, text_width, ACCENT};
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -24,8 +24,8 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
 /// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Span {
-    lo: u64,
-    hi: u64,
+    lo: i128,
+    hi: i128,
     count: u64,
 }
 
@@ -38,6 +38,53 @@ impl Span {
             format!("{}-{}", self.lo, self.hi)
         }
     }
+
+    /// [`Span::range`] with thousands separators, for the caption.
+    fn long_range(&self) -> String {
+        if self.lo == self.hi {
+            thousands_signed(self.lo)
+        } else {
+            // A dash between negative values would read as a minus sign.
+            let sep = if self.lo < 0 || self.hi < 0 {
+                " to "
+            } else {
+                "-"
+            };
+            format!(
+                "{}{sep}{}",
+                thousands_signed(self.lo),
+                thousands_signed(self.hi)
+            )
+        }
+    }
+}
+
+/// `v` in at most 5 columns when it is long: `1128` stays, `12345` is `12k`,
+/// `-9223372036854775808` is `-9.2E`. Shortened forms are rounded down in magnitude
+/// and carry a suffix, so they never read as another exact number.
+fn short_value(v: i128) -> String {
+    let full = v.to_string();
+    if full.len() <= 4 {
+        return full;
+    }
+    let sign = if v < 0 { "-" } else { "" };
+    let m = v.unsigned_abs();
+    let mut unit = 1u128;
+    let mut suffix = "";
+    for s in ["k", "M", "G", "T", "P", "E", "Z"] {
+        if m / (unit * 1000) == 0 {
+            break;
+        }
+        unit *= 1000;
+        suffix = s;
+    }
+    let whole = m / unit;
+    if whole < 10 {
+        let tenth = (m % unit) * 10 / unit;
+        format!("{sign}{whole}.{tenth}{suffix}")
+    } else {
+        format!("{sign}{whole}{suffix}")
+    }
 }
 
 /// Bars are at least this wide (in columns) and at most [`MAX_BAR`].
@@ -47,9 +94,9 @@ const MAX_BAR: u16 = 9;
 
 /// Groups bins spanning `bin_width` values each so that at most `slots` bars remain
 /// (sums of adjacent bins); also returns how many bins each bar sums.
-fn group(bins: &[(u64, u64)], bin_width: u64, slots: usize) -> (Vec<Span>, usize) {
+fn group(bins: &[(i128, u64)], bin_width: u64, slots: usize) -> (Vec<Span>, usize) {
     let per = bins.len().div_ceil(slots.max(1)).max(1);
-    let last_offset = bin_width.max(1) - 1;
+    let last_offset = i128::from(bin_width.max(1) - 1);
     let spans = bins
         .chunks(per)
         .map(|c| Span {
@@ -73,6 +120,9 @@ struct BarLayout {
     /// Whether each bar is labelled with its whole range (`0-7`); otherwise with its
     /// first value, and the caption says how many values a bar spans.
     ranges: bool,
+    /// When `ranges` is false: the label of every `every`-th bar (its first value,
+    /// shortened by [`short_value`]), which may run over the bars to its right.
+    every: usize,
 }
 
 /// Lays out the bars: as many as fit with bars [`MIN_BAR`] wide, each labelled with
@@ -92,6 +142,7 @@ fn bar_layout(h: &Histogram, width: u16) -> BarLayout {
             bars,
             per,
             ranges: true,
+            every: 1,
         }
     };
     let narrow = layout_for(MIN_BAR);
@@ -107,10 +158,37 @@ fn bar_layout(h: &Histogram, width: u16) -> BarLayout {
             return wide;
         }
     }
+    // Label every `every`-th bar, so that each label fits before the next one.
+    let room = |every: usize| every * usize::from(MIN_BAR + 1) - 1;
+    let longest = narrow
+        .bars
+        .iter()
+        .map(|b| text_width(&short_value(b.lo)))
+        .max()
+        .unwrap_or(0);
+    let every = (1..=narrow.bars.len().max(1))
+        .find(|&k| room(k) >= longest)
+        .unwrap_or(narrow.bars.len().max(1));
     BarLayout {
         ranges: false,
+        every,
         ..narrow
     }
+}
+
+/// The label row of a layout that labels bars with their first value: each `every`-th
+/// bar's label starts at the bar's left edge.
+fn label_row(layout: &BarLayout) -> String {
+    let step = usize::from(layout.bar_width + 1);
+    let mut row = String::new();
+    for (i, b) in layout.bars.iter().enumerate().step_by(layout.every.max(1)) {
+        let at = i * step;
+        while text_width(&row) < at {
+            row.push(' ');
+        }
+        row.push_str(&short_value(b.lo));
+    }
+    row
 }
 
 /// The caption under the bars: how many values a bar spans (when more than one) and
@@ -118,7 +196,7 @@ fn bar_layout(h: &Histogram, width: u16) -> BarLayout {
 fn caption(h: &Histogram, layout: &BarLayout) -> String {
     let bin_width = h.bin_width.max(1);
     let total: u64 = h.bins.iter().map(|b| b.1).sum();
-    let mut top: Vec<(u64, u64)> = h.bins.iter().copied().filter(|b| b.1 > 0).collect();
+    let mut top: Vec<(i128, u64)> = h.bins.iter().copied().filter(|b| b.1 > 0).collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let common: Vec<String> = top
         .iter()
@@ -126,21 +204,21 @@ fn caption(h: &Histogram, layout: &BarLayout) -> String {
         .map(|&(v, c)| {
             let bin = Span {
                 lo: v,
-                hi: v.saturating_add(bin_width - 1),
+                hi: v + i128::from(bin_width - 1),
                 count: c,
             };
-            format!("{} {:.1}%", bin.range(), share(c, total) * 100.0)
+            format!("{} {:.1}%", bin.long_range(), share(c, total) * 100.0)
         })
         .collect();
     let contiguous = h
         .bins
         .windows(2)
-        .all(|w| w[0].0.checked_add(bin_width) == Some(w[1].0));
+        .all(|w| w[0].0 + i128::from(bin_width) == w[1].0);
     let values = (layout.per as u64).saturating_mul(bin_width);
-    let first = if layout.ranges {
-        ""
-    } else {
-        ", labelled by its first value"
+    let first = match (layout.ranges, layout.every) {
+        (true, _) => String::new(),
+        (false, 1) => ", labelled by its first value".into(),
+        (false, k) => format!(", labels every {k} bars"),
     };
     let span = if values <= 1 {
         String::new()
@@ -178,19 +256,29 @@ fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
         Paragraph::new(caption(h, &layout)).style(Style::default().fg(Color::Gray)),
         caption_area,
     );
+    // Labels that fit their bars are drawn by the chart; longer ones in a row of their
+    // own, so that none is cut to read as another number.
+    let chart_area = if layout.ranges {
+        chart_area
+    } else {
+        let [bars_area, labels_area] =
+            Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(chart_area);
+        frame.render_widget(
+            Paragraph::new(label_row(&layout)).style(Style::default().fg(Color::Gray)),
+            labels_area,
+        );
+        bars_area
+    };
     let bars: Vec<Bar> = layout
         .bars
         .iter()
         .map(|b| {
-            let label = if layout.ranges {
-                b.range()
+            let bar = Bar::default().value(b.count).text_value(String::new());
+            if layout.ranges {
+                bar.label(Line::from(b.range()))
             } else {
-                b.lo.to_string()
-            };
-            Bar::default()
-                .value(b.count)
-                .text_value(String::new())
-                .label(Line::from(label))
+                bar
+            }
         })
         .collect();
     let chart = BarChart::default()
@@ -244,7 +332,7 @@ mod tests {
     /// 512 position ids (0..=511) in 64 bins of 8 values, as `value_histogram` makes them.
     fn position_ids() -> Histogram {
         Histogram {
-            title: "values of the 64-bit words, in bins of 8".into(),
+            title: "signed values of the I64 words".into(),
             bins: (0..64).map(|k| (k * 8, 8)).collect(),
             bin_width: 8,
         }
@@ -277,7 +365,7 @@ mod tests {
     fn bars_of_one_value_keep_single_labels() {
         let h = Histogram {
             title: "exponent".into(),
-            bins: (120..130).map(|v| (v, v - 119)).collect(),
+            bins: (120..130).map(|v: i128| (v, (v - 119) as u64)).collect(),
             bin_width: 1,
         };
         let l = bar_layout(&h, 60);
@@ -306,5 +394,33 @@ mod tests {
             c.starts_with("each bar spans 8 values, labelled by its first value · "),
             "{c}"
         );
+    }
+
+    #[test]
+    fn short_values_keep_four_digits_and_round_down_longer_ones() {
+        assert_eq!(short_value(1128), "1128");
+        assert_eq!(short_value(-999), "-999");
+        assert_eq!(short_value(12_345), "12k");
+        assert_eq!(short_value(1_124_640), "1.1M");
+        assert_eq!(short_value(i128::from(i64::MIN)), "-9.2E");
+        assert_eq!(short_value(i128::from(u64::MAX)), "18E");
+    }
+
+    #[test]
+    fn long_labels_label_every_few_bars_whole() {
+        // 0..=2997 in 64 bins of 47: bars of 188 values whose first values reach 4 digits.
+        let h = Histogram {
+            title: "signed values of the I64 words".into(),
+            bins: (0..64).map(|k| (k * 47, 47)).collect(),
+            bin_width: 47,
+        };
+        let l = bar_layout(&h, 70);
+        assert!(!l.ranges);
+        assert_eq!((l.bars.len(), l.bar_width, l.every), (16, 3, 2));
+        assert_eq!(
+            label_row(&l),
+            "0       376     752     1128    1504    1880    2256    2632"
+        );
+        assert!(caption(&h, &l).starts_with("each bar spans 188 values, labels every 2 bars · "));
     }
 }
