@@ -146,6 +146,18 @@ pub struct SearchStats {
     pub memory_limited: bool,
 }
 
+impl SearchStats {
+    /// Adds the counts of `other` (the search of another region of the same tensor) and
+    /// ors its flags.
+    pub fn absorb(&mut self, other: &SearchStats) {
+        self.expansions += other.expansions;
+        self.candidates += other.candidates;
+        self.budget_exhausted |= other.budget_exhausted;
+        self.literal_fallback |= other.literal_fallback;
+        self.memory_limited |= other.memory_limited;
+    }
+}
+
 /// A synthesized program and how it was found.
 #[derive(Clone, Debug)]
 pub struct Synthesis {
@@ -172,4 +184,79 @@ pub fn synthesize_with_prior(
     prior: &Prior,
 ) -> Synthesis {
     astar::search(target, dtype, opts, prior)
+}
+
+/// [`synthesize_with_prior`] on `target` cut into regions of `region_words` words, each
+/// searched on its own with the whole budget and joined by one `Concat` (as `compress`
+/// stores tensors of more than [`crate::archive::writer::REGION_WORDS`] words); `target`
+/// searched whole when it has at most `region_words` words. Regions are searched on the
+/// thread pool; the result does not depend on the thread count.
+pub fn synthesize_in_regions(
+    target: &Words,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+    region_words: usize,
+) -> Synthesis {
+    let n = target.len();
+    if region_words == 0 || n <= region_words {
+        return synthesize_with_prior(target, dtype, opts, prior);
+    }
+    use rayon::prelude::*;
+    let parts: Vec<Synthesis> = (0..n.div_ceil(region_words))
+        .into_par_iter()
+        .map(|k| {
+            let start = k * region_words;
+            let region = target.slice(start, (start + region_words).min(n));
+            synthesize_with_prior(&region, dtype, opts, prior)
+        })
+        .collect();
+    let mut stats = SearchStats::default();
+    parts.iter().for_each(|p| stats.absorb(&p.stats));
+    let program = Node::concat(parts.into_iter().map(|p| p.program).collect())
+        .expect("regions share the width and are not empty");
+    let bytes = crate::dsl::program_len(&program);
+    Synthesis {
+        program,
+        bytes,
+        stats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A target of two and a half regions is searched as three regions joined by one
+    /// `Concat`, each region's program exactly what searching that region alone gives;
+    /// the program runs to the target; a target of one region is searched whole.
+    #[test]
+    fn regions_are_searched_alone_and_joined_by_one_concat() {
+        let target = Words::from_fn(16, 2_500, |i| {
+            let x = (i as u64).wrapping_mul(2_654_435_761) % 97;
+            0x3F00 + x * x % 61 + if i < 1_000 { 0 } else { 0x40 }
+        });
+        let opts = SearchOptions {
+            budget: 6,
+            ..SearchOptions::default()
+        };
+        let prior = Prior::uniform();
+        let s = synthesize_in_regions(&target, Some(Dtype::BF16), &opts, &prior, 1_000);
+        assert_eq!(s.program.op_name(), "concat");
+        let kids = s.program.children();
+        assert_eq!(kids.len(), 3);
+        let mut expansions = 0;
+        for (k, kid) in kids.iter().enumerate() {
+            let region = target.slice(k * 1_000, ((k + 1) * 1_000).min(2_500));
+            let alone = synthesize_with_prior(&region, Some(Dtype::BF16), &opts, &prior);
+            assert_eq!(kid, &alone.program, "region {k}");
+            expansions += alone.stats.expansions;
+        }
+        assert_eq!(s.stats.expansions, expansions);
+        assert_eq!(s.bytes, crate::dsl::program_len(&s.program));
+        assert_eq!(crate::dsl::execute(&s.program, 1 << 20).unwrap(), target);
+        let whole = synthesize_in_regions(&target, Some(Dtype::BF16), &opts, &prior, 2_500);
+        let direct = synthesize_with_prior(&target, Some(Dtype::BF16), &opts, &prior);
+        assert_eq!(whole.program, direct.program);
+    }
 }

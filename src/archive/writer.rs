@@ -474,11 +474,7 @@ fn program_in_regions(
     let mut stats = SearchStats::default();
     let mut warning: Option<Warning> = None;
     for (node, s, w) in parts {
-        stats.expansions += s.expansions;
-        stats.candidates += s.candidates;
-        stats.budget_exhausted |= s.budget_exhausted;
-        stats.literal_fallback |= s.literal_fallback;
-        stats.memory_limited |= s.memory_limited;
+        stats.absorb(&s);
         if warning.is_none() {
             warning = w;
         }

@@ -7,7 +7,7 @@ use super::learn::{self, Lesson};
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
 use super::worker::{self, JobHandle, Msg, Outcome, SearchResult, Worker};
 use crate::dsl::program_len;
-use crate::synth::{synthesize_with_prior, Prior, SearchOptions};
+use crate::synth::{synthesize_in_regions, Prior, SearchOptions};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -990,9 +990,12 @@ impl App {
                 if ctx.cancelled() {
                     return Err("cancelled".to_string());
                 }
-                ctx.progress(0, opts.budget, "searching");
+                // In regions, as `compress` searched it: each region gets the budget.
+                let region = crate::archive::writer::REGION_WORDS;
+                let regions = words.len().div_ceil(region).max(1) as u64;
+                ctx.progress(0, opts.budget.saturating_mul(regions), "searching");
                 let start = Instant::now();
-                let new = synthesize_with_prior(&words, Some(row.dtype), &opts, &prior);
+                let new = synthesize_in_regions(&words, Some(row.dtype), &opts, &prior, region);
                 if ctx.cancelled() {
                     return Err("cancelled".to_string());
                 }
