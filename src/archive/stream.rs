@@ -261,7 +261,8 @@ fn decode_unit(archive: &Archive, unit: &Unit) -> Result<Vec<Words>> {
 }
 
 /// Hands `words` to `f` as little-endian bytes of their container, in chunks of at most
-/// [`CHUNK_BYTES`] (converted in `scratch`).
+/// [`CHUNK_BYTES`]: on a little-endian machine the words' own memory, on a big-endian
+/// one converted in `scratch`.
 pub(crate) fn le_chunks<E>(
     words: &Words,
     scratch: &mut Vec<u8>,
@@ -282,6 +283,15 @@ pub(crate) fn le_chunks<E>(
             f(scratch)?;
         }
         Ok(())
+    }
+    if cfg!(target_endian = "little") {
+        let bytes: &[u8] = match words.buf() {
+            WordBuf::U8(v) => v,
+            WordBuf::U16(v) => bytemuck::cast_slice(v),
+            WordBuf::U32(v) => bytemuck::cast_slice(v),
+            WordBuf::U64(v) => bytemuck::cast_slice(v),
+        };
+        return bytes.chunks(CHUNK_BYTES).try_for_each(f);
     }
     match words.buf() {
         WordBuf::U8(v) => v.chunks(CHUNK_BYTES).try_for_each(f),

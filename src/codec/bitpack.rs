@@ -172,6 +172,18 @@ fn unpack_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
     }
 }
 
+/// [`unpack_groups`] for `K` dividing 8 (sign bits, nibbles): the `8 / K` words of each
+/// byte, lowest bits first, in a loop the compiler vectorizes.
+fn unpack_sub_byte<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
+    let per = 8 / K;
+    let m = (1u8 << K) - 1;
+    for (o, &b) in out.chunks_exact_mut(per).zip(data) {
+        for (j, w) in o.iter_mut().enumerate() {
+            *w = T::from_u64(u64::from(b >> (j * K) & m));
+        }
+    }
+}
+
 /// Decodes `n` words of `width` bits from exactly `body`.
 ///
 /// # Errors
@@ -257,7 +269,13 @@ fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
         // Whole groups with constant shifts, then the rest one by one.
         let groups = n / 8;
         let mut out = vec![T::default(); n];
-        small_k!(k, K => unpack_groups::<T, K>(data, &mut out[..groups * 8]));
+        let whole = &mut out[..groups * 8];
+        match k {
+            1 => unpack_sub_byte::<T, 1>(data, whole),
+            2 => unpack_sub_byte::<T, 2>(data, whole),
+            4 => unpack_sub_byte::<T, 4>(data, whole),
+            _ => small_k!(k, K => unpack_groups::<T, K>(data, whole)),
+        }
         let mut pos = (groups * 8) as u64 * u64::from(k);
         for o in &mut out[groups * 8..] {
             *o = T::from_u64(peek64(data, pos) & m);
@@ -324,6 +342,32 @@ mod tests {
         w.extend_from_slice(&(u64::MAX >> 1).to_le_bytes());
         assert_eq!(body(&[u64::MAX >> 1], 64), w);
         body(&[1, (1 << 60) - 1, 7, 1 << 59], 61);
+    }
+
+    /// Widths 1, 2 and 4 take the byte-wise unpacking path: words come out of each byte
+    /// lowest bits first, whole groups and the tail alike, in 8- and 16-bit containers.
+    #[test]
+    fn sub_byte_widths_unpack_lowest_bits_first() {
+        assert_eq!(
+            body(&[1, 0, 1, 1, 0, 0, 0, 1, 1], 1),
+            vec![1, 0b1000_1101, 0b1]
+        );
+        assert_eq!(body(&[3, 0, 2, 1, 1], 2), vec![2, 0b0110_0011, 0b01]);
+        assert_eq!(
+            body(&[0xA, 0x5, 0xF, 0x0, 0x1, 0x2, 0x3, 0x4, 0x9], 4)[..6],
+            [4, 0x5A, 0x0F, 0x21, 0x43, 0x09]
+        );
+        for (k, width) in [(1, 1), (2, 2), (4, 4), (1, 12), (2, 16), (4, 9)] {
+            for n in [0, 1, 7, 8, 9, 63, 64, 1001] {
+                // The first word uses all k bits, so the body packs at exactly k.
+                let v: Vec<u64> = (0..n as u64)
+                    .map(|i| ((i * 2_654_435_761 >> 7) | u64::from(i == 0) * 15) & ((1 << k) - 1))
+                    .collect();
+                let b = body(&v, width);
+                let want = if n == 0 { 0 } else { k };
+                assert_eq!(b[0], want, "k for width {width}, n {n}");
+            }
+        }
     }
 
     #[test]
