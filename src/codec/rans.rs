@@ -910,7 +910,8 @@ impl<T: Word> Decoder<'_, T> {
             let Some(win) = self.payload.get(pos..pos + 8) else {
                 break;
             };
-            let w = u64::from_le_bytes(win.try_into().unwrap_or([0; 8]));
+            // Big-endian: the first byte read is the top byte.
+            let w = u64::from_be_bytes(win.try_into().unwrap_or([0; 8]));
             // First every lane's step (independent of one another), then the refills:
             // each lane's bytes start where the previous lanes' end, a prefix sum, so no
             // lane waits for another's table lookup.
@@ -929,8 +930,10 @@ impl<T: Word> Decoder<'_, T> {
             for j in 0..K {
                 // At most 2 K <= 8 bytes in all, so `off` stays below 64 here. The first
                 // byte read lands above the second.
-                let two = ((w >> off) as u16).swap_bytes() as u32;
-                xs[j] = y[j] << bits[j] | two >> (16 - bits[j]);
+                // The next `bits[j]` bits at the top of `w << off` (none when 0: the
+                // split shift never reaches 64).
+                let next = ((w << off) >> 1 >> (63 - bits[j])) as u32;
+                xs[j] = y[j] << bits[j] | next;
                 off += bits[j];
             }
             pos += (off / 8) as usize;
