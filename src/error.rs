@@ -72,6 +72,21 @@ pub enum Error {
         /// The file given as both input and output.
         path: PathBuf,
     },
+    /// The input is a file or folder of another kind than the command takes: an archive
+    /// given to `compress`, a `.safetensors` file, shard index or plain folder given where
+    /// an archive is expected. The message names the file, what it is, and the command
+    /// that takes it.
+    #[error("{} is {found}, not {expected} (did you mean `{command}`?)", path.display())]
+    WrongKind {
+        /// The input.
+        path: PathBuf,
+        /// What it is (`a Brevis archive`, `a .safetensors file`, ...).
+        found: String,
+        /// What the command takes (`a .safetensors file`, `a Brevis archive`).
+        expected: &'static str,
+        /// The command that takes it (`brevis decompress`).
+        command: &'static str,
+    },
     /// Something that should never happen: a bug, reported instead of a panic.
     #[error("{}: internal error: {what}", path.display())]
     Internal {
@@ -92,8 +107,17 @@ impl Error {
         }
     }
 
-    /// An [`Error::Source`] for `path`.
+    /// An [`Error::Source`] for `path`; [`Error::WrongKind`] if `source` says the file
+    /// is a Brevis archive (so that every command reading a source says so the same way).
     pub fn source(path: &Path, source: SourceError) -> Error {
+        if source == SourceError::BrevisArchive {
+            return Error::WrongKind {
+                path: path.to_path_buf(),
+                found: "a Brevis archive".to_string(),
+                expected: "a .safetensors file",
+                command: "brevis decompress",
+            };
+        }
         Error::Source {
             path: path.to_path_buf(),
             source: Box::new(source),
@@ -121,6 +145,9 @@ impl Error {
 /// after the JSON header), as in the file format.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
+    /// The file starts with the Brevis archive magic: it is an archive, not a source.
+    #[error("is a Brevis archive, not a .safetensors file")]
+    BrevisArchive,
     /// The file cannot hold the 8-byte header length field.
     #[error("file is {len} bytes, shorter than the 8-byte header length field")]
     TooShort {

@@ -373,3 +373,190 @@ fn every_command_has_help() {
     let o = brevis(["--help"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("Exit codes"));
 }
+
+/// Asserts that `o` failed with exit `code` and that its stderr holds every fragment.
+fn fails_with(o: &Output, code: i32, fragments: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for f in fragments {
+        assert!(err.contains(f), "stderr lacks {f:?}:\n{err}");
+    }
+}
+
+/// A copy of the two-shard checkpoint case at `dir/ckpt`.
+fn shard_folder(dir: &Path) -> PathBuf {
+    let to = dir.join("ckpt");
+    std::fs::create_dir(&to).unwrap();
+    for e in std::fs::read_dir(case("B28_shards_ok")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+/// `bench DIR` said "Is a directory": a checkpoint folder (or its index) is measured shard
+/// by shard, as `compress DIR` compresses it; a folder without shards is a clear error.
+#[test]
+fn bench_measures_every_shard_of_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = shard_folder(dir.path());
+    let index = ckpt.join("model.safetensors.index.json");
+    for input in [&ckpt, &index] {
+        let v = json_of(&brevis([
+            OsStr::new("bench"),
+            input.as_os_str(),
+            OsStr::new("--budget"),
+            OsStr::new("0"),
+            OsStr::new("--json"),
+        ]));
+        let files: Vec<&str> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["file"].as_str().unwrap())
+            .collect();
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert!(files[0].ends_with("model-00001-of-00002.safetensors"));
+        assert!(files[1].ends_with("model-00002-of-00002.safetensors"));
+    }
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = brevis([OsStr::new("bench"), empty.as_os_str()]);
+    fails_with(
+        &o,
+        1,
+        &["empty: cannot bench: the folder holds no .safetensors file"],
+    );
+}
+
+/// `compress x.brv` reported a header length of 91574445101634 bytes: an archive given
+/// where a `.safetensors` file is expected is named as one, with the command it needs.
+#[test]
+fn an_archive_given_to_compress_is_named_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B02_scalars.safetensors");
+    let out = dir.path().join("again.brv");
+    let o = brevis([
+        OsStr::new("compress"),
+        archive.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    let message = format!(
+        "error: {} is a Brevis archive, not a .safetensors file (did you mean `brevis decompress`?)",
+        archive.display()
+    );
+    fails_with(&o, 1, &[&message]);
+    assert!(!out.exists());
+    fails_with(
+        &brevis([OsStr::new("bench"), archive.as_os_str()]),
+        1,
+        &[&message],
+    );
+    let prior = dir.path().join("prior.json");
+    let o = brevis([
+        OsStr::new("calibrate"),
+        archive.as_os_str(),
+        OsStr::new("-o"),
+        prior.as_os_str(),
+    ]);
+    fails_with(&o, 1, &[&message]);
+    assert!(!prior.exists());
+}
+
+/// `ls model.safetensors.index.json` said "wrong magic bytes", `ls DIR` "is a directory":
+/// the commands that take an archive say what the input is and that `compress` takes it.
+#[test]
+fn archive_commands_say_what_a_source_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = shard_folder(dir.path());
+    let shard = ckpt.join("model-00001-of-00002.safetensors");
+    let index = ckpt.join("model.safetensors.index.json");
+    let inputs = [
+        (&shard, "is a .safetensors file"),
+        (&index, "is a safetensors shard index"),
+        (&ckpt, "is a folder without brevis-folder.json"),
+    ];
+    for (input, what) in inputs {
+        let message = format!(
+            "error: {} {what}, not a Brevis archive (did you mean `brevis compress`?)",
+            input.display()
+        );
+        for args in [
+            vec!["verify"],
+            vec!["ls"],
+            vec!["show", "--", "a"],
+            vec!["decompress"],
+        ] {
+            let mut argv: Vec<&OsStr> = vec![OsStr::new(args[0]), input.as_os_str()];
+            argv.extend(args[1..].iter().map(OsStr::new));
+            fails_with(&brevis(&argv), 1, &[&message]);
+        }
+    }
+    // Nothing was restored next to the inputs.
+    let mut names: Vec<String> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json"
+        ]
+    );
+}
+
+/// `--jobs 100000` was silently clamped to 256: it is a usage error naming the range.
+#[test]
+fn jobs_beyond_the_limit_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, archive) = compressed(dir.path(), "B02_scalars.safetensors");
+    let runs = [
+        vec![OsStr::new("compress"), src.as_os_str()],
+        vec![OsStr::new("decompress"), archive.as_os_str()],
+        vec![OsStr::new("verify"), archive.as_os_str()],
+        vec![OsStr::new("bench"), src.as_os_str()],
+    ];
+    for mut argv in runs {
+        argv.extend([OsStr::new("--jobs"), OsStr::new("100000")]);
+        fails_with(
+            &brevis(&argv),
+            2,
+            &["invalid value '100000' for '--jobs <N>': 100000 is not in 0..=256"],
+        );
+    }
+    let o = brevis([
+        OsStr::new("verify"),
+        archive.as_os_str(),
+        OsStr::new("--jobs"),
+        OsStr::new("256"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `bench --report` without `--json` printed the table without the report: the report
+/// exists only in JSON, so the flag requires `--json` (a usage error without it).
+#[test]
+fn bench_report_requires_json() {
+    let src = case("B02_scalars.safetensors");
+    let o = brevis([OsStr::new("bench"), src.as_os_str(), OsStr::new("--report")]);
+    fails_with(
+        &o,
+        2,
+        &[
+            "the following required arguments were not provided",
+            "--json",
+        ],
+    );
+    let v = json_of(&brevis([
+        OsStr::new("bench"),
+        src.as_os_str(),
+        OsStr::new("--report"),
+        OsStr::new("--json"),
+    ]));
+    assert!(v["files"][0]["search"]["tensors"].is_array(), "{v}");
+}

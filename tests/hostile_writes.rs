@@ -417,3 +417,47 @@ fn folder_links_to_files_are_followed_and_links_to_folders_refused() {
     );
     assert!(!out.exists());
 }
+
+/// `decompress --force` into a previous restore holding a link to a folder refused it
+/// with "cannot archive": the refusal uses decompress's verb and leaves the folder as is.
+#[test]
+fn decompress_force_refuses_a_link_to_a_folder_as_cannot_replace() {
+    if !Path::new(SHARDS).is_dir() {
+        eprintln!("skipped: {SHARDS} is missing");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let ckpt = shards_copy(root, "ckpt");
+    let archive = root.join("ckpt.brv");
+    let restored = root.join("restored");
+    let c = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let args = [
+        Path::new("decompress"),
+        &archive,
+        Path::new("-o"),
+        &restored,
+        Path::new("--force"),
+    ];
+    let d = brevis(&args);
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    // `tree` follows links: list the folder before the link loops back above it.
+    let before = tree(&restored);
+    std::os::unix::fs::symlink("..", restored.join("up")).unwrap();
+    let err = one_error_line(
+        &brevis(&args),
+        &[
+            "up: cannot replace: is a symbolic link to a folder; --force replaces only a \
+             folder of the archive's own files",
+        ],
+    );
+    assert!(!err.contains("cannot archive"), "{err}");
+    let link = restored.join("up");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    std::fs::remove_file(&link).unwrap();
+    assert_eq!(tree(&restored), before);
+}

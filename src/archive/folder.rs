@@ -34,7 +34,7 @@
 //! refused with a message naming them ([`Error::Io`] with the index as path).
 
 use super::reader::{Archive, DecompressOptions};
-use super::safetensors::parse;
+use super::safetensors::{looks_like_safetensors, parse};
 use super::verify::{verify, verify_against, CompareReport, VerifyReport};
 use super::writer::{
     check_replaceable, compress_file, rename_temp_dir, temp_beside_dir, CompressOptions,
@@ -122,6 +122,64 @@ pub fn compressed_folder(path: &Path) -> Option<PathBuf> {
     None
 }
 
+/// Says what `path` is when it is plainly not an archive, for the commands that take one
+/// (`decompress`, `verify`, `ls`, `show`): a folder without [`MANIFEST_NAME`], a shard
+/// index (`*.index.json`), or a `.safetensors` file; each is what `brevis compress`
+/// takes. Returns `None` for anything else (an archive, a compressed folder, a damaged or
+/// unknown file, a path that cannot be read), which opening it then reports. Reads at most
+/// the first 4 KiB of a file.
+pub fn not_an_archive(path: &Path) -> Option<Error> {
+    let wrong = |found: String| {
+        Some(Error::WrongKind {
+            path: path.to_path_buf(),
+            found,
+            expected: "a Brevis archive",
+            command: "brevis compress",
+        })
+    };
+    if compressed_folder(path).is_some() {
+        return None;
+    }
+    if path.is_dir() {
+        return wrong(format!("a folder without {MANIFEST_NAME}"));
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.ends_with(".index.json") && path.is_file() {
+        return wrong("a safetensors shard index".to_string());
+    }
+    let file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut prefix = Vec::with_capacity(4096);
+    io::Read::read_to_end(&mut io::Read::take(file, 4096), &mut prefix).ok()?;
+    if looks_like_safetensors(&prefix, len) {
+        return wrong("a .safetensors file".to_string());
+    }
+    None
+}
+
+/// The `.safetensors` files of the checkpoint folder `folder`, in path order: the shards
+/// `compress` would compress (for `bench`).
+///
+/// # Errors
+/// [`Error::Io`] naming the entry if the folder cannot be listed or holds a link to a
+/// folder, a broken link or a special file; [`Error::Io`] naming the folder if it holds
+/// no `.safetensors` file.
+pub fn shard_paths(folder: &Path) -> Result<Vec<PathBuf>> {
+    let shards: Vec<PathBuf> = list_files(folder, Walk::Bench)?
+        .into_iter()
+        .filter(|f| is_shard(f))
+        .map(|f| folder.join(f))
+        .collect();
+    if shards.is_empty() {
+        return Err(other(
+            folder,
+            "cannot bench",
+            "the folder holds no .safetensors file".to_string(),
+        ));
+    }
+    Ok(shards)
+}
+
 /// `x/` -> `x.brv/`.
 pub fn default_folder_archive_name(folder: &Path) -> PathBuf {
     let mut s = with_name(folder).into_os_string();
@@ -162,8 +220,50 @@ fn other(path: &Path, what: &'static str, msg: String) -> Error {
     Error::io(path, what, io::Error::other(msg))
 }
 
+/// Why a folder is walked, for the wording of a refusal: the verb of the error (`cannot
+/// archive`, `cannot replace`, ...) and what to do about a link to a folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    /// Compressing a checkpoint folder.
+    Archive,
+    /// Measuring a checkpoint folder's shards (`bench`).
+    Bench,
+    /// Checking that an existing output folder may be replaced (`decompress --force`).
+    Replace,
+    /// Listing the original folder for `verify --against`.
+    Compare,
+}
+
+impl Walk {
+    fn verb(self) -> &'static str {
+        match self {
+            Walk::Archive => "cannot archive",
+            Walk::Bench => "cannot bench",
+            Walk::Replace => "cannot replace",
+            Walk::Compare => "cannot compare",
+        }
+    }
+
+    /// Why a link to a folder is refused, and what to do about it.
+    fn link_refusal(self) -> &'static str {
+        match self {
+            Walk::Archive | Walk::Bench | Walk::Compare => {
+                "is a symbolic link to a folder, which brevis does not follow: copy the \
+                 folder in or remove the link"
+            }
+            Walk::Replace => {
+                "is a symbolic link to a folder; --force replaces only a folder of the \
+                 archive's own files, so remove it first if you mean to"
+            }
+        }
+    }
+}
+
 /// Every regular file under `root`, as sorted `/`-separated relative paths.
-fn list_files(root: &Path) -> Result<Vec<String>> {
+///
+/// # Errors
+/// As [`entry_kind`], worded for `walk`; [`Error::Io`] if a folder cannot be listed.
+fn list_files(root: &Path, walk: Walk) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -172,12 +272,12 @@ fn list_files(root: &Path) -> Result<Vec<String>> {
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(&dir, "cannot list", e))?;
             let path = entry.path();
-            let meta = entry_kind(&path)?;
+            let meta = entry_kind(&path, walk)?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
                 return Err(other(
                     &path,
-                    "cannot archive",
+                    walk.verb(),
                     "file name is not UTF-8".to_string(),
                 ));
             };
@@ -199,26 +299,21 @@ fn list_files(root: &Path) -> Result<Vec<String>> {
 /// snapshot is made of such links, and the file they point to is what is kept).
 ///
 /// # Errors
-/// [`Error::Io`] naming the entry if it is a link to a folder (following one could loop or
-/// leave the checkpoint), a broken link, or not a regular file (a device, FIFO or socket).
-fn entry_kind(path: &Path) -> Result<fs::Metadata> {
+/// [`Error::Io`] naming the entry, with `walk`'s verb, if it is a link to a folder
+/// (following one could loop or leave the checkpoint), a broken link, or not a regular
+/// file (a device, FIFO or socket).
+fn entry_kind(path: &Path, walk: Walk) -> Result<fs::Metadata> {
     let own = fs::symlink_metadata(path).map_err(|e| Error::io(path, "cannot read", e))?;
     let meta = if own.file_type().is_symlink() {
         let target = fs::metadata(path).map_err(|e| {
             Error::io(
                 path,
-                "cannot archive",
+                walk.verb(),
                 io::Error::other(format!("broken symbolic link ({e})")),
             )
         })?;
         if target.is_dir() {
-            return Err(other(
-                path,
-                "cannot archive",
-                "is a symbolic link to a folder, which brevis does not follow: copy the \
-                 folder in or remove the link"
-                    .to_string(),
-            ));
+            return Err(other(path, walk.verb(), walk.link_refusal().to_string()));
         }
         target
     } else {
@@ -227,7 +322,7 @@ fn entry_kind(path: &Path) -> Result<fs::Metadata> {
     if !meta.is_dir() && !meta.is_file() {
         return Err(other(
             path,
-            "cannot archive",
+            walk.verb(),
             "is not a regular file (a device, FIFO or socket)".to_string(),
         ));
     }
@@ -460,7 +555,7 @@ pub fn compress_folder(
     if !input.is_dir() {
         return Err(other(input, "cannot read", "not a folder".to_string()));
     }
-    let files = list_files(input)?;
+    let files = list_files(input, Walk::Archive)?;
     for index in files.iter().filter(|f| f.ends_with(".index.json")) {
         let path = input.join(index);
         let dir = path.parent().unwrap_or(input);
@@ -871,7 +966,7 @@ impl Folder {
                 "not a folder (a folder archive is compared with the original folder)".to_string(),
             ));
         }
-        let theirs = list_files(original)?;
+        let theirs = list_files(original, Walk::Compare)?;
         let mut out = Vec::new();
         for f in &self.files {
             let path = original.join(&f.path);
@@ -914,7 +1009,7 @@ impl Folder {
         // restores (a previous restore of it, say).
         check_folder_output(&self.root, output, opts.force, |dir| {
             let ours: BTreeSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
-            match list_files(dir)?
+            match list_files(dir, Walk::Replace)?
                 .into_iter()
                 .find(|f| !ours.contains(f.as_str()))
             {

@@ -151,12 +151,36 @@ impl<'a> SourceFile<'a> {
     }
 }
 
+/// Whether a file of `file_len` bytes that starts with `prefix` looks like a
+/// `.safetensors` file: a header length that fits the file and [`MAX_HEADER_LEN`], then
+/// a JSON object (after optional whitespace, within `prefix`). A cheap guess for error
+/// messages, from the first bytes only; [`parse`] is the check. Never panics.
+pub fn looks_like_safetensors(prefix: &[u8], file_len: u64) -> bool {
+    let Some(len_field) = prefix.get(..8).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
+        return false;
+    };
+    let header_len = u64::from_le_bytes(len_field);
+    let fits = header_len > 0
+        && header_len <= MAX_HEADER_LEN
+        && file_len
+            .checked_sub(8)
+            .is_some_and(|available| header_len <= available);
+    let first = prefix
+        .get(8..)
+        .and_then(|rest| rest.iter().find(|b| !b.is_ascii_whitespace()));
+    fits && first == Some(&b'{')
+}
+
 /// Parses a whole `.safetensors` file held in `bytes`.
 ///
 /// # Errors
-/// A [`SourceError`] naming the first problem found (see the module docs). Never panics
+/// A [`SourceError`] naming the first problem found (see the module docs);
+/// [`SourceError::BrevisArchive`] if `bytes` start with the archive magic. Never panics
 /// and never allocates in proportion to a size declared in the file.
 pub fn parse(bytes: &[u8]) -> Result<SourceFile<'_>, SourceError> {
+    if bytes.starts_with(&super::format::MAGIC) {
+        return Err(SourceError::BrevisArchive);
+    }
     let file_len = bytes.len() as u64;
     let len_field: [u8; 8] = bytes
         .get(..8)
@@ -587,6 +611,31 @@ mod tests {
 
     fn err(header: &str, data: &[u8]) -> SourceError {
         parse(&file(header, data)).expect_err("must be refused")
+    }
+
+    #[test]
+    fn an_archive_is_refused_as_an_archive() {
+        let mut bytes = super::super::format::MAGIC.to_vec();
+        bytes.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse(&bytes).unwrap_err(), SourceError::BrevisArchive);
+    }
+
+    #[test]
+    fn looks_like_safetensors_reads_only_the_prefix() {
+        let f = file(
+            r#"  {"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+            &[7],
+        );
+        assert!(looks_like_safetensors(&f, f.len() as u64));
+        assert!(looks_like_safetensors(&f[..11], f.len() as u64));
+        assert!(
+            !looks_like_safetensors(&f[..10], f.len() as u64),
+            "no '{{' seen yet"
+        );
+        assert!(!looks_like_safetensors(&f, 9), "header past the end");
+        assert!(!looks_like_safetensors(b"{\"weight_map\": {}}", 18));
+        assert!(!looks_like_safetensors(&super::super::format::MAGIC, 8));
+        assert!(!looks_like_safetensors(&[], 0));
     }
 
     #[test]

@@ -93,7 +93,9 @@ enum Command {
     #[command(
         long_about = "Measure reduction and throughput on .safetensors files, in \
         memory (no archive is written to disk): compress and decompress MB/s (10^6 bytes \
-        of the original per second) with one worker thread and with all of them."
+        of the original per second) with one worker thread and with all of them. A \
+        checkpoint folder (or its model.safetensors.index.json) is measured shard by \
+        shard, one row per .safetensors file in it."
     )]
     Bench(BenchArgs),
     /// Learn a production prior from a checkpoint (JSON a person can read and edit)
@@ -186,8 +188,8 @@ struct CompressArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     search: SearchArgs,
-    /// Worker threads (0 = all cores) [default: all cores]
-    #[arg(short, long, value_name = "N")]
+    /// Worker threads (0 = all cores, at most 256) [default: all cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     jobs: Option<usize>,
     /// Replace the output if it exists: a regular file, or for a folder a previous
     /// archive folder (never a link, a device, the input, a folder holding the input, or
@@ -214,8 +216,8 @@ struct DecompressArgs {
     /// or other files)
     #[arg(short, long)]
     force: bool,
-    /// Worker threads (0 = all cores) [default: all cores]
-    #[arg(short, long, value_name = "N")]
+    /// Worker threads (0 = all cores, at most 256) [default: all cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     jobs: Option<usize>,
     /// Print a JSON summary on stdout
     #[arg(long)]
@@ -229,8 +231,8 @@ struct VerifyArgs {
     /// Also compare the decoded file byte for byte with this file
     #[arg(long, value_name = "ORIGINAL")]
     against: Option<PathBuf>,
-    /// Worker threads (0 = all cores) [default: all cores]
-    #[arg(short, long, value_name = "N")]
+    /// Worker threads (0 = all cores, at most 256) [default: all cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     jobs: Option<usize>,
     /// Print a JSON report on stdout
     #[arg(long)]
@@ -259,11 +261,13 @@ struct ShowArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// The .safetensors files to measure
-    #[arg(required = true)]
+    /// The .safetensors files to measure; a checkpoint folder (or its
+    /// model.safetensors.index.json) stands for every .safetensors file in it
+    #[arg(required = true, value_name = "FILE|DIR")]
     files: Vec<PathBuf>,
-    /// Worker threads for the parallel runs (0 = all cores) [default: all cores]
-    #[arg(short, long, value_name = "N")]
+    /// Worker threads for the parallel runs (0 = all cores, at most 256) [default: all
+    /// cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     jobs: Option<usize>,
     /// Search budgets to measure, one run each: repeat the option or separate by commas
     /// (`--budget 0,1,32`)
@@ -273,9 +277,9 @@ struct BenchArgs {
     limits: LimitArgs,
     #[command(flatten)]
     prior: PriorArgs,
-    /// With --json: add a search report per tensor (program, bytes per node,
+    /// With --json (required): add a search report per tensor (program, bytes per node,
     /// expansions, candidates, budget exhausted, literal fallback, time)
-    #[arg(long)]
+    #[arg(long, requires = "json")]
     report: bool,
     /// Print the search ablation table (markdown): budgets 0, 1, 6, 32, 256 with uniform
     /// and calibrated priors, and depth first to the first complete program
@@ -296,6 +300,12 @@ struct CalibrateArgs {
     /// Replace the output if it exists
     #[arg(short, long)]
     force: bool,
+}
+
+/// Parses `--jobs`: 0 (all cores) to [`archive::MAX_JOBS`]; anything larger is a usage
+/// error naming the range rather than a silent clamp.
+fn jobs_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(0..=archive::MAX_JOBS as u64)
 }
 
 /// How a command ended without an error.
@@ -611,7 +621,7 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
         .output
         .clone()
         .unwrap_or_else(|| default_restored_name(&a.input));
-    let archive = Archive::open(&a.input)?;
+    let archive = open_archive(&a.input)?;
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {
@@ -654,6 +664,16 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// Opens the archive `path` for `decompress`, `verify`, `ls` or `show`; a `.safetensors`
+/// file, shard index or plain folder is refused saying what it is and that `compress`
+/// takes it (rather than "wrong magic bytes" or "is a directory").
+fn open_archive(path: &Path) -> Result<Archive> {
+    if let Some(e) = folder::not_an_archive(path) {
+        return Err(e.into());
+    }
+    Ok(Archive::open(path)?)
+}
+
 fn status_json(status: &CheckStatus) -> Value {
     match status {
         CheckStatus::Ok => json!({"status": "ok"}),
@@ -670,7 +690,7 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
     if let Some(dir) = folder::compressed_folder(&a.input) {
         return verify_folder(a, &dir);
     }
-    let archive = Archive::open(&a.input)?;
+    let archive = open_archive(&a.input)?;
     let progress = Progress::new("verify");
     let report = archive::verify(&archive, a.jobs, &|ev| progress.event(ev))?;
     let against = match &a.against {
@@ -779,7 +799,7 @@ fn ls(a: LsArgs) -> Result<Outcome> {
     if let Some(dir) = folder::compressed_folder(&a.input) {
         return ls_folder(a, &dir);
     }
-    let archive = Archive::open(&a.input)?;
+    let archive = open_archive(&a.input)?;
     let tensors = archive.tensors();
     let total_original: u64 = archive.original_len();
     let total_archive = archive.archive_len();
@@ -901,7 +921,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
             )
         })?
     } else {
-        let archive = Archive::open(&a.input)?;
+        let archive = open_archive(&a.input)?;
         let i = archive.find(&a.tensor).ok_or_else(|| {
             anyhow!(
                 "{}: no tensor named {:?} ({} tensors; list them with `brevis ls`)",
@@ -998,6 +1018,19 @@ fn show(a: ShowArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// The files `bench` measures: each argument, with a checkpoint folder (or its shard
+/// index) replaced by its `.safetensors` files in path order, as `compress` treats it.
+fn bench_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in args {
+        match folder::source_folder(path) {
+            Some(dir) => files.extend(folder::shard_paths(&dir)?),
+            None => files.push(path.clone()),
+        }
+    }
+    Ok(files)
+}
+
 fn bench(a: BenchArgs) -> Result<Outcome> {
     if a.ablation {
         return ablation(&a);
@@ -1005,7 +1038,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
     let all = resolve_jobs(a.jobs);
     let prior = a.prior.choice()?;
     let mut results = Vec::new();
-    for path in &a.files {
+    for path in &bench_files(&a.files)? {
         let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
         let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
         for &budget in &a.budget {
@@ -1414,7 +1447,7 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
     let mut s = String::new();
     writeln!(s, "| file | search | prior | budget | program bytes | reduction | seconds (calibration incl.) |")?;
     writeln!(s, "| --- | --- | --- | ---: | ---: | ---: | ---: |")?;
-    for path in &a.files {
+    for path in &bench_files(&a.files)? {
         let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
         let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
         // Searched as `compress` searches them: a tensor of more than REGION_WORDS words
