@@ -626,16 +626,14 @@ fn describe_foreign(bytes: &[u8]) -> String {
     if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         return "it is a zstd frame".to_string();
     }
-    if let Some(len) = bytes
-        .get(..8)
-        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-    {
-        let json_follows = bytes
-            .get(8..)
-            .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()));
-        if len > 0 && len <= bytes.len() as u64 - 8 && json_follows == Some(&b'{') {
-            return "it looks like an uncompressed .safetensors file".to_string();
-        }
+    if super::safetensors::looks_like_safetensors(bytes, bytes.len() as u64) {
+        return "it looks like an uncompressed .safetensors file (`brevis compress` takes it)"
+            .to_string();
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        return "it looks like a JSON file, not an archive (a shard index? `brevis compress` \
+                takes the checkpoint folder or its index)"
+            .to_string();
     }
     let shown: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!(
@@ -874,6 +872,30 @@ mod tests {
     use crate::archive::safetensors::parse;
     use crate::archive::writer::write_archive;
     use crate::archive::{no_progress, verify, CompressOptions};
+
+    /// Files that are not archives are named for what they are (`brevis-tui
+    /// model.safetensors.index.json` said "wrong magic bytes").
+    #[test]
+    fn foreign_files_are_described() {
+        let what = |b: &[u8]| match parse_structure(b) {
+            Err(ArchiveError::NotArchive { what }) => what,
+            Err(e) => panic!("expected NotArchive, got {e:?}"),
+            Ok(_) => panic!("expected NotArchive, got an archive"),
+        };
+        assert_eq!(what(b""), "the file is empty (0 bytes)");
+        assert_eq!(
+            what(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]),
+            "it is a zstd frame"
+        );
+        assert!(what(&source()).starts_with("it looks like an uncompressed .safetensors file"));
+        let index =
+            br#"  {"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}"#;
+        assert!(what(index).starts_with("it looks like a JSON file, not an archive"));
+        assert_eq!(
+            what(b"PK\x03\x04zipfile"),
+            "wrong magic bytes [50 4b 03 04 7a 69 70 66] (expected \"BREVIS\\0\\0\")"
+        );
+    }
 
     /// A small source with a leading gap, an empty tensor, two dtypes and trailing bytes.
     fn source() -> Vec<u8> {
