@@ -913,9 +913,9 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         let f = folder::Folder::open(&dir)?;
         f.find_tensor(&a.tensor)?.ok_or_else(|| {
             anyhow!(
-                "{}: no tensor named {:?} in its {} shards (list them with `brevis ls {}`)",
+                "{}: no tensor named \"{}\" in its {} shards (list them with `brevis ls {}`)",
                 a.input.display(),
-                a.tensor,
+                escape_name(&a.tensor),
                 f.shards().count(),
                 a.input.display()
             )
@@ -924,9 +924,9 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         let archive = open_archive(&a.input)?;
         let i = archive.find(&a.tensor).ok_or_else(|| {
             anyhow!(
-                "{}: no tensor named {:?} ({} tensors; list them with `brevis ls`)",
+                "{}: no tensor named \"{}\" ({} tensors; list them with `brevis ls`)",
                 a.input.display(),
-                a.tensor,
+                escape_name(&a.tensor),
                 archive.tensors().len()
             )
         })?;
