@@ -1451,7 +1451,7 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
         let bytes = std::fs::read(path).map_err(|e| brevis::Error::io(path, "cannot read", e))?;
         let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(path, e))?;
         // Searched as `compress` searches them: a tensor of more than REGION_WORDS words
-        // in regions of that many, each its own search.
+        // in regions of that many, each its own search, joined by one `concat`.
         let region = brevis::archive::writer::REGION_WORDS;
         let words: Vec<(brevis::Dtype, brevis::Words)> = src
             .tensors()
@@ -1460,16 +1460,6 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
             .filter_map(|(i, t)| {
                 brevis::Words::from_le_bytes(t.dtype.word_bits(), src.tensor_bytes(i))
                     .map(|w| (t.dtype, w))
-            })
-            .flat_map(|(d, w)| {
-                let n = w.len();
-                if n <= region {
-                    return vec![(d, w)];
-                }
-                (0..n)
-                    .step_by(region)
-                    .map(|s| (d, w.slice(s, (s + region).min(n))))
-                    .collect()
             })
             .collect();
         let original: u64 = (0..src.tensors().len())
@@ -1498,7 +1488,7 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
             let out: u64 = words
                 .par_iter()
                 .map(|(d, w)| {
-                    brevis::synth::synthesize_with_prior(w, Some(*d), &opts, &prior).bytes
+                    brevis::synth::synthesize_in_regions(w, Some(*d), &opts, &prior, region).bytes
                 })
                 .sum();
             let secs = start.elapsed().as_secs_f64();
