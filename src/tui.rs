@@ -641,19 +641,21 @@ fn compress_and_open(
         }
     })
     .map_err(|e| e.to_string())?;
-    if ctx.cancelled() {
-        return Err("cancelled".into());
-    }
-    let path = match target {
-        Some(t) => {
-            let p = publish(staged, input, t)?;
-            // The staging folder is empty now; remove it at once rather than at exit.
-            if let Some(dir) = staged.parent() {
-                let _ = std::fs::remove_dir(dir);
+    // Moving the archive into place cannot be undone: a cancel either comes before it
+    // (nothing is published, the staging folder goes) or learns it came too late and
+    // waits for the archive to open (`JobHandle::cancel_unless_committed`).
+    let path = ctx
+        .commit(|| match target {
+            Some(t) => {
+                let p = publish(staged, input, t)?;
+                // The staging folder is empty now; remove it at once rather than at exit.
+                if let Some(dir) = staged.parent() {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                Ok::<_, String>(p)
             }
-            p
-        }
-        None => staged.to_path_buf(),
-    };
+            None => Ok(staged.to_path_buf()),
+        })
+        .ok_or_else(|| "cancelled".to_string())??;
     Ok(Arc::new(ArchiveSource::open(&path)?))
 }

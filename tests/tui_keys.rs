@@ -478,9 +478,15 @@ fn big_source(words: usize) -> MemorySource {
 
 /// Cancel stops the search itself (it polls the flag once per expansion), and the view
 /// shows expansions done against the budget as a gauge meanwhile.
+///
+/// Bug: `x` threw the search's work away ("cancelled after N expansions" and nothing
+/// else). The search stops as if its budget ran out; its best program so far is the
+/// result, marked cancelled, and `w` takes it like any other.
 #[test]
-fn cancel_stops_a_running_search() {
-    let mut a = App::new(Arc::new(big_source(1 << 16)));
+fn cancel_stops_a_running_search_and_keeps_its_best_program() {
+    let source = big_source(1 << 16);
+    let target = execute(&source.program(0).unwrap(), u64::MAX).unwrap();
+    let mut a = App::new(Arc::new(source));
     a.search.form.opts.budget = 1 << 40;
     a.search.form.prior = PriorMode::Uniform;
     a.apply(Action::Show(View::Search));
@@ -497,28 +503,63 @@ fn cancel_stops_a_running_search() {
     let text = screen_text(&mut a, 120, 16);
     assert!(text.contains("searching (x cancels)"), "{text}");
     assert!(text.contains("/ 1,099,511,627,776 expansions"), "{text}");
-    a.apply(Action::Cancel);
+    press(&mut a, KeyCode::Char('x'));
     assert!(a.search.running.is_none());
-    let msg = a
-        .search
-        .result
-        .as_ref()
-        .unwrap()
-        .as_ref()
-        .unwrap_err()
-        .clone();
-    assert!(msg.starts_with("cancelled after "), "{msg}");
-    // The search stops within an expansion or two: the counter stays put.
-    std::thread::sleep(Duration::from_millis(500));
-    let after = counter.load(Ordering::Relaxed);
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(counter.load(Ordering::Relaxed), after, "the search went on");
-    assert!(a.settle(Duration::from_secs(60)));
-    assert_eq!(
-        a.search.result.as_ref().unwrap().as_ref().unwrap_err(),
-        &msg,
-        "late result ignored"
+    assert!(!a.search.stopping);
+    let r = match a.search_result() {
+        Some(Ok(r)) => r.clone(),
+        other => panic!("no result kept: {other:?}"),
+    };
+    assert!(r.cancelled);
+    assert!(r.new.stats.expansions >= 3, "{:?}", r.new.stats);
+    assert!(r.new.bytes <= r.old.1, "never larger than the literal");
+    assert_eq!(execute(&r.new.program, u64::MAX).unwrap(), target, "exact");
+    let text = screen_text(&mut a, 160, 16);
+    let want = format!(
+        "big: cancelled after {} expansions: best so far {} B",
+        brevis::tui::inspect::thousands(r.new.stats.expansions),
+        brevis::tui::inspect::thousands(r.new.bytes)
     );
+    assert!(text.contains(&want), "{want} missing from:\n{text}");
+    assert!(text.contains("stopped by x"), "{text}");
+    assert!(
+        text.contains("w writes the new program into a new archive"),
+        "{text}"
+    );
+    // The search stopped: the counter stays put.
+    let after = counter.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(counter.load(Ordering::Relaxed), after, "the search went on");
+    // `w` takes the cancelled result (this in-memory source has no file to copy).
+    press(&mut a, KeyCode::Char('w'));
+    assert_eq!(
+        a.status,
+        "this archive is not a file; nothing can be written"
+    );
+}
+
+/// A search cancelled before it began (while calibrating its prior) has nothing to
+/// show and says so; `r` then starts a new one.
+#[test]
+fn a_search_cancelled_before_it_began_says_nothing_was_found() {
+    let mut a = App::new(Arc::new(big_source(1 << 16)));
+    a.search.form.opts.budget = 1 << 40;
+    a.apply(Action::Show(View::Search));
+    a.apply(Action::SearchRun);
+    // At once: the calibration polls the flag before its first tensor.
+    a.apply(Action::Cancel);
+    assert!(a.search.stopping);
+    a.apply(Action::SearchRun);
+    assert_eq!(
+        a.status,
+        "the search is stopping: its best program so far comes next"
+    );
+    assert!(a.settle(Duration::from_secs(120)));
+    match a.search_result() {
+        Some(Err(e)) => assert_eq!(e, "cancelled before the search began: nothing found"),
+        Some(Ok(r)) => assert!(r.cancelled, "a result must be marked cancelled"),
+        None => panic!("no result"),
+    }
 }
 
 /// The library side of cancel: a search whose flag is already set expands nothing and
@@ -1284,4 +1325,208 @@ fn histogram_of_signed_tensors_uses_signed_values() {
     ));
     assert!(!text.contains("9223372036854775808"), "{text}");
     assert!(text.contains("-9.2E"), "{text}");
+}
+
+/// Bug: `x` at the very end of a compression said "cancelled: no archive was written"
+/// while the finished archive had just been moved into place. Moving it is the job's
+/// commit: a cancel after it waits for the archive and opens it, saying so; a cancel
+/// before it quits at once and the job never moves anything.
+#[test]
+fn a_cancel_after_the_archive_is_in_place_opens_it() {
+    use std::sync::mpsc::channel;
+    let (placed_tx, placed) = channel();
+    let (go, go_rx) = channel::<()>();
+    let mut a = App::empty();
+    a.start_loading("in.safetensors".into(), "in.brv".into(), move |ctx| {
+        let moved = ctx.commit(|| "moved into place");
+        placed_tx.send(moved.is_some()).unwrap();
+        go_rx.recv().unwrap();
+        Ok(Arc::new(fixture()) as Arc<dyn Source>)
+    });
+    assert!(placed.recv().unwrap(), "not cancelled yet: the job commits");
+    let x = map_key(
+        a.key_context(),
+        KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE),
+    );
+    a.apply(x.unwrap());
+    assert!(!a.quit);
+    let text = screen_text(&mut a, 80, 20);
+    assert!(
+        text.contains("too late to cancel: the archive is written; opening it"),
+        "{text}"
+    );
+    go.send(()).unwrap();
+    assert!(a.settle(Duration::from_secs(60)));
+    assert!(!a.quit, "the archive is there: it is opened");
+    assert_eq!(a.exit_note, None);
+    assert_eq!(a.rows().len(), 6);
+    assert_eq!(
+        a.status,
+        "too late to cancel: the archive was already written to in.brv"
+    );
+    let text = screen_text(&mut a, 100, 12);
+    assert!(text.contains("too late to cancel"), "{text}");
+
+    // Cancelled before the commit: the job does not move the archive.
+    for key in [KeyCode::Char('x'), KeyCode::Char('q')] {
+        let (placed_tx, placed) = channel();
+        let (go, go_rx) = channel::<()>();
+        let mut a = App::empty();
+        a.start_loading("in.safetensors".into(), "in.brv".into(), move |ctx| {
+            go_rx.recv().unwrap();
+            let moved = ctx.commit(|| "moved into place");
+            placed_tx.send(moved.is_some()).unwrap();
+            Err("cancelled".into())
+        });
+        let k = map_key(a.key_context(), KeyEvent::new(key, KeyModifiers::NONE));
+        a.apply(k.unwrap());
+        assert!(a.quit, "{key:?}");
+        assert_eq!(
+            a.exit_note.as_deref(),
+            Some("cancelled: no archive was written")
+        );
+        go.send(()).unwrap();
+        assert!(!placed.recv().unwrap(), "{key:?}: moved after the cancel");
+    }
+}
+
+/// A source whose rows claim the sizes of a real checkpoint's tensors (the table only
+/// shows rows).
+fn wide_numbers() -> MemorySource {
+    let t = |name: &str, shape: Vec<u64>, original: u64, archive: u64, root: &str| {
+        let program = Node::lit(&Words::from_u64s(16, &[1, 2, 3]));
+        MemoryTensor {
+            row: TensorRow {
+                name: name.into(),
+                dtype: Dtype::BF16,
+                shape,
+                original_bytes: original,
+                archive_bytes: archive,
+                root_op: root.into(),
+            },
+            program,
+            bytes: vec![1, 0, 2, 0, 3, 0],
+        }
+    };
+    MemorySource::from_tensors(
+        "wide.brv",
+        vec![
+            t(
+                "embeddings.word_embeddings.weight",
+                vec![30522, 384],
+                23_440_896,
+                15_296_101,
+                "merge",
+            ),
+            t("pooler.dense.bias", vec![384], 768, 43, "const"),
+        ],
+    )
+}
+
+/// Bug: at 40 columns the table cut numbers from the left (`23,440,896` showed as
+/// `40,896`) and the name column vanished. Columns go, least useful first, before a
+/// number is cut; the name keeps some characters, losing its middle.
+#[test]
+fn a_narrow_table_drops_columns_and_never_cuts_numbers() {
+    for width in [30u16, 40, 50, 60, 80, 100, 140] {
+        let mut a = App::new(Arc::new(wide_numbers()));
+        let text = screen_text(&mut a, width, 12);
+        let lines: Vec<&str> = text.lines().collect();
+        let header = lines[2];
+        let row = lines[3];
+        let footer = lines
+            .iter()
+            .find(|l| l.contains("total"))
+            .unwrap_or_else(|| panic!("{width}: no footer in\n{text}"));
+        // Every number shown is whole: the digits groups of a value appear whole or
+        // not at all.
+        for (cell, whole) in [
+            (row, "23,440,896"),
+            (row, "15,296,101"),
+            (footer, "23,441,664"),
+            (footer, "15,296,144"),
+        ] {
+            for part in ["440,896", "296,101", "441,664", "296,144"] {
+                if cell.contains(part) && whole.ends_with(part) {
+                    assert!(
+                        cell.contains(whole) || !whole.contains(part),
+                        "{width}: {part} without {whole}:\n{text}"
+                    );
+                }
+            }
+        }
+        for n in ["23,440,896", "15,296,101"] {
+            let cut = &n[n.len() - 6..];
+            assert!(
+                !row.contains(cut) || row.contains(n),
+                "{width}: {n} cut:\n{text}"
+            );
+        }
+        assert!(header.contains("name"), "{width}: no name column:\n{text}");
+        assert!(row.contains("emb"), "{width}: no name:\n{text}");
+        assert!(
+            row.contains("weight") || width < 40,
+            "{width}: the name's end goes last:\n{text}"
+        );
+        if width >= 40 {
+            // The archive bytes and the reduction stay longest.
+            assert!(row.contains("15,296,101"), "{width}:\n{text}");
+        }
+        if width >= 140 {
+            for title in ["dtype", "shape", "original", "root"] {
+                assert!(header.contains(title), "{width}: {title}:\n{text}");
+            }
+            assert!(row.contains("[30522, 384]"), "{width}:\n{text}");
+        }
+    }
+    // At 40 columns: `#`, the name, the archive bytes and the reduction.
+    let mut a = App::new(Arc::new(wide_numbers()));
+    let text = screen_text(&mut a, 40, 8);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        ["#", "▲", "name", "archive", "reduction"],
+        "{text}"
+    );
+    let row: Vec<&str> = lines[3].split_whitespace().collect();
+    assert_eq!(row.len(), 5, "{text}");
+    assert_eq!(row[..2], ["▶", "0"], "{text}");
+    assert!(row[2].starts_with("emb") && row[2].contains('…'), "{text}");
+    assert!(row[2].ends_with("weight"), "{text}");
+    assert_eq!(row[3..], ["15,296,101", "34.75%"], "{text}");
+}
+
+/// Low: the header said "-24.87% smaller" for an archive that grew and "20000 tensors"
+/// without a separator; the CLI says "24.9% larger".
+#[test]
+fn the_header_says_larger_and_separates_thousands() {
+    let grown = |n: usize, original: u64, archive: u64| {
+        let tensors = (0..n)
+            .map(|i| MemoryTensor {
+                row: TensorRow {
+                    name: format!("t{i}"),
+                    dtype: Dtype::BF16,
+                    shape: vec![3],
+                    original_bytes: original,
+                    archive_bytes: archive,
+                    root_op: "lit".into(),
+                },
+                program: Node::lit(&Words::from_u64s(16, &[1, 2, 3])),
+                bytes: vec![1, 0, 2, 0, 3, 0],
+            })
+            .collect();
+        MemorySource::from_tensors("g.brv", tensors)
+    };
+    let mut a = App::new(Arc::new(grown(20_000, 4, 5)));
+    let text = screen_text(&mut a, 160, 6);
+    assert!(
+        text.contains("20,000 tensors · 80,000 → 100,000 bytes · 25.00% larger"),
+        "{text}"
+    );
+    let mut a = App::new(Arc::new(grown(1, 6, 3)));
+    let text = screen_text(&mut a, 160, 6);
+    assert!(
+        text.contains("1 tensor · 6 → 3 bytes · 50.00% smaller"),
+        "{text}"
+    );
 }

@@ -361,7 +361,9 @@ mod tests {
             for n in [0, 1, 7, 8, 9, 63, 64, 1001] {
                 // The first word uses all k bits, so the body packs at exactly k.
                 let v: Vec<u64> = (0..n as u64)
-                    .map(|i| ((i * 2_654_435_761 >> 7) | u64::from(i == 0) * 15) & ((1 << k) - 1))
+                    .map(|i| {
+                        (((i * 2_654_435_761) >> 7) | (u64::from(i == 0) * 15)) & ((1 << k) - 1)
+                    })
                     .collect();
                 let b = body(&v, width);
                 let want = if n == 0 { 0 } else { k };

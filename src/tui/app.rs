@@ -9,7 +9,7 @@ use super::worker::{self, JobHandle, Msg, Outcome, SearchResult, Worker};
 use crate::dsl::program_len;
 use crate::synth::{synthesize_in_regions, Prior, SearchOptions};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -104,6 +104,9 @@ pub struct Loading {
     pub output: String,
     /// The job.
     pub job: JobHandle,
+    /// Set when `x` or `q` came after the archive was already moved into place: the job
+    /// runs on and the archive is opened, saying so.
+    pub too_late: bool,
 }
 
 /// The program tree's expansion and cursor, for one tensor.
@@ -197,6 +200,9 @@ pub struct SearchState {
     pub form_note: Option<String>,
     /// The running search: tensor and job.
     pub running: Option<(usize, JobHandle)>,
+    /// Set when `x` asked the running search to stop: it stops at its next expansion
+    /// and its best program so far becomes the result, marked cancelled.
+    pub stopping: bool,
     /// Expansions done by the running (or last) search, updated by the search itself.
     pub expansions: Arc<AtomicU64>,
     /// The tensor the running search, the last result and the last write belong to.
@@ -331,6 +337,7 @@ impl App {
                 form_error: None,
                 form_note: None,
                 running: None,
+                stopping: false,
                 expansions: Arc::new(AtomicU64::new(0)),
                 tensor: None,
                 result: None,
@@ -360,6 +367,7 @@ impl App {
             input,
             output,
             job: handle,
+            too_late: false,
         });
     }
 
@@ -485,11 +493,19 @@ impl App {
     pub fn apply(&mut self, action: Action) {
         if self.source.is_none() {
             // Quitting or cancelling while the archive is made ends the session as
-            // the user asked: not an error, though no archive is written.
+            // the user asked: not an error, and no archive is written. Unless the job
+            // already moved the archive into place: then it is opened, saying so.
             if matches!(action, Action::Quit | Action::Cancel) {
-                if let Some(l) = self.loading.take() {
-                    l.job.cancel();
-                    self.exit_note = Some("cancelled: no archive was written".into());
+                match self.loading.as_mut() {
+                    Some(l) if l.job.cancel_unless_committed() => {
+                        l.too_late = true;
+                        return;
+                    }
+                    Some(_) => {
+                        self.loading = None;
+                        self.exit_note = Some("cancelled: no archive was written".into());
+                    }
+                    None => {}
                 }
                 self.quit = true;
             }
@@ -938,7 +954,11 @@ impl App {
 
     fn start_search(&mut self) {
         if self.search.running.is_some() {
-            self.status = "a search is already running (x cancels it)".into();
+            self.status = if self.search.stopping {
+                "the search is stopping: its best program so far comes next".into()
+            } else {
+                "a search is already running (x cancels it)".into()
+            };
             return;
         }
         let (Some(source), Some(t)) = (self.source.clone(), self.selected_tensor()) else {
@@ -996,9 +1016,8 @@ impl App {
                 ctx.progress(0, opts.budget.saturating_mul(regions), "searching");
                 let start = Instant::now();
                 let new = synthesize_in_regions(&words, Some(row.dtype), &opts, &prior, region);
-                if ctx.cancelled() {
-                    return Err("cancelled".to_string());
-                }
+                // Stopped by `x`: as if the budget ran out, with the best program so far.
+                let cancelled = ctx.cancelled() && new.stats.budget_exhausted;
                 opts.control = crate::synth::SearchControl::default();
                 Ok(Box::new(SearchResult {
                     tensor: t,
@@ -1007,11 +1026,13 @@ impl App {
                     old: (old, old_bytes),
                     new,
                     elapsed: start.elapsed(),
+                    cancelled,
                 }))
             })();
             Outcome::Searched(r)
         });
         self.search.running = Some((t, handle));
+        self.search.stopping = false;
     }
 
     /// Opens the write prompt with a default path next to the archive that does not
@@ -1138,16 +1159,16 @@ impl App {
 
     /// Cancels the running search and verification. Each view shows its own
     /// "cancelled"; the status line says it only for a job whose view is not shown.
+    ///
+    /// A cancelled search is not forgotten: it polls its flag once per expansion and
+    /// stops as if its budget ran out, and its best program so far arrives through
+    /// [`App::pump`] as the result, marked cancelled (and `w` writes it as any other).
     fn cancel(&mut self) {
         let mut any = false;
         let mut unseen = Vec::new();
-        if let Some((_, h)) = self.search.running.take() {
-            // The search polls this flag once per expansion and stops.
+        if let Some((_, h)) = &self.search.running {
             h.cancel();
-            self.search.result = Some(Err(format!(
-                "cancelled after {} expansions",
-                crate::tui::inspect::thousands(self.search.expansions.load(Ordering::Relaxed))
-            )));
+            self.search.stopping = true;
             any = true;
             if self.view != View::Search {
                 unseen.push("search");
@@ -1243,6 +1264,7 @@ impl App {
                     self.cache(t, Err(what.clone()));
                 }
                 if self.search.running.take_if(|(_, h)| h.id == id).is_some() {
+                    self.search.stopping = false;
                     self.search.result = Some(Err(what.clone()));
                 }
                 if self.search.writing.take_if(|h| h.id == id).is_some() {
@@ -1258,7 +1280,12 @@ impl App {
                     let l = self.loading.take();
                     match r {
                         Ok(s) => {
-                            if let Some(l) = l {
+                            if let Some(l) = l.as_ref().filter(|l| l.too_late) {
+                                self.status = format!(
+                                    "too late to cancel: the archive was already written to {}",
+                                    super::escape_name(&l.output)
+                                );
+                            } else if let Some(l) = l {
                                 let n = s.rows().len();
                                 self.status = format!(
                                     "compressed {} ({} tensor{}) into {} in {:.1} s",
@@ -1297,7 +1324,15 @@ impl App {
                     .is_some_and(|(_, h)| h.id == id)
                 {
                     self.search.running = None;
-                    self.search.result = Some(r);
+                    let stopped = std::mem::take(&mut self.search.stopping);
+                    self.search.result = Some(match r {
+                        // Stopped before the search began (while calibrating the prior
+                        // or decoding the tensor): nothing was found.
+                        Err(e) if stopped && e == "cancelled" => {
+                            Err("cancelled before the search began: nothing found".into())
+                        }
+                        r => r,
+                    });
                     if let Some(t) = self
                         .search
                         .tensor

@@ -250,7 +250,7 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
                 _ => w
                     .iter()
                     .enumerate()
-                    .map(|(j, b)| format!("field {} ({b} bits) of {role}", j + 1))
+                    .map(|(j, &b)| format!("field {} ({}) of {role}", j + 1, bits(u64::from(b))))
                     .collect(),
             }
         }
@@ -297,7 +297,7 @@ pub fn float_bits_role(layout: [u32; 3], hi: u32, lo: u32) -> String {
         } else if a == flo {
             format!("the low {k} {name} bit{}", if k == 1 { "" } else { "s" })
         } else {
-            format!("{k} middle {name} bits")
+            format!("{k} middle {name} bit{}", if k == 1 { "" } else { "s" })
         });
     }
     match parts.len() {
@@ -602,6 +602,11 @@ pub fn thousands_signed(v: i128) -> String {
 /// `1234567` as `1,234,567`.
 pub fn thousands(v: u64) -> String {
     thousands_digits(&v.to_string())
+}
+
+/// A width in bits as a phrase: `1 bit`, `16 bits`.
+pub fn bits(n: u64) -> String {
+    format!("{n} bit{}", if n == 1 { "" } else { "s" })
 }
 
 fn thousands_digits(s: &str) -> String {

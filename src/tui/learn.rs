@@ -194,9 +194,9 @@ fn explain(n: &Node, out: &[u64]) -> String {
     let ty = n.ty();
     match n.op() {
         Op::Lit(l) => format!(
-            "lit: the decoder reads {} stored words of {} bits ({} codec)",
+            "lit: the decoder reads {} stored words of {} ({} codec)",
             ty.len,
-            ty.width,
+            super::inspect::bits(u64::from(ty.width)),
             l.codec.name()
         ),
         Op::Const(v) => format!("const: the value {v} written {} times", ty.len),

@@ -79,14 +79,35 @@ fn draw_title(frame: &mut Frame, area: Rect, app: &App) {
             Style::default().bold(),
         ),
         Span::raw(format!(
-            "  {} tensors · {} → {} bytes · {:.2}% smaller",
-            src.rows().len(),
+            "  {} · {} → {} bytes · {}",
+            count(src.rows().len() as u64, "tensor"),
             thousands(orig),
             thousands(arch),
-            reduction(orig, arch) * 100.0
+            change(orig, arch)
         )),
     ]);
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// `n` things with a thousands separator and the plural when `n` is not 1:
+/// `1 tensor`, `20,000 tensors`.
+pub fn count(n: u64, what: &str) -> String {
+    format!("{} {what}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
+/// How the archive's size compares with the original's, as the CLI says it:
+/// `34.23% smaller`, `24.87% larger` (an archive can grow), `same size`.
+pub fn change(orig: u64, arch: u64) -> String {
+    let r = reduction(orig, arch) * 100.0;
+    if orig == 0 && arch > 0 {
+        "larger (the original is empty)".to_string()
+    } else if arch > orig {
+        format!("{:.2}% larger", -r)
+    } else if arch == orig {
+        "same size".to_string()
+    } else {
+        format!("{r:.2}% smaller")
+    }
 }
 
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App) {
@@ -118,7 +139,14 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
     let mut spans = Vec::new();
     let running = [
         app.inspecting.as_ref().map(|(_, h)| ("analysing", h)),
-        app.search.running.as_ref().map(|(_, h)| ("searching", h)),
+        app.search.running.as_ref().map(|(_, h)| {
+            let what = if app.search.stopping {
+                "stopping the search"
+            } else {
+                "searching"
+            };
+            (what, h)
+        }),
         app.verify.running.as_ref().map(|h| ("verifying", h)),
     ];
     for (what, h) in running.into_iter().flatten() {

@@ -1,10 +1,14 @@
 //! Long work off the UI thread: each job runs on its own thread and reports progress and
 //! its outcome over a channel the app drains between frames, so the UI stays responsive.
 //!
-//! Cancelling sets the job's flag and forgets the job at once: its messages are ignored
-//! from then on. Jobs poll the flag and stop soon: a search once per expansion (through
-//! [`crate::synth::SearchControl`]), a verification between tensors
-//! ([`crate::archive::verify_until`]), an analysis between its steps.
+//! Cancelling sets the job's flag. Jobs poll the flag and stop soon: a search once per
+//! expansion (through [`crate::synth::SearchControl`]), a verification between tensors
+//! ([`crate::archive::verify_until`]), an analysis between its steps. The app forgets a
+//! cancelled job at once, except a search, whose best program so far it waits for and
+//! shows (as `synthesize` returns it when stopped). A job whose last
+//! step cannot be undone (moving a finished archive into place) takes it through
+//! [`JobCtx::commit`], so that a cancel is either in time to prevent that step or knows
+//! it came too late ([`JobHandle::cancel_unless_committed`]).
 
 use super::inspect::Inspection;
 use super::model::{Source, VerifyOutcome};
@@ -12,7 +16,7 @@ use crate::dsl::Node;
 use crate::synth::{SearchOptions, Synthesis};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running job, as the app holds it.
@@ -21,6 +25,8 @@ pub struct JobHandle {
     /// Job number; messages carry it.
     pub id: u64,
     cancel: Arc<AtomicBool>,
+    /// Whether the job took its step that cannot be undone ([`JobCtx::commit`]).
+    committed: Arc<Mutex<bool>>,
     /// When it started.
     pub started: Instant,
     /// Latest progress: `(done, total, what)`; `total == 0` means unknown.
@@ -31,6 +37,17 @@ impl JobHandle {
     /// Asks the job to stop.
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks the job to stop unless it already committed its step that cannot be undone
+    /// ([`JobCtx::commit`]); returns whether it had (the cancel came too late, and the
+    /// job runs on to its outcome). Waits while the job is taking that step.
+    pub fn cancel_unless_committed(&self) -> bool {
+        let committed = self.committed.lock().unwrap_or_else(|p| p.into_inner());
+        if !*committed {
+            self.cancel();
+        }
+        *committed
     }
 
     /// Seconds since the job started.
@@ -53,6 +70,7 @@ impl JobHandle {
 pub struct JobCtx {
     id: u64,
     cancel: Arc<AtomicBool>,
+    committed: Arc<Mutex<bool>>,
     tx: Sender<Msg>,
 }
 
@@ -60,6 +78,19 @@ impl JobCtx {
     /// Whether the job was cancelled.
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Runs `step`, a step that cannot be undone, unless the job was cancelled; returns
+    /// `None` without running it when it was. A cancel either comes before (and `step`
+    /// never runs) or waits until `step` is done and learns that it ran
+    /// ([`JobHandle::cancel_unless_committed`]).
+    pub fn commit<T>(&self, step: impl FnOnce() -> T) -> Option<T> {
+        let mut committed = self.committed.lock().unwrap_or_else(|p| p.into_inner());
+        if self.cancelled() {
+            return None;
+        }
+        *committed = true;
+        Some(step())
     }
 
     /// The job's cancel flag, to hand to a library call that polls it.
@@ -93,6 +124,9 @@ pub struct SearchResult {
     pub new: Synthesis,
     /// How long the search took.
     pub elapsed: Duration,
+    /// Whether `x` stopped the search before its budget ran out: `new` is then the best
+    /// program found so far (still exact, and writable like any other result).
+    pub cancelled: bool,
 }
 
 /// A job's outcome.
@@ -172,9 +206,11 @@ impl Worker {
         let id = self.next;
         self.next += 1;
         let cancel = Arc::new(AtomicBool::new(false));
+        let committed = Arc::new(Mutex::new(false));
         let ctx = JobCtx {
             id,
             cancel: cancel.clone(),
+            committed: committed.clone(),
             tx: self.tx.clone(),
         };
         std::thread::Builder::new()
@@ -195,6 +231,7 @@ impl Worker {
         JobHandle {
             id,
             cancel,
+            committed,
             started: Instant::now(),
             progress: (0, 0, String::new()),
         }

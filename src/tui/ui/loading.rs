@@ -67,5 +67,10 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             .label(label),
         gauge,
     );
-    frame.render_widget(Paragraph::new(" x/Esc cancel   q quit"), keys);
+    let keys_text = if l.too_late {
+        " too late to cancel: the archive is written; opening it"
+    } else {
+        " x/Esc cancel   q quit"
+    };
+    frame.render_widget(Paragraph::new(keys_text), keys);
 }

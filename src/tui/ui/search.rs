@@ -173,13 +173,14 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             thousands(app.search.form.opts.budget),
             h.elapsed().as_secs_f64()
         );
+        let title = if app.search.stopping {
+            " stopping: the best program so far comes next "
+        } else {
+            " searching (x cancels) "
+        };
         frame.render_widget(
             Gauge::default()
-                .block(
-                    Block::default()
-                        .borders(Borders::ALL)
-                        .title(" searching (x cancels) "),
-                )
+                .block(Block::default().borders(Borders::ALL).title(title))
                 .gauge_style(Style::default().fg(ACCENT))
                 .ratio((done as f64 / budget as f64).clamp(0.0, 1.0))
                 .label(label),
@@ -217,13 +218,20 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
                 .get(r.tensor)
                 .map(|row| escape_name(&row.name).into_owned())
                 .unwrap_or_default();
+            // Stopped by `x`: the best program so far, said before anything else.
+            let sizes = if r.cancelled {
+                format!(
+                    "cancelled after {} expansions: best so far {} B (archive {} B)",
+                    thousands(s.expansions),
+                    thousands(new),
+                    thousands(old)
+                )
+            } else {
+                format!("archive {} B → new {} B", thousands(old), thousands(new))
+            };
             Line::from(vec![
                 Span::styled(
-                    format!(
-                        "{tname}: archive {} B → new {} B: {verdict}",
-                        thousands(old),
-                        thousands(new)
-                    ),
+                    format!("{tname}: {sizes}: {verdict}"),
                     Style::default()
                         .bold()
                         .fg(if diff < 0 { Color::Green } else { Color::Yellow }),
@@ -236,7 +244,13 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
                     escape_typed(&r.prior),
                     s.expansions,
                     s.candidates,
-                    if s.budget_exhausted { ", budget ran out" } else { "" },
+                    if r.cancelled {
+                        ", stopped by x"
+                    } else if s.budget_exhausted {
+                        ", budget ran out"
+                    } else {
+                        ""
+                    },
                     r.elapsed.as_secs_f64()
                 )),
             ])

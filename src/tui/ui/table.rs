@@ -47,23 +47,26 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         frame.render_widget(Paragraph::new(line), filter_area);
     }
 
-    let header = Row::new(Column::ALL.iter().map(|&c| {
-        let mark = if c == app.sort {
-            if app.reverse {
-                " ▼"
+    let header: Vec<Cell> = Column::ALL
+        .iter()
+        .map(|&c| {
+            let mark = if c == app.sort {
+                if app.reverse {
+                    " ▼"
+                } else {
+                    " ▲"
+                }
             } else {
-                " ▲"
-            }
-        } else {
-            ""
-        };
-        let style = if c == app.sort {
-            Style::default().fg(ACCENT).add_modifier(Modifier::BOLD)
-        } else {
-            Style::default().add_modifier(Modifier::BOLD)
-        };
-        Cell::from(Line::from(format!("{}{mark}", c.title())).alignment(align(c))).style(style)
-    }));
+                ""
+            };
+            let style = if c == app.sort {
+                Style::default().fg(ACCENT).add_modifier(Modifier::BOLD)
+            } else {
+                Style::default().add_modifier(Modifier::BOLD)
+            };
+            Cell::from(Line::from(format!("{}{mark}", c.title())).alignment(align(c))).style(style)
+        })
+        .collect();
 
     let rows = app.rows();
     let texts: Vec<[String; 8]> = app
@@ -99,48 +102,62 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         format!("{:.2}%", reduction(o, a) * 100.0),
         String::new(),
     ];
-    // Every column but the name is as wide as its widest value (or its title with the
-    // sort mark), so numbers are never cut; the name takes what is left.
-    let widths: Vec<Constraint> = Column::ALL
+    // Every column but the name is as wide as its widest value (or its title, with the
+    // sort mark on the sort column), so numbers are never cut; the name takes what is
+    // left. On a narrow terminal the columns lose their padding, then whole columns go,
+    // least useful first, until the name keeps at least NAME_MIN columns.
+    let natural: Vec<usize> = Column::ALL
         .iter()
         .enumerate()
         .map(|(k, &c)| {
-            if c == Column::Name {
-                return Constraint::Fill(1);
-            }
-            let w = texts
+            texts
                 .iter()
                 .map(|t| t[k].as_str())
                 .chain(std::iter::once(totals[k].as_str()))
                 .map(text_width)
-                .chain([text_width(c.title()) + 2, min_width(c)])
+                .chain(std::iter::once(
+                    text_width(c.title()) + if c == app.sort { 2 } else { 0 },
+                ))
                 .max()
-                .unwrap_or(0);
-            Constraint::Length(w as u16)
+                .unwrap_or(0)
         })
         .collect();
-    // The name column gets what the others leave (the highlight symbol takes 2 columns,
-    // each gap 1); longer names lose their middle, not their distinguishing end.
-    let fixed: usize = widths
-        .iter()
-        .map(|w| match w {
-            Constraint::Length(n) => usize::from(*n),
-            _ => 0,
-        })
-        .sum();
-    let name_w = usize::from(table_area.width).saturating_sub(fixed + 2 + Column::ALL.len() - 1);
+    let shown = shown_columns(usize::from(table_area.width), &natural, app.sort);
     let name_k = Column::ALL
         .iter()
         .position(|&c| c == Column::Name)
         .unwrap_or(1);
+    let widths: Vec<Constraint> = shown
+        .columns
+        .iter()
+        .map(|&k| {
+            if k == name_k {
+                Constraint::Length(shown.name as u16)
+            } else {
+                Constraint::Length(shown.widths[k] as u16)
+            }
+        })
+        .collect();
+    let header = Row::new(shown.columns.iter().map(|&k| header[k].clone()));
+    let pick = |t: [String; 8]| -> Vec<(Column, String)> {
+        let mut t = t.map(Some);
+        shown
+            .columns
+            .iter()
+            .map(|&k| (Column::ALL[k], t[k].take().unwrap_or_default()))
+            .collect()
+    };
+    // Longer names lose their middle, not their distinguishing end.
     let body: Vec<Row> = texts
         .into_iter()
         .map(|mut t| {
-            t[name_k] = super::fit_middle(&t[name_k], name_w);
-            Row::new(Column::ALL.iter().zip(t).map(|(&c, s)| cell(c, s)))
+            t[name_k] = super::fit_middle(&t[name_k], shown.name);
+            Row::new(pick(t).into_iter().map(|(c, s)| cell(c, s)))
         })
         .collect();
-    let footer = Row::new(Column::ALL.iter().zip(totals).map(|(&c, s)| {
+    let mut totals = totals;
+    totals[name_k] = super::fit_end(&totals[name_k], shown.name);
+    let footer = Row::new(pick(totals).into_iter().map(|(c, s)| {
         if c == Column::Name {
             Cell::from(s)
         } else {
@@ -182,6 +199,79 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             Paragraph::new(msg).style(Style::default().fg(Color::DarkGray)),
             r,
         );
+    }
+}
+
+/// Fewest columns the name keeps before other columns go.
+const NAME_MIN: usize = 12;
+
+/// Columns other than the name in the order they go when the terminal is too narrow:
+/// the least useful first, the archive bytes last. The sort column goes only after all
+/// the others.
+const DROP_ORDER: [Column; 7] = [
+    Column::Root,
+    Column::Dtype,
+    Column::Shape,
+    Column::Index,
+    Column::Original,
+    Column::Reduction,
+    Column::Archive,
+];
+
+/// The table's layout for a width: which columns show and how wide each is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Shown {
+    /// Indices into [`Column::ALL`] of the columns shown, in display order.
+    columns: Vec<usize>,
+    /// Width of every column (indexed as [`Column::ALL`]; the name's is unused).
+    widths: Vec<usize>,
+    /// Width of the name column.
+    name: usize,
+}
+
+/// The columns that fit `width` cells given each column's `natural` width (its widest
+/// value or title, indexed as [`Column::ALL`]): every column padded to [`min_width`]
+/// when that leaves the name [`NAME_MIN`] columns, otherwise unpadded and without the
+/// columns that do not fit, dropped in [`DROP_ORDER`] (the `sort` column last). A
+/// number column is never narrower than its values, so numbers are never cut; at the
+/// very least the name is shown alone.
+fn shown_columns(width: usize, natural: &[usize], sort: Column) -> Shown {
+    // The highlight symbol takes 2 cells; columns are 1 cell apart.
+    let room = width.saturating_sub(2);
+    let need = |cols: &[usize], widths: &[usize]| -> usize {
+        cols.iter()
+            .filter(|&&k| Column::ALL[k] != Column::Name)
+            .map(|&k| widths[k])
+            .sum::<usize>()
+            + cols.len().saturating_sub(1)
+    };
+    let all: Vec<usize> = (0..Column::ALL.len()).collect();
+    let padded: Vec<usize> = Column::ALL
+        .iter()
+        .zip(natural)
+        .map(|(&c, &n)| n.max(min_width(c)))
+        .collect();
+    if need(&all, &padded) + NAME_MIN <= room {
+        return Shown {
+            name: room - need(&all, &padded),
+            columns: all,
+            widths: padded,
+        };
+    }
+    let mut order: Vec<Column> = DROP_ORDER.iter().copied().filter(|&c| c != sort).collect();
+    order.extend(DROP_ORDER.iter().copied().filter(|&c| c == sort));
+    let mut columns = all;
+    let mut drop = order.into_iter();
+    while need(&columns, natural) + NAME_MIN > room {
+        let Some(c) = drop.next() else {
+            break;
+        };
+        columns.retain(|&k| Column::ALL[k] != c);
+    }
+    Shown {
+        name: room.saturating_sub(need(&columns, natural)),
+        columns,
+        widths: natural.to_vec(),
     }
 }
 

@@ -64,9 +64,9 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
         Line::from(vec![
             Span::styled(name.to_string(), Style::default().fg(ACCENT).bold()),
             Span::raw(format!(
-                "  {} words of {} bits, program {} bytes",
+                "  {} words of {}, program {} bytes",
                 thousands(w.words),
-                w.width,
+                super::super::inspect::bits(u64::from(w.width)),
                 thousands(ins.total_bytes)
             )),
         ]),
