@@ -461,3 +461,125 @@ fn decompress_force_refuses_a_link_to_a_folder_as_cannot_replace() {
     std::fs::remove_file(&link).unwrap();
     assert_eq!(tree(&restored), before);
 }
+
+/// `compress DIR -o X --force` replaces `X` only when it is a previous archive folder
+/// holding nothing but what its manifest lists: found by a tester, any folder holding a
+/// file named `brevis-folder.json` (valid or not) was deleted with everything in it, and a
+/// real archive folder lost a file the user had added to it.
+#[test]
+fn compress_force_keeps_folders_with_foreign_files_even_beside_a_manifest() {
+    if !Path::new(SHARDS).is_dir() {
+        eprintln!("skipped: {SHARDS} is missing");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let ckpt = shards_copy(root, "ckpt");
+    let force = Path::new("--force");
+    // A folder with a fake manifest and user files.
+    let victim = root.join("victim");
+    std::fs::create_dir_all(victim.join("deep")).unwrap();
+    std::fs::write(victim.join("brevis-folder.json"), b"{}").unwrap();
+    std::fs::write(victim.join("important.txt"), b"important\n").unwrap();
+    std::fs::write(victim.join("deep/data.bin"), b"keep\n").unwrap();
+    // A real archive folder with one file the user added.
+    let archive = root.join("ckpt.brv");
+    let ok = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    std::fs::write(archive.join("added-later.safetensors"), b"user data\n").unwrap();
+    let before = tree(root);
+    for (out_dir, words) in [
+        (&victim, vec!["victim", "not a valid manifest"]),
+        (
+            &archive,
+            vec!["ckpt.brv", "added-later.safetensors", "not part of"],
+        ),
+    ] {
+        let out = brevis(&[
+            Path::new("compress"),
+            &ckpt,
+            Path::new("-o"),
+            out_dir,
+            force,
+        ]);
+        one_error_line(&out, &words);
+        assert_eq!(
+            tree(root),
+            before,
+            "{} changed the files",
+            out_dir.display()
+        );
+    }
+    // Without the added file, the archive folder is replaced.
+    std::fs::remove_file(archive.join("added-later.safetensors")).unwrap();
+    let again = brevis(&[
+        Path::new("compress"),
+        &ckpt,
+        Path::new("-o"),
+        &archive,
+        force,
+    ]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+/// `calibrate` writes its prior as every other output is written (found by a tester: it
+/// used a plain write): never over its input, never through a link (dangling or not),
+/// and through a temporary file.
+#[test]
+fn calibrate_never_writes_over_its_input_or_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.safetensors");
+    std::fs::copy(SMALL, &input).unwrap();
+    let original = std::fs::read(&input).unwrap();
+    let force = Path::new("--force");
+    let cal = Path::new("calibrate");
+    let o = Path::new("-o");
+    let out = brevis(&[cal, &input, o, &input, force]);
+    one_error_line(&out, &["in.safetensors"]);
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&input, &link).unwrap();
+    let out = brevis(&[cal, &input, o, &link, force]);
+    one_error_line(&out, &["link.json", "is the input"]);
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, b"keep\n").unwrap();
+    let link2 = dir.path().join("link2.json");
+    std::os::unix::fs::symlink(&other, &link2).unwrap();
+    let out = brevis(&[cal, &input, o, &link2, force]);
+    one_error_line(&out, &["link2.json", "symbolic link"]);
+    assert_eq!(std::fs::read(&other).unwrap(), b"keep\n");
+    let dangling = dir.path().join("dangling.json");
+    let target = dir.path().join("created-through-link.json");
+    std::os::unix::fs::symlink(&target, &dangling).unwrap();
+    let out = brevis(&[cal, &input, o, &dangling]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!target.exists(), "wrote through a dangling link");
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        original,
+        "the input changed"
+    );
+    // A plain new file is written, and replaced only with --force.
+    let prior = dir.path().join("prior.json");
+    assert!(brevis(&[cal, &input, o, &prior]).status.success());
+    assert!(std::fs::read_to_string(&prior)
+        .unwrap()
+        .contains("\"schema\""));
+    one_error_line(
+        &brevis(&[cal, &input, o, &prior]),
+        &["prior.json", "exists"],
+    );
+    assert!(brevis(&[cal, &input, o, &prior, force]).status.success());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 6, "temporary files left: {names:?}");
+}

@@ -561,21 +561,51 @@ pub fn compress_folder(
         let dir = path.parent().unwrap_or(input);
         check_index(dir, &path)?;
     }
-    // `--force` replaces a folder only if it is a previous archive folder (or empty).
+    // `--force` replaces a folder only if it is empty or a previous archive folder that
+    // holds nothing but its manifest and the files the manifest lists.
     check_folder_output(input, output, opts.force, |dir| {
         let empty = fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none());
-        if empty || dir.join(MANIFEST_NAME).is_file() {
+        if empty {
             return Ok(());
         }
-        Err(other(
-            dir,
-            "cannot replace",
-            format!(
-                "is a folder but not a brevis folder archive (it has no {MANIFEST_NAME}); \
-                 --force replaces only a previous archive folder, so remove it first if \
-                 you mean to"
-            ),
-        ))
+        let refuse = |why: String| {
+            Err(other(
+                dir,
+                "cannot replace",
+                format!(
+                    "{why}; --force replaces only a previous archive folder, so remove it \
+                     first if you mean to"
+                ),
+            ))
+        };
+        if !dir.join(MANIFEST_NAME).is_file() {
+            return refuse(format!(
+                "is a folder but not a brevis folder archive (it has no {MANIFEST_NAME})"
+            ));
+        }
+        let previous = match Folder::open(dir) {
+            Ok(f) => f,
+            Err(e) => {
+                return refuse(format!(
+                    "is a folder whose {MANIFEST_NAME} is not a valid manifest ({e})"
+                ))
+            }
+        };
+        let ours: BTreeSet<&str> = previous
+            .files
+            .iter()
+            .map(|f| f.archive.as_deref().unwrap_or(&f.path))
+            .chain([MANIFEST_NAME])
+            .collect();
+        match list_files(dir, Walk::Replace)?
+            .into_iter()
+            .find(|f| !ours.contains(f.as_str()))
+        {
+            None => Ok(()),
+            Some(f) => refuse(format!(
+                "holds {f:?}, which is not part of the archive folder its manifest describes"
+            )),
+        }
     })?;
     let names: BTreeSet<String> = files.iter().cloned().collect();
     for f in files.iter().filter(|f| is_shard(f)) {

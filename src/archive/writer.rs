@@ -571,7 +571,10 @@ fn is_a_directory() -> io::Error {
 /// even with `force`, one that is not a regular file: a symbolic link (the finished file
 /// would replace the link, not its target) or a device, FIFO or socket (it would be
 /// replaced by a regular file; `/dev/null` among them).
-pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
+///
+/// # Errors
+/// [`Error::SameFile`], [`Error::OutputExists`] or [`Error::Io`] naming `output`.
+pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
     let Ok(link_meta) = fs::symlink_metadata(output) else {
         return Ok(());
     };
@@ -751,6 +754,24 @@ pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) 
         let _ = File::open(dir).and_then(|d| d.sync_all());
     }
     Ok(())
+}
+
+/// Writes `bytes` to `output` under the rules every command's output follows: never the
+/// file `input` (even through another name), never a symbolic link (dangling or not), a
+/// device or a folder; an existing file only with `force`; written to a temporary file
+/// beside `output`, synced and renamed into place, so `output` is never partial.
+///
+/// # Errors
+/// [`Error::SameFile`], [`Error::OutputExists`] or [`Error::Io`] naming `output`.
+pub fn write_output_file(input: &Path, output: &Path, force: bool, bytes: &[u8]) -> Result<()> {
+    check_output(input, output, force)?;
+    let mut tmp = temp_beside(output)?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io(output, "cannot write", e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(output, "cannot sync", e))?;
+    persist(tmp, output, force)
 }
 
 #[cfg(test)]

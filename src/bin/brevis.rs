@@ -1508,20 +1508,16 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
 }
 
 fn calibrate(a: CalibrateArgs) -> Result<Outcome> {
-    if a.output.exists() && !a.force {
-        return Err(brevis::Error::OutputExists {
-            path: a.output.clone(),
-        }
-        .into());
-    }
+    // Refused before the work, and checked again when writing.
+    brevis::archive::writer::check_output(&a.input, &a.output, a.force)?;
     let bytes =
         std::fs::read(&a.input).map_err(|e| brevis::Error::io(&a.input, "cannot read", e))?;
     let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(&a.input, e))?;
     let start = Instant::now();
     let prior = brevis::archive::writer::calibrate_source(&src, &a.input);
     let secs = start.elapsed().as_secs_f64();
-    std::fs::write(&a.output, prior.to_json() + "\n")
-        .map_err(|e| brevis::Error::io(&a.output, "cannot write", e))?;
+    let json = prior.to_json() + "\n";
+    brevis::archive::writer::write_output_file(&a.input, &a.output, a.force, json.as_bytes())?;
     eprintln!(
         "{}: {} contexts in {secs:.2}s ({})",
         a.output.display(),
