@@ -148,6 +148,13 @@ pub enum SourceError {
     /// The file starts with the Brevis archive magic: it is an archive, not a source.
     #[error("is a Brevis archive, not a .safetensors file")]
     BrevisArchive,
+    /// The header length field does not fit the file, and the file starts like another
+    /// known format (JSON, a Git LFS pointer, a zip or pickle PyTorch checkpoint).
+    #[error("{what}, not a .safetensors file (its first bytes are not a header length)")]
+    OtherFormat {
+        /// What the file looks like (`looks like a JSON file`, ...).
+        what: &'static str,
+    },
     /// The file cannot hold the 8-byte header length field.
     #[error("file is {len} bytes, shorter than the 8-byte header length field")]
     TooShort {

@@ -560,3 +560,58 @@ fn bench_report_requires_json() {
     ]));
     assert!(v["files"][0]["search"]["tensors"].is_array(), "{v}");
 }
+
+/// Inputs of the wrong kind for `compress` and `bench`, found by a tester: a folder
+/// archive (or its manifest) to `compress` blamed missing shards; a JSON file, a header
+/// length; a folder without shards was archived as an empty checkpoint; `bench` on a folder
+/// whose index names a missing shard measured the rest; `bench --ablation --json` printed
+/// markdown.
+#[test]
+fn compress_and_bench_name_wrong_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = shard_folder(dir.path());
+    let archive = dir.path().join("ckpt.brv");
+    let o = brevis([
+        OsStr::new("compress"),
+        ckpt.as_os_str(),
+        OsStr::new("-o"),
+        archive.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest = archive.join("brevis-folder.json");
+    for input in [&archive, &manifest] {
+        let o = brevis([OsStr::new("compress"), input.as_os_str()]);
+        fails_with(&o, 1, &["is a Brevis folder archive", "brevis decompress"]);
+    }
+    let index = ckpt.join("model.safetensors.index.json");
+    let o = brevis([
+        OsStr::new("calibrate"),
+        index.as_os_str(),
+        OsStr::new("-o"),
+        OsStr::new("/nonexistent/p.json"),
+    ]);
+    fails_with(&o, 1, &["looks like a JSON file, not a .safetensors file"]);
+    let empty = dir.path().join("configs");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(empty.join("config.json"), b"{}").unwrap();
+    let o = brevis([OsStr::new("compress"), empty.as_os_str()]);
+    fails_with(&o, 1, &["configs", "holds no .safetensors file"]);
+    assert!(!dir.path().join("configs.brv").exists());
+    let missing = dir.path().join("missing");
+    std::fs::create_dir(&missing).unwrap();
+    for e in std::fs::read_dir(case("B28_shards_missing")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), missing.join(e.file_name())).unwrap();
+    }
+    let o = brevis([OsStr::new("bench"), missing.as_os_str()]);
+    fails_with(&o, 1, &["model-00002-of-00002.safetensors"]);
+    for extra in ["--json", "--budget=3", "--uniform"] {
+        let o = brevis([
+            OsStr::new("bench"),
+            OsStr::new("--ablation"),
+            OsStr::new(extra),
+            index.as_os_str(),
+        ]);
+        fails_with(&o, 2, &["cannot be used with"]);
+    }
+}

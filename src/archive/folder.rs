@@ -162,10 +162,13 @@ pub fn not_an_archive(path: &Path) -> Option<Error> {
 ///
 /// # Errors
 /// [`Error::Io`] naming the entry if the folder cannot be listed or holds a link to a
-/// folder, a broken link or a special file; [`Error::Io`] naming the folder if it holds
-/// no `.safetensors` file.
+/// folder, a broken link or a special file; as [`check_index`] if a shard index names a
+/// missing shard or tensor; [`Error::Io`] naming the folder if it holds no `.safetensors`
+/// file.
 pub fn shard_paths(folder: &Path) -> Result<Vec<PathBuf>> {
-    let shards: Vec<PathBuf> = list_files(folder, Walk::Bench)?
+    let files = list_files(folder, Walk::Bench)?;
+    check_indexes(folder, &files)?;
+    let shards: Vec<PathBuf> = files
         .into_iter()
         .filter(|f| is_shard(f))
         .map(|f| folder.join(f))
@@ -178,6 +181,17 @@ pub fn shard_paths(folder: &Path) -> Result<Vec<PathBuf>> {
         ));
     }
     Ok(shards)
+}
+
+/// [`check_index`] for every shard index (`*.index.json`) among `files`, the relative
+/// paths of the files under `root`.
+fn check_indexes(root: &Path, files: &[String]) -> Result<()> {
+    for index in files.iter().filter(|f| f.ends_with(".index.json")) {
+        let path = root.join(index);
+        let dir = path.parent().unwrap_or(root);
+        check_index(dir, &path)?;
+    }
+    Ok(())
 }
 
 /// `x/` -> `x.brv/`.
@@ -556,11 +570,15 @@ pub fn compress_folder(
         return Err(other(input, "cannot read", "not a folder".to_string()));
     }
     let files = list_files(input, Walk::Archive)?;
-    for index in files.iter().filter(|f| f.ends_with(".index.json")) {
-        let path = input.join(index);
-        let dir = path.parent().unwrap_or(input);
-        check_index(dir, &path)?;
+    if !files.iter().any(|f| is_shard(f)) {
+        return Err(other(
+            input,
+            "cannot archive",
+            "the folder holds no .safetensors file (brevis compresses checkpoint folders)"
+                .to_string(),
+        ));
     }
+    check_indexes(input, &files)?;
     // `--force` replaces a folder only if it is empty or a previous archive folder that
     // holds nothing but its manifest and the files the manifest lists.
     check_folder_output(input, output, opts.force, |dir| {

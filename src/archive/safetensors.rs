@@ -171,6 +171,23 @@ pub fn looks_like_safetensors(prefix: &[u8], file_len: u64) -> bool {
     fits && first == Some(&b'{')
 }
 
+/// What a file whose header length field does not fit looks like, if it starts like a
+/// format people mistake for `.safetensors`.
+fn other_format(bytes: &[u8]) -> Option<&'static str> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if bytes.starts_with(b"version https://git-lfs") {
+        Some("is a Git LFS pointer (fetch the file with `git lfs pull`)")
+    } else if bytes.starts_with(b"PK\x03\x04") {
+        Some("is a zip archive (a PyTorch .bin/.pt checkpoint?)")
+    } else if bytes.first() == Some(&0x80) && bytes.get(1).is_some_and(|p| (2..=5).contains(p)) {
+        Some("is a Python pickle (a PyTorch .bin/.pt checkpoint?)")
+    } else if matches!(first, Some(b'{' | b'[')) {
+        Some("looks like a JSON file")
+    } else {
+        None
+    }
+}
+
 /// Parses a whole `.safetensors` file held in `bytes`.
 ///
 /// # Errors
@@ -191,6 +208,12 @@ pub fn parse(bytes: &[u8]) -> Result<SourceFile<'_>, SourceError> {
         return Err(SourceError::HeaderLenZero);
     }
     let available = file_len - 8;
+    // Text, zip and pickle files start with bytes that read as a huge length.
+    if header_len > available.max(MAX_HEADER_LEN) {
+        if let Some(what) = other_format(bytes) {
+            return Err(SourceError::OtherFormat { what });
+        }
+    }
     if header_len > available {
         return Err(SourceError::HeaderPastEof {
             declared: header_len,
@@ -611,6 +634,27 @@ mod tests {
 
     fn err(header: &str, data: &[u8]) -> SourceError {
         parse(&file(header, data)).expect_err("must be refused")
+    }
+
+    /// Files people mistake for `.safetensors` are named for what they are, from their
+    /// first bytes, once the header length is seen not to fit.
+    #[test]
+    fn other_formats_are_named() {
+        let what = |b: &[u8]| match parse(b) {
+            Err(SourceError::OtherFormat { what }) => what,
+            other => panic!("expected OtherFormat, got {:?}", other.err()),
+        };
+        assert!(what(b"{\"metadata\": {}, \"weight_map\": {}}").contains("JSON"));
+        assert!(
+            what(b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\n").contains("LFS")
+        );
+        assert!(what(b"PK\x03\x04\x00\x00\x08\x00archive/data.pkl").contains("zip"));
+        assert!(what(b"\x80\x02\x8a\x0alf\xfc\x9cF\xf9 j\xa8").contains("pickle"));
+        // A plausible header length is read as one, whatever follows.
+        assert!(matches!(
+            parse(b"\x7b\x00\x00\x00\x00\x00\x00\x00{}"),
+            Err(SourceError::HeaderPastEof { declared: 123, .. })
+        ));
     }
 
     #[test]

@@ -282,8 +282,9 @@ struct BenchArgs {
     #[arg(long, requires = "json")]
     report: bool,
     /// Print the search ablation table (markdown): budgets 0, 1, 6, 32, 256 with uniform
-    /// and calibrated priors, and depth first to the first complete program
-    #[arg(long)]
+    /// and calibrated priors, and depth first to the first complete program (sets its
+    /// own budgets and priors, so it takes none of --budget, --prior, --uniform, --json)
+    #[arg(long, conflicts_with_all = ["budget", "json", "report", "prior", "uniform"])]
     ablation: bool,
     /// Print JSON on stdout
     #[arg(long)]
@@ -531,6 +532,15 @@ impl CompressArgs {
 }
 
 fn compress(a: CompressArgs) -> Result<Outcome> {
+    if folder::compressed_folder(&a.input).is_some() {
+        return Err(brevis::Error::WrongKind {
+            path: a.input.clone(),
+            found: "a Brevis folder archive".to_string(),
+            expected: "a .safetensors file or checkpoint folder",
+            command: "brevis decompress",
+        }
+        .into());
+    }
     if let Some(dir) = folder::source_folder(&a.input) {
         return compress_folder(a, &dir);
     }
