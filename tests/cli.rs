@@ -615,3 +615,63 @@ fn compress_and_bench_name_wrong_inputs() {
         fails_with(&o, 2, &["cannot be used with"]);
     }
 }
+
+/// A copied file whose length disagrees with the folder manifest is reported as a length
+/// mismatch (found by a tester: the message showed two equal checksums), and a missing
+/// copied file is named where it is stored, not in the temporary output folder.
+#[test]
+fn folder_copy_damage_names_the_length_and_the_stored_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = shard_folder(dir.path());
+    let archive = dir.path().join("ckpt.brv");
+    let o = brevis([
+        OsStr::new("compress"),
+        ckpt.as_os_str(),
+        OsStr::new("-o"),
+        archive.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest = archive.join("brevis-folder.json");
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let index = "model.safetensors.index.json";
+    let entry = m["files"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|f| f["path"] == index)
+        .unwrap();
+    let bytes = entry["bytes"].as_u64().unwrap();
+    entry["bytes"] = (bytes + 1).into();
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = dir.path().join("restored");
+    let o = brevis([
+        OsStr::new("decompress"),
+        archive.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    let says = format!("({bytes} bytes, the manifest says {})", bytes + 1);
+    fails_with(&o, 3, &[index, &says]);
+    assert!(!out.exists());
+    entry_restore(&manifest, &mut m, index, bytes);
+    std::fs::remove_file(archive.join(index)).unwrap();
+    let o = brevis([
+        OsStr::new("decompress"),
+        archive.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    let stored = archive.join(index);
+    fails_with(&o, 1, &[&format!("{}: cannot read", stored.display())]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains(".brevis-"));
+}
+
+fn entry_restore(manifest: &Path, m: &mut serde_json::Value, path: &str, bytes: u64) {
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["path"] == path {
+            f["bytes"] = bytes.into();
+        }
+    }
+    std::fs::write(manifest, serde_json::to_vec(&*m).unwrap()).unwrap();
+}

@@ -1095,12 +1095,21 @@ impl Folder {
                 }
                 FileKind::Copy => {
                     let src = self.stored_path(f);
-                    fs::copy(&src, &dst).map_err(|e| Error::io(&dst, "cannot copy", e))?;
+                    // Errors name the stored file or the final output, never the
+                    // temporary folder.
+                    fs::metadata(&src).map_err(|e| Error::io(&src, "cannot read", e))?;
+                    fs::copy(&src, &dst)
+                        .map_err(|e| Error::io(&output.join(&f.path), "cannot write", e))?;
                     let (sum, len) = file_checksum(&dst)?;
                     if len != f.bytes || hex(sum) != f.xxh3 {
+                        let region = if len == f.bytes {
+                            "whole file".to_string()
+                        } else {
+                            format!("whole file ({len} bytes, the manifest says {})", f.bytes)
+                        };
                         return Err(Error::Mismatch {
                             path: src,
-                            region: "whole file".to_string(),
+                            region,
                             expected: u64::from_str_radix(&f.xxh3, 16).unwrap_or(0),
                             actual: sum,
                         });
