@@ -750,22 +750,8 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
     } else {
         let mut s = String::new();
         let name = a.input.display();
-        for f in report.failures() {
-            let what = match &f.status {
-                CheckStatus::Mismatch { expected, actual } => {
-                    format!("checksum mismatch (stored {expected:016x}, decoded {actual:016x})")
-                }
-                CheckStatus::Undecodable { what } => format!("cannot decode: {what}"),
-                CheckStatus::Ok => continue,
-            };
-            writeln!(s, "{name}: FAILED: {}: {what}", f.region)?;
-        }
-        if !report.records_intact {
-            writeln!(
-                s,
-                "{name}: FAILED: the archive's records (names, shapes, programs) do not match \
-                 their stored checksum"
-            )?;
+        for line in failure_lines(&report) {
+            writeln!(s, "{name}: FAILED: {line}")?;
         }
         if report.is_ok() {
             writeln!(
@@ -1248,6 +1234,47 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// What `verify` found wrong in one archive, one line per damaged region (`REGION: what`),
+/// then the records' checksum if it does not match.
+fn failure_lines(report: &archive::VerifyReport) -> Vec<String> {
+    let mut out: Vec<String> = report
+        .failures()
+        .filter_map(|f| {
+            let what = match &f.status {
+                CheckStatus::Mismatch { expected, actual } => {
+                    format!("checksum mismatch (stored {expected:016x}, decoded {actual:016x})")
+                }
+                CheckStatus::Undecodable { what } => format!("cannot decode: {what}"),
+                CheckStatus::Ok => return None,
+            };
+            Some(format!("{}: {what}", f.region))
+        })
+        .collect();
+    if !report.records_intact {
+        out.push(
+            "the archive's records (names, shapes, programs) do not match their stored checksum"
+                .to_string(),
+        );
+    }
+    out
+}
+
+/// [`failure_lines`] for one file of a folder archive.
+fn folder_failure_lines(check: &folder::FileCheck) -> Vec<String> {
+    match check {
+        folder::FileCheck::Archive(r) => {
+            let mut lines = failure_lines(r);
+            if lines.is_empty() && !r.file_checksum_ok {
+                lines.push("whole-file checksum does not match".to_string());
+            }
+            lines
+        }
+        folder::FileCheck::Copy { .. } => {
+            vec!["copied file's length or checksum differs from the manifest".to_string()]
+        }
+    }
+}
+
 fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
     let f = folder::Folder::open(dir)?;
     let progress = Progress::new("verify");
@@ -1265,7 +1292,14 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
     if a.json {
         let files: Vec<Value> = checks
             .iter()
-            .map(|(path, c)| json!({"path": path, "ok": c.is_ok()}))
+            .map(|(path, c)| {
+                let failures = if c.is_ok() {
+                    Vec::new()
+                } else {
+                    folder_failure_lines(c)
+                };
+                json!({"path": path, "ok": c.is_ok(), "failures": failures})
+            })
             .collect();
         let against = against.as_ref().zip(a.against.as_ref()).map(|(v, path)| {
             let files: Vec<Value> = v
@@ -1293,9 +1327,14 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
     } else {
         let mut s = String::new();
         let name = dir.display();
-        for (path, c) in &checks {
-            if !c.is_ok() {
-                writeln!(s, "{name}: FAILED: {}", escape_name(path))?;
+        for (path, c) in checks.iter().filter(|(_, c)| !c.is_ok()) {
+            let path = escape_name(path);
+            let lines = folder_failure_lines(c);
+            if lines.is_empty() {
+                writeln!(s, "{name}: FAILED: {path}")?;
+            }
+            for line in lines {
+                writeln!(s, "{name}: FAILED: {path}: {line}")?;
             }
         }
         if checks_ok {
