@@ -384,6 +384,19 @@ fn fails_with(o: &Output, code: i32, fragments: &[&str]) {
     }
 }
 
+/// Compresses the checkpoint folder `ckpt` into the folder archive `archive`; panics if
+/// that fails.
+fn compressed_folder(ckpt: &Path, archive: &Path) -> PathBuf {
+    let o = brevis([
+        OsStr::new("compress"),
+        ckpt.as_os_str(),
+        OsStr::new("-o"),
+        archive.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    archive.to_path_buf()
+}
+
 /// A copy of the two-shard checkpoint case at `dir/ckpt`.
 fn shard_folder(dir: &Path) -> PathBuf {
     let to = dir.join("ckpt");
@@ -570,14 +583,7 @@ fn bench_report_requires_json() {
 fn compress_and_bench_name_wrong_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = shard_folder(dir.path());
-    let archive = dir.path().join("ckpt.brv");
-    let o = brevis([
-        OsStr::new("compress"),
-        ckpt.as_os_str(),
-        OsStr::new("-o"),
-        archive.as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let archive = compressed_folder(&ckpt, &dir.path().join("ckpt.brv"));
     let manifest = archive.join("brevis-folder.json");
     for input in [&archive, &manifest] {
         let o = brevis([OsStr::new("compress"), input.as_os_str()]);
@@ -623,14 +629,7 @@ fn compress_and_bench_name_wrong_inputs() {
 fn folder_copy_damage_names_the_length_and_the_stored_file() {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = shard_folder(dir.path());
-    let archive = dir.path().join("ckpt.brv");
-    let o = brevis([
-        OsStr::new("compress"),
-        ckpt.as_os_str(),
-        OsStr::new("-o"),
-        archive.as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let archive = compressed_folder(&ckpt, &dir.path().join("ckpt.brv"));
     let manifest = archive.join("brevis-folder.json");
     let mut m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
@@ -685,14 +684,7 @@ fn folder_verify_names_the_damaged_tensor() {
     std::fs::create_dir(&ckpt).unwrap();
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
     std::fs::copy(demo, ckpt.join("model.safetensors")).unwrap();
-    let archive = dir.path().join("ckpt.brv");
-    let o = brevis([
-        OsStr::new("compress"),
-        ckpt.as_os_str(),
-        OsStr::new("-o"),
-        archive.as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let archive = compressed_folder(&ckpt, &dir.path().join("ckpt.brv"));
     // One bit in the middle of the shard lands in a tensor's program.
     let shard = archive.join("model.brv");
     let mut b = std::fs::read(&shard).unwrap();
