@@ -132,6 +132,27 @@ impl Error {
         }
     }
 
+    /// The same error naming `to.join(rest)` where it named `from.join(rest)`: a file
+    /// in a temporary folder (`from`) named where it will be once the folder is renamed
+    /// into place (`to`), so that no message names a temporary path. Errors about other
+    /// paths are returned unchanged.
+    pub fn relocated(mut self, from: &Path, to: &Path) -> Error {
+        let path = match &mut self {
+            Error::Io { path, .. }
+            | Error::Source { path, .. }
+            | Error::Archive { path, .. }
+            | Error::Mismatch { path, .. }
+            | Error::OutputExists { path }
+            | Error::SameFile { path }
+            | Error::WrongKind { path, .. }
+            | Error::Internal { path, .. } => path,
+        };
+        if let Ok(rest) = path.strip_prefix(from) {
+            *path = to.join(rest);
+        }
+        self
+    }
+
     /// Whether this error says that decoded bytes differ from what was stored (a failed
     /// verification) rather than that something could not be done.
     pub fn is_mismatch(&self) -> bool {
@@ -418,4 +439,28 @@ pub enum Warning {
         /// What went wrong.
         what: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path inside the temporary folder is named under the output; others are not.
+    #[test]
+    fn relocated_renames_only_paths_under_the_temporary_folder() {
+        let inside = Error::io(
+            Path::new("/d/.brevis-ab12.tmp/sub/s.brv"),
+            "cannot write",
+            io::Error::from(io::ErrorKind::StorageFull),
+        );
+        let moved = inside.relocated(Path::new("/d/.brevis-ab12.tmp"), Path::new("/d/out"));
+        assert!(moved
+            .to_string()
+            .starts_with("/d/out/sub/s.brv: cannot write: "));
+        let outside = Error::OutputExists {
+            path: PathBuf::from("/d/other"),
+        };
+        let same = outside.relocated(Path::new("/d/.brevis-ab12.tmp"), Path::new("/d/out"));
+        assert_eq!(same.to_string(), "/d/other: already exists");
+    }
 }

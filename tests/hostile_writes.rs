@@ -583,3 +583,38 @@ fn calibrate_never_writes_over_its_input_or_through_a_link() {
         .collect();
     assert_eq!(names.len(), 6, "temporary files left: {names:?}");
 }
+
+/// An output whose folder does not exist gets one error line that names the output and
+/// says its folder is missing, for every command that writes a file or a folder; no
+/// message names the temporary path (`.brevis-XXXX.tmp`) the user never asked for.
+#[test]
+fn a_missing_output_folder_is_named_and_no_temporary_path_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = shards_copy(dir.path(), "ckpt");
+    let input = dir.path().join("in.safetensors");
+    std::fs::copy(SMALL, &input).unwrap();
+    let brv = dir.path().join("in.brv");
+    let packed = dir.path().join("ckpt.brv");
+    for (cmd, from, to) in [("compress", &input, &brv), ("compress", &folder, &packed)] {
+        let out = brevis(&[Path::new(cmd), from, Path::new("-o"), to]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let missing = dir.path().join("missing");
+    let cases: [(&str, &Path, &str); 5] = [
+        ("compress", &input, "x.brv"),
+        ("compress", &folder, "x"),
+        ("decompress", &brv, "x.safetensors"),
+        ("decompress", &packed, "x"),
+        ("calibrate", &input, "p.json"),
+    ];
+    for (cmd, from, name) in cases {
+        let to = missing.join(name);
+        let out = brevis(&[Path::new(cmd), from, Path::new("-o"), &to]);
+        let line = one_error_line(
+            &out,
+            &[&to.display().to_string(), "its folder does not exist"],
+        );
+        assert!(!line.contains(".brevis-"), "{cmd}: {line}");
+    }
+    assert!(!missing.exists());
+}

@@ -656,51 +656,56 @@ pub fn compress_folder(
     let mut copied = Vec::new();
     let mut original_bytes = 0;
     let mut archive_bytes = 0;
-    for rel in &files {
-        let src = input.join(rel);
-        let (sum, len) = file_checksum(&src)?;
-        original_bytes += len;
-        if is_shard(rel) {
-            let arch = archive_name(rel);
-            let dst = tmp.path().join(&arch);
-            make_parent(tmp.path(), &dst)?;
-            let shard_opts = CompressOptions {
-                force: false,
-                ..opts.clone()
-            };
-            let s = compress_file(&src, &dst, &shard_opts, &|ev| progress(rel, ev))?;
-            archive_bytes += s.archive_bytes;
-            shards.push(s);
-            manifest.files.push(FolderFile {
-                path: rel.clone(),
-                kind: FileKind::Archive,
-                archive: Some(arch),
-                bytes: len,
-                xxh3: hex(sum),
-            });
-        } else {
-            let dst = tmp.path().join(rel);
-            make_parent(tmp.path(), &dst)?;
-            fs::copy(&src, &dst).map_err(|e| Error::io(&dst, "cannot copy", e))?;
-            archive_bytes += len;
-            copied.push(rel.clone());
-            manifest.files.push(FolderFile {
-                path: rel.clone(),
-                kind: FileKind::Copy,
-                archive: None,
-                bytes: len,
-                xxh3: hex(sum),
-            });
+    // Errors inside the temporary folder name the file where it would have been.
+    let mut fill = || -> Result<()> {
+        for rel in &files {
+            let src = input.join(rel);
+            let (sum, len) = file_checksum(&src)?;
+            original_bytes += len;
+            if is_shard(rel) {
+                let arch = archive_name(rel);
+                let dst = tmp.path().join(&arch);
+                make_parent(tmp.path(), &dst)?;
+                let shard_opts = CompressOptions {
+                    force: false,
+                    ..opts.clone()
+                };
+                let s = compress_file(&src, &dst, &shard_opts, &|ev| progress(rel, ev))?;
+                archive_bytes += s.archive_bytes;
+                shards.push(s);
+                manifest.files.push(FolderFile {
+                    path: rel.clone(),
+                    kind: FileKind::Archive,
+                    archive: Some(arch),
+                    bytes: len,
+                    xxh3: hex(sum),
+                });
+            } else {
+                let dst = tmp.path().join(rel);
+                make_parent(tmp.path(), &dst)?;
+                fs::copy(&src, &dst).map_err(|e| Error::io(&dst, "cannot copy", e))?;
+                archive_bytes += len;
+                copied.push(rel.clone());
+                manifest.files.push(FolderFile {
+                    path: rel.clone(),
+                    kind: FileKind::Copy,
+                    archive: None,
+                    bytes: len,
+                    xxh3: hex(sum),
+                });
+            }
         }
-    }
-    let mut text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
-        path: output.to_path_buf(),
-        what: format!("cannot write the manifest: {e}"),
-    })?;
-    text.push(b'\n');
-    archive_bytes += text.len() as u64;
-    let mpath = tmp.path().join(MANIFEST_NAME);
-    fs::write(&mpath, &text).map_err(|e| Error::io(&mpath, "cannot write", e))?;
+        let mut text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
+            path: output.to_path_buf(),
+            what: format!("cannot write the manifest: {e}"),
+        })?;
+        text.push(b'\n');
+        archive_bytes += text.len() as u64;
+        let mpath = tmp.path().join(MANIFEST_NAME);
+        fs::write(&mpath, &text).map_err(|e| Error::io(&mpath, "cannot write", e))?;
+        Ok(())
+    };
+    fill().map_err(|e| e.relocated(tmp.path(), output))?;
     persist_dir(tmp, output, opts.force)?;
     for (s, f) in shards.iter_mut().zip(
         manifest
@@ -1074,49 +1079,53 @@ impl Folder {
             }
         })?;
         let tmp = temp_beside_dir(output)?;
-        for f in &self.files {
-            let dst = tmp.path().join(&f.path);
-            make_parent(tmp.path(), &dst)?;
-            match f.kind {
-                FileKind::Archive => {
-                    let a = self.open_shard(f)?;
-                    if a.original_len() != f.bytes || hex(a.file_checksum()) != f.xxh3 {
-                        return Err(other(
-                            a.path(),
-                            "damaged folder",
-                            format!("archive does not restore {:?} of the manifest", f.path),
-                        ));
-                    }
-                    let o = DecompressOptions {
-                        force: false,
-                        ..opts.clone()
-                    };
-                    a.decompress_to(&dst, &o, &|ev| progress(&f.path, ev))?;
-                }
-                FileKind::Copy => {
-                    let src = self.stored_path(f);
-                    // Errors name the stored file or the final output, never the
-                    // temporary folder.
-                    fs::metadata(&src).map_err(|e| Error::io(&src, "cannot read", e))?;
-                    fs::copy(&src, &dst)
-                        .map_err(|e| Error::io(&output.join(&f.path), "cannot write", e))?;
-                    let (sum, len) = file_checksum(&dst)?;
-                    if len != f.bytes || hex(sum) != f.xxh3 {
-                        let region = if len == f.bytes {
-                            "whole file".to_string()
-                        } else {
-                            format!("whole file ({len} bytes, the manifest says {})", f.bytes)
+        let fill = || -> Result<()> {
+            for f in &self.files {
+                let dst = tmp.path().join(&f.path);
+                make_parent(tmp.path(), &dst)?;
+                match f.kind {
+                    FileKind::Archive => {
+                        let a = self.open_shard(f)?;
+                        if a.original_len() != f.bytes || hex(a.file_checksum()) != f.xxh3 {
+                            return Err(other(
+                                a.path(),
+                                "damaged folder",
+                                format!("archive does not restore {:?} of the manifest", f.path),
+                            ));
+                        }
+                        let o = DecompressOptions {
+                            force: false,
+                            ..opts.clone()
                         };
-                        return Err(Error::Mismatch {
-                            path: src,
-                            region,
-                            expected: u64::from_str_radix(&f.xxh3, 16).unwrap_or(0),
-                            actual: sum,
-                        });
+                        a.decompress_to(&dst, &o, &|ev| progress(&f.path, ev))?;
+                    }
+                    FileKind::Copy => {
+                        let src = self.stored_path(f);
+                        // Errors name the stored file or the final output, never the
+                        // temporary folder.
+                        fs::metadata(&src).map_err(|e| Error::io(&src, "cannot read", e))?;
+                        fs::copy(&src, &dst)
+                            .map_err(|e| Error::io(&output.join(&f.path), "cannot write", e))?;
+                        let (sum, len) = file_checksum(&dst)?;
+                        if len != f.bytes || hex(sum) != f.xxh3 {
+                            let region = if len == f.bytes {
+                                "whole file".to_string()
+                            } else {
+                                format!("whole file ({len} bytes, the manifest says {})", f.bytes)
+                            };
+                            return Err(Error::Mismatch {
+                                path: src,
+                                region,
+                                expected: u64::from_str_radix(&f.xxh3, 16).unwrap_or(0),
+                                actual: sum,
+                            });
+                        }
                     }
                 }
             }
-        }
+            Ok(())
+        };
+        fill().map_err(|e| e.relocated(tmp.path(), output))?;
         persist_dir(tmp, output, opts.force)?;
         Ok(self.original_len())
     }

@@ -652,10 +652,30 @@ pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
     let mut live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = builder
         .tempfile_in(dir)
-        .map_err(|e| Error::io(output, "cannot create a temporary file in its folder", e))?;
+        .map_err(|e| temp_error(output, "cannot create a temporary file in its folder", e))?;
     live.retain(|p| p.exists());
     live.push(tmp.path().to_path_buf());
     Ok(tmp)
+}
+
+/// The error for a temporary file or folder beside `output` that could not be created:
+/// it names `output` (the temporary name, random and never seen by the user, is cut
+/// from the operating system's message) and says so when `output`'s folder is missing.
+fn temp_error(output: &Path, what: &'static str, e: io::Error) -> Error {
+    let kind = e.kind();
+    let text = e.to_string();
+    // tempfile appends ` at path "<temporary path>"` to the system's message.
+    let text = text
+        .split(" at path ")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let what = if kind == io::ErrorKind::NotFound {
+        "its folder does not exist"
+    } else {
+        what
+    };
+    Error::io(output, what, io::Error::new(kind, text))
 }
 
 /// Temporary files this process has created and not yet renamed into place.
@@ -702,7 +722,7 @@ pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
         .prefix(".brevis-")
         .suffix(".tmp")
         .tempdir_in(dir)
-        .map_err(|e| Error::io(output, "cannot create a temporary folder beside it", e))?;
+        .map_err(|e| temp_error(output, "cannot create a temporary folder beside it", e))?;
     live.retain(|p| p.exists());
     live.push(tmp.path().to_path_buf());
     Ok(tmp)
