@@ -352,3 +352,41 @@ fn show_and_ls_work_on_a_folder_archive() {
         stderr(&o)
     );
 }
+
+/// Two shard archives swapped inside a compressed folder: each decodes, but restores the
+/// other shard. `verify` and `decompress` both call it a checksum mismatch (exit 3),
+/// naming the shard archive and the file the manifest expects, and `decompress` writes
+/// nothing. Before, `decompress` called it a damaged folder (exit 1).
+#[test]
+fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    split_into_shards(&src, 3);
+    let archive = tmp.path().join("ckpt.brv");
+    let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let a = archive.join("model-00001-of-00003.brv");
+    let b = archive.join("model-00002-of-00003.brv");
+    let t = archive.join("t");
+    for (from, to) in [(&a, &t), (&b, &a), (&t, &b)] {
+        std::fs::rename(from, to).unwrap();
+    }
+    let v = brevis(&[Path::new("verify"), &archive]);
+    assert_eq!(v.status.code(), Some(3), "{}{}", stdout(&v), stderr(&v));
+    assert!(
+        stdout(&v).contains("model-00001-of-00003.safetensors: whole-file checksum does not match"),
+        "{}",
+        stdout(&v)
+    );
+    let out = tmp.path().join("out");
+    let d = brevis(&[Path::new("decompress"), &archive, Path::new("-o"), &out]);
+    assert_eq!(d.status.code(), Some(3), "{}", stderr(&d));
+    let e = stderr(&d);
+    assert!(
+        e.contains("model-00001-of-00003.brv: restores another file than \"model-00001-of-00003.safetensors\"")
+            && e.contains("checksum mismatch"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}

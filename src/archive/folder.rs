@@ -1086,12 +1086,21 @@ impl Folder {
                 match f.kind {
                     FileKind::Archive => {
                         let a = self.open_shard(f)?;
-                        if a.original_len() != f.bytes || hex(a.file_checksum()) != f.xxh3 {
-                            return Err(other(
-                                a.path(),
-                                "damaged folder",
-                                format!("archive does not restore {:?} of the manifest", f.path),
-                            ));
+                        // A shard archive that restores another file (swapped or replaced shards) is a
+                        // checksum mismatch, exit 3, as `verify` reports it.
+                        let len = a.original_len();
+                        if len != f.bytes || hex(a.file_checksum()) != f.xxh3 {
+                            let sizes = if len == f.bytes {
+                                String::new()
+                            } else {
+                                format!(", {len} bytes where the manifest says {}", f.bytes)
+                            };
+                            return Err(Error::Mismatch {
+                                path: a.path().to_path_buf(),
+                                region: format!("restores another file than {:?}{sizes}", f.path),
+                                expected: u64::from_str_radix(&f.xxh3, 16).unwrap_or(0),
+                                actual: a.file_checksum(),
+                            });
                         }
                         let o = DecompressOptions {
                             force: false,
