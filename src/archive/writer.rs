@@ -690,6 +690,11 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// SIGTERM) that ends the process: an interrupted run then leaves nothing behind. A run
 /// killed with SIGKILL cannot clean up; its temporary file or folder is recognizable by
 /// the name pattern.
+///
+/// Both lists stay locked from then on, so no thread of this process creates another
+/// temporary file or folder, or renames one into place, before the caller exits (a
+/// signal that came before a job made its temporary folder left one behind when the
+/// locks were released here). Call it only on the way out of the process.
 pub fn remove_temporary_files() -> usize {
     // A poisoned list is still the list: a panic elsewhere must not keep its files. Both
     // lists stay locked until the end, so no new temporary file is made and no rename
@@ -706,6 +711,8 @@ pub fn remove_temporary_files() -> usize {
         .drain(..)
         .filter(|p| (0..100).any(|_| fs::remove_dir_all(p).is_ok() || !p.exists()))
         .count();
+    std::mem::forget(files);
+    std::mem::forget(dirs);
     removed_files + removed_dirs
 }
 
