@@ -234,16 +234,23 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
     match node.op() {
         Op::Merge(MergeFn::Fields(w), _) => {
             let layout = dtype.float_layout();
+            // The whole tensor, or one region of it (a part of a root `Concat`, as
+            // `compress` cuts large tensors): its fields are the float's bits.
             let whole = is_root || role == "the tensor";
+            let region = region_of(role).is_some();
             match layout {
-                Some(l) if whole && l.iter().sum::<u32>() == node.ty().width => {
+                Some(l) if (whole || region) && l.iter().sum::<u32>() == node.ty().width => {
                     let mut hi = node.ty().width;
                     w.iter()
                         .map(|&b| {
                             let lo = hi.saturating_sub(b);
                             let r = float_bits_role(l, hi, lo);
                             hi = lo;
-                            r
+                            if region {
+                                format!("{r} of {role}")
+                            } else {
+                                r
+                            }
                         })
                         .collect()
                 }
@@ -272,6 +279,22 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
         Op::Scan(..) => vec![format!("the differences of {role}")],
         Op::Lit(_) | Op::Const(_) => vec![],
     }
+}
+
+/// For the role of a region of the tensor (`part 3 of 12 of the tensor`, a child of a
+/// root `Concat`), the part's number; `None` for any other role.
+fn region_of(role: &str) -> Option<&str> {
+    let rest = role.strip_prefix("part ")?.strip_suffix(" of the tensor")?;
+    let (j, k) = rest.split_once(" of ")?;
+    (j.parse::<u64>().is_ok() && k.parse::<u64>().is_ok()).then_some(j)
+}
+
+/// The role a node plays in every region of the tensor: `role` without its trailing
+/// ` of part J of K of the tensor`, or `role` itself when it names no region's stream.
+fn role_across_regions(role: &str) -> &str {
+    role.rfind(" of part ")
+        .filter(|&i| region_of(&role[i + 4..]).is_some())
+        .map_or(role, |i| &role[..i])
 }
 
 /// Names the bits `[lo, hi)` of a float word with layout `[sign, exponent, mantissa]`:
@@ -367,16 +390,9 @@ fn why(
     if n == 0 {
         sentences.push("the tensor is empty: its program is only the empty literal".into());
     } else {
-        let big = &nodes[largest];
-        sentences.push(format!(
-            "most of the bytes are in {}: {} of {} ({:.1}%), node #{} `{}`",
-            big.role,
-            thousands(big.own_bytes),
-            thousands(total_bytes),
-            share(big.own_bytes, total_bytes) * 100.0,
-            largest,
-            big.label
-        ));
+        let (sentence, at) = largest_sentence(nodes, largest, total_bytes);
+        sentences.push(sentence);
+        let big = &nodes[at];
         if let Some(lit) = &big.lit {
             sentences.extend(lit_sentences(big, lit));
         }
@@ -443,6 +459,60 @@ fn why(
         largest,
         sentences,
     })
+}
+
+/// Where the bytes are: the node with the most bytes of its own (`largest`), or, for a
+/// tensor stored as regions (a root `Concat`), the stream whose parts in every region
+/// together hold the most, with the largest of them named. "Most of the bytes" only
+/// when that is more than half of `total_bytes`. Returns the sentence and the node it
+/// names.
+fn largest_sentence(nodes: &[NodeInfo], largest: usize, total_bytes: u64) -> (String, usize) {
+    // (role across regions, bytes, leaves, index of its largest leaf)
+    let mut groups: Vec<(&str, u64, usize, usize)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate().filter(|(_, n)| n.children == 0) {
+        let key = role_across_regions(&n.role);
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => {
+                g.1 += n.own_bytes;
+                g.2 += 1;
+                if n.own_bytes > nodes[g.3].own_bytes {
+                    g.3 = i;
+                }
+            }
+            None => groups.push((key, n.own_bytes, 1, i)),
+        }
+    }
+    let (role, bytes, parts, at) = groups
+        .into_iter()
+        .filter(|g| g.2 > 1)
+        .max_by_key(|g| g.1)
+        .filter(|g| g.1 > nodes[largest].own_bytes)
+        .unwrap_or((&nodes[largest].role, nodes[largest].own_bytes, 1, largest));
+    let lead = if bytes * 2 > total_bytes {
+        "most of the bytes are in"
+    } else {
+        "the largest share of the bytes is in"
+    };
+    let (b, t, pct) = (
+        thousands(bytes),
+        thousands(total_bytes),
+        share(bytes, total_bytes) * 100.0,
+    );
+    let node = &nodes[at];
+    let sentence = if parts > 1 {
+        format!(
+            "{lead} {role}, over {parts} regions: {b} of {t} ({pct:.1}%); the largest \
+             is node #{at} `{}`, {} bytes",
+            node.label,
+            thousands(node.own_bytes)
+        )
+    } else {
+        format!(
+            "{lead} {role}: {b} of {t} ({pct:.1}%), node #{at} `{}`",
+            node.label
+        )
+    };
+    (sentence, at)
 }
 
 fn lit_sentences(node: &NodeInfo, lit: &LitInfo) -> Vec<String> {
@@ -671,6 +741,62 @@ mod tests {
             "the sign, the exponent and the top 2 mantissa bits"
         );
         assert_eq!(float_bits_role(bf16, 7, 0), "the mantissa");
+    }
+
+    /// A real BF16 matrix stored as four regions (a root `Concat` of `merge fields`, as
+    /// `compress` stores tensors over a region): each region's streams are named as
+    /// the float's bits of that region, and the Why view sums each stream over the
+    /// regions instead of calling one region's literal "most of the bytes".
+    #[test]
+    fn why_sums_a_stream_over_the_regions_of_a_large_tensor() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors");
+        let bytes = std::fs::read(path).unwrap();
+        let src = crate::archive::safetensors::parse(&bytes).unwrap();
+        let name = "encoder.layer.0.intermediate.dense.weight";
+        let t = src.tensors().iter().position(|t| t.name == name).unwrap();
+        let words = Words::from_le_bytes(16, src.tensor_bytes(t)).unwrap();
+        let opts = crate::synth::SearchOptions::default();
+        let prior = crate::synth::Prior::uniform();
+        let regions = words.len().div_ceil(4);
+        let s =
+            crate::synth::synthesize_in_regions(&words, Some(Dtype::BF16), &opts, &prior, regions);
+        let ins = inspect(t, Dtype::BF16, s.program, &|| false)
+            .unwrap()
+            .unwrap();
+        let leaves: Vec<&str> = ins
+            .nodes
+            .iter()
+            .filter(|n| n.children == 0)
+            .map(|n| n.role.as_str())
+            .collect();
+        assert_eq!(
+            leaves,
+            (1..=4)
+                .flat_map(|j| {
+                    [
+                        "the sign",
+                        "the exponent and the top 3 mantissa bits",
+                        "the low 4 mantissa bits",
+                    ]
+                    .map(|r| format!("{r} of part {j} of 4 of the tensor"))
+                })
+                .collect::<Vec<_>>()
+        );
+        let first = &ins.why.sentences[0];
+        assert!(
+            first.starts_with(
+                "most of the bytes are in the exponent and the top 3 mantissa bits, over 4 \
+                 regions: "
+            ),
+            "{first}"
+        );
+        assert_eq!(
+            role_across_regions("the sign of part 2 of 4 of the tensor"),
+            "the sign"
+        );
+        assert_eq!(role_across_regions("the sign"), "the sign");
+        assert_eq!(region_of("part 2 of 4 of the tensor"), Some("2"));
+        assert_eq!(region_of("part two of 4 of the tensor"), None);
     }
 
     #[test]
