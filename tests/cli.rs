@@ -333,6 +333,42 @@ fn verify_against_reports_a_different_file() {
     assert_eq!(v["against"]["first_difference"], other.len() as u64 - 1);
 }
 
+/// `bench --jobs 1` prints one compress and one decompress column (it printed each
+/// twice, as "1 thread" and "all 1 threads"); `--jobs 2` prints both.
+#[test]
+fn bench_prints_the_all_threads_columns_only_for_more_than_one() {
+    let file = case("B20_mixed_dtypes.safetensors");
+    let heading = |jobs: &str| {
+        let o = brevis([
+            OsStr::new("bench"),
+            file.as_os_str(),
+            OsStr::new("--jobs"),
+            OsStr::new(jobs),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        let head: Vec<String> = out
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        head
+    };
+    let cols = |h: &[String]| {
+        h.iter()
+            .filter(|c| c.contains("MB/s"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cols(&heading("1")), ["MB/s(1)", "MB/s(1)"]);
+    assert_eq!(
+        cols(&heading("2")),
+        ["MB/s(1)", "MB/s(2)", "MB/s(1)", "MB/s(2)"]
+    );
+}
+
 #[test]
 fn bench_json_reports_every_file() {
     let v = json_of(&brevis([

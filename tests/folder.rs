@@ -390,3 +390,24 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     );
     assert!(!out.exists());
 }
+
+/// Counts of one take the singular: "1 file copied", not "1 files copied".
+#[test]
+fn folder_compress_counts_agree_with_their_nouns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/B28_shards_ok");
+    let out = tmp.path().join("c.brv");
+    let c = brevis(&[Path::new("compress"), &input, Path::new("-o"), &out]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    assert!(
+        stdout(&c).contains("2 shards, 4 tensors, 1 file copied"),
+        "{}",
+        stdout(&c)
+    );
+    let v = brevis(&[Path::new("verify"), &out]);
+    assert!(
+        stdout(&v).contains(": ok: 3 files (2 shards) match"),
+        "{}",
+        stdout(&v)
+    );
+}
