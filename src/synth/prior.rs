@@ -174,8 +174,8 @@ impl Default for Prior {
 /// Why a prior file was rejected.
 #[derive(Debug, thiserror::Error)]
 pub enum PriorError {
-    /// Not JSON of the expected shape.
-    #[error("prior is not valid json: {0}")]
+    /// Not JSON, or JSON of another shape than a prior (the message says which).
+    #[error("{}", json_problem(.0))]
     Json(#[from] serde_json::Error),
     /// Another schema version.
     #[error("prior schema is {actual:?}, expected {expected:?}")]
@@ -189,6 +189,21 @@ pub enum PriorError {
     /// Smoothing must be positive so that every production keeps a finite cost.
     #[error("prior alpha must be positive and finite, got {0}")]
     Alpha(f64),
+}
+
+/// "Not valid JSON" for a syntax error or a cut-off file; for valid JSON of another
+/// shape (a config file given by mistake, say), that it is not a prior and how to make
+/// one.
+fn json_problem(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Data => {
+            format!("is JSON but not a Brevis prior ({e}); `brevis calibrate` writes one")
+        }
+        Category::Io | Category::Syntax | Category::Eof => {
+            format!("prior is not valid JSON: {e}")
+        }
+    }
 }
 
 impl Prior {
@@ -297,5 +312,28 @@ impl Prior {
             }
         }
         Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cut-off file is "not valid JSON"; valid JSON of another shape says it is not a
+    /// prior and how to make one; a calibrated prior's own text loads.
+    #[test]
+    fn prior_errors_tell_bad_json_from_json_that_is_not_a_prior() {
+        let cut = Prior::from_json("{").unwrap_err().to_string();
+        assert!(cut.starts_with("prior is not valid JSON: EOF"), "{cut}");
+        let config = Prior::from_json(r#"{"hidden_size": 384}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            config,
+            "is JSON but not a Brevis prior (missing field `schema` at line 1 column 20); \
+             `brevis calibrate` writes one"
+        );
+        let p = Prior::uniform();
+        assert_eq!(Prior::from_json(&p.to_json()).unwrap(), p);
     }
 }
