@@ -242,7 +242,9 @@ pub fn parse(bytes: &[u8]) -> Result<SourceFile<'_>, SourceError> {
             bytes: leading_ws as u64,
         });
     }
-    if !header_len.is_multiple_of(8) {
+    // Alignment only matters for data: a file with no data bytes (`{}`) has none to
+    // misalign.
+    if !header_len.is_multiple_of(8) && data_len > 0 {
         warnings.push(Warning::Unaligned { header_len });
     }
 
@@ -819,6 +821,24 @@ mod tests {
             &[0; 3],
         );
         assert!(matches!(e, SourceError::Overlap { .. }));
+    }
+
+    /// An unaligned header length is reported when there is data to misalign, and not
+    /// for a file of no data bytes (`{}`, found by a tester).
+    #[test]
+    fn unaligned_headers_are_reported_only_when_data_follows() {
+        let bytes = file("{}", &[]);
+        let empty = parse(&bytes).unwrap();
+        assert!(empty.warnings().is_empty(), "{:?}", empty.warnings());
+        let h = r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#;
+        assert!(!h.len().is_multiple_of(8));
+        let bytes = file(h, &[7]);
+        let one = parse(&bytes).unwrap();
+        assert!(
+            matches!(one.warnings(), [Warning::Unaligned { header_len }] if *header_len == h.len() as u64),
+            "{:?}",
+            one.warnings()
+        );
     }
 
     #[test]
