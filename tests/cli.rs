@@ -746,3 +746,68 @@ fn folder_verify_names_the_damaged_tensor() {
         .unwrap()
         .contains("encoder.layer.0.intermediate.dense.weight"));
 }
+
+/// `show` takes a name as `ls` prints it (escaped) as well as the raw name; in a
+/// compressed folder it says which shard archive holds the tensor.
+#[test]
+fn show_takes_names_as_ls_prints_them_and_names_the_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = r#"{"a\nb":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"c\\d":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}}"#;
+    let mut header = header.as_bytes().to_vec();
+    while !header.len().is_multiple_of(8) {
+        header.push(b' ');
+    }
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(&header);
+    bytes.extend(0..8u8);
+    let folder = dir.path().join("ckpt");
+    std::fs::create_dir(&folder).unwrap();
+    let src = folder.join("model.safetensors");
+    std::fs::write(&src, &bytes).unwrap();
+    let brv = dir.path().join("m.brv");
+    let packed = dir.path().join("ckpt.brv");
+    for (from, to) in [(&src, &brv), (&folder, &packed)] {
+        let o = brevis([
+            OsStr::new("compress"),
+            from.as_os_str(),
+            OsStr::new("-o"),
+            to.as_os_str(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let ls = String::from_utf8(brevis([OsStr::new("ls"), brv.as_os_str()]).stdout).unwrap();
+    assert!(ls.contains(" a\\nb\n") && ls.contains(" c\\\\d\n"), "{ls}");
+    let first_line = |archive: &Path, name: &str| {
+        let o = brevis([OsStr::new("show"), archive.as_os_str(), OsStr::new(name)]);
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    for name in ["a\nb", "a\\nb"] {
+        assert!(
+            first_line(&brv, name).starts_with("tensor a\\nb  U8 [4]"),
+            "{name}"
+        );
+    }
+    for name in ["c\\d", "c\\\\d"] {
+        assert!(
+            first_line(&brv, name).starts_with("tensor c\\\\d  U8 [4]"),
+            "{name}"
+        );
+    }
+    let shard = packed.join("model.brv");
+    assert!(
+        first_line(&packed, "a\\nb")
+            .starts_with(&format!("tensor a\\nb (in {})  U8 [4]", shard.display())),
+        "{}",
+        first_line(&packed, "a\\nb")
+    );
+}

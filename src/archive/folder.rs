@@ -946,7 +946,8 @@ impl Folder {
         Archive::open(&self.stored_path(f))
     }
 
-    /// Finds the shard holding tensor `name`, opening archives in path order. Returns the
+    /// Finds the shard holding tensor `name` (as given or as `ls` prints it, see
+    /// [`Archive::find_as_printed`]), opening archives in path order. Returns the
     /// shard's archive and the tensor's index in it.
     ///
     /// # Errors
@@ -954,7 +955,7 @@ impl Folder {
     pub fn find_tensor(&self, name: &str) -> Result<Option<(Archive, usize)>> {
         for f in self.shards() {
             let a = self.open_shard(f)?;
-            if let Some(i) = a.find(name) {
+            if let Some(i) = a.find_as_printed(name) {
                 return Ok(Some((a, i)));
             }
         }

@@ -276,6 +276,21 @@ impl Archive {
         self.tensors.iter().position(|t| t.name == name)
     }
 
+    /// [`Archive::find`], also taking a name as `ls` prints it: a name with control
+    /// characters or backslashes is printed escaped ([`crate::archive::escape_name`]), so
+    /// a person copies the escaped form. The exact name wins; an escaped form matches
+    /// only the one tensor it escapes.
+    pub fn find_as_printed(&self, name: &str) -> Option<usize> {
+        self.find(name).or_else(|| {
+            let mut hits = (0..self.tensors.len())
+                .filter(|&i| crate::archive::escape_name(&self.tensors[i].name) == name);
+            match (hits.next(), hits.next()) {
+                (Some(i), None) => Some(i),
+                _ => None,
+            }
+        })
+    }
+
     fn tensor(&self, i: usize) -> Result<&TensorEntry> {
         self.tensors.get(i).ok_or_else(|| {
             Error::archive(

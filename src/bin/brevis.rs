@@ -918,7 +918,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         })?
     } else {
         let archive = open_archive(&a.input)?;
-        let i = archive.find(&a.tensor).ok_or_else(|| {
+        let i = archive.find_as_printed(&a.tensor).ok_or_else(|| {
             anyhow!(
                 "{}: no tensor named \"{}\" ({} tensors; list them with `brevis ls`)",
                 a.input.display(),
@@ -974,9 +974,15 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     let mut s = String::new();
+    // In a folder, which shard archive holds the tensor.
+    let shard = if archive.path() == a.input {
+        String::new()
+    } else {
+        format!(" (in {})", archive.path().display())
+    };
     writeln!(
         s,
-        "tensor {}  {} {}  {} bytes -> record {} bytes ({})",
+        "tensor {}{shard}  {} {}  {} bytes -> record {} bytes ({})",
         escape_name(&t.name),
         t.dtype,
         fmt_shape(&t.shape),
