@@ -55,9 +55,11 @@ enum Command {
         bytes) are preserved and reported as warnings. The archive's bytes do not depend \
         on --jobs.")]
     Compress(CompressArgs),
-    /// Restore the original .safetensors file from a .brv archive
+    /// Restore the original .safetensors file (or checkpoint folder) from an archive
     #[command(
-        long_about = "Restore the original .safetensors file from a .brv archive.\n\n\
+        long_about = "Restore the original .safetensors file from a .brv archive, or the \
+        original checkpoint folder (every shard and every other file) from a compressed \
+        folder.\n\n\
         Every tensor and the whole file are checked against the checksums stored in the \
         archive; nothing is written unless all match. Exit code 3 if decoded bytes \
         differ from a checksum, 1 if the archive is not one or a program cannot be \
@@ -208,7 +210,8 @@ struct CompressArgs {
 struct DecompressArgs {
     /// The .brv archive to decompress, or a compressed checkpoint folder
     input: PathBuf,
-    /// The file to write [default: INPUT with .brv replaced by .safetensors]
+    /// The file (or, for a compressed folder, the folder) to write [default: INPUT with
+    /// .brv replaced by .safetensors; for a folder X.brv, X]
     #[arg(short, long, value_name = "OUT", value_parser = output_path)]
     output: Option<PathBuf>,
     /// Replace the output if it exists: a regular file, or for a folder one holding only
@@ -226,9 +229,10 @@ struct DecompressArgs {
 
 #[derive(Args)]
 struct VerifyArgs {
-    /// The .brv archive to check
+    /// The .brv archive, or compressed checkpoint folder, to check
     input: PathBuf,
-    /// Also compare the decoded file byte for byte with this file
+    /// Also compare the decoded file byte for byte with this file (for a compressed
+    /// folder: every file with the original folder)
     #[arg(long, value_name = "ORIGINAL")]
     against: Option<PathBuf>,
     /// Worker threads (0 = all cores, at most 256) [default: all cores]
