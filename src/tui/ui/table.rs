@@ -37,9 +37,10 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             Span::raw(cursor),
             Span::styled(
                 format!(
-                    "   {} of {} tensors ({how})",
+                    "   {} of {} tensor{} ({how})",
                     app.order.len(),
-                    app.rows().len()
+                    app.rows().len(),
+                    if app.rows().len() == 1 { "" } else { "s" }
                 ),
                 Style::default().fg(Color::DarkGray),
             ),
@@ -94,7 +95,11 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     });
     let totals = [
         String::new(),
-        format!("total of {} tensors", app.order.len()),
+        format!(
+            "total of {} tensor{}",
+            app.order.len(),
+            if app.order.len() == 1 { "" } else { "s" }
+        ),
         String::new(),
         String::new(),
         thousands(o),
