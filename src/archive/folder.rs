@@ -749,20 +749,14 @@ fn make_parent(root: &Path, path: &Path) -> Result<()> {
 
 /// Renames a complete temporary folder to `output`, replacing it only if `force`.
 fn persist_dir(tmp: tempfile::TempDir, output: &Path, force: bool) -> Result<()> {
-    if output.exists() {
-        if !force {
-            return Err(Error::OutputExists {
-                path: output.to_path_buf(),
-            });
-        }
-        let r = if output.is_dir() {
-            fs::remove_dir_all(output)
-        } else {
-            fs::remove_file(output)
-        };
-        r.map_err(|e| Error::io(output, "cannot replace", e))?;
+    let exists = output.exists();
+    if exists && !force {
+        return Err(Error::OutputExists {
+            path: output.to_path_buf(),
+        });
     }
-    rename_temp_dir(tmp, output).map_err(|e| Error::io(output, "cannot rename into place", e))
+    rename_temp_dir(tmp, output, exists)
+        .map_err(|e| Error::io(output, "cannot rename into place", e))
 }
 
 /// An opened compressed folder: its manifest, with archives opened on demand.

@@ -678,6 +678,23 @@ fn temp_error(output: &Path, what: &'static str, e: io::Error) -> Error {
     Error::io(output, what, io::Error::new(kind, text))
 }
 
+/// Outputs this process has renamed into place, for the signal handler's message.
+static COMPLETED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that `output` is complete (called with a temporary-file list held, so a
+/// signal handler that has drained the lists sees every output renamed before it).
+fn completed(output: &Path) {
+    let mut done = COMPLETED.lock().unwrap_or_else(|e| e.into_inner());
+    done.push(output.to_path_buf());
+}
+
+/// The outputs this process has renamed into place so far: for a signal handler to say
+/// that an output written before the signal came is complete, rather than that nothing
+/// was written. Call it after [`remove_temporary_files`].
+pub fn completed_outputs() -> Vec<PathBuf> {
+    COMPLETED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Temporary files this process has created and not yet renamed into place.
 static LIVE_TEMPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
@@ -740,14 +757,68 @@ pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
 /// folder before the rename starts or waits until it is done, so an interrupted run
 /// leaves a complete output or none, and no temporary folder. On failure the temporary
 /// folder is removed.
-pub(crate) fn rename_temp_dir(tmp: tempfile::TempDir, output: &Path) -> io::Result<()> {
+///
+/// With `replace`, an existing `output` (file or folder) is first moved aside into a
+/// temporary folder of its own, under the same lock, and removed only once the new
+/// output is in place (or moved back if the rename fails): a signal at any moment leaves
+/// the old output or the new one, never neither. (It was removed before the lock was
+/// taken, so a signal in between lost both; found by a tester.)
+pub(crate) fn rename_temp_dir(
+    tmp: tempfile::TempDir,
+    output: &Path,
+    replace: bool,
+) -> io::Result<()> {
     let mut live = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
     let path = tmp.keep();
+    let aside = if replace && fs::symlink_metadata(output).is_ok() {
+        let parent = path.parent().unwrap_or(Path::new("."));
+        let moved = tempfile::Builder::new()
+            .prefix(".brevis-")
+            .suffix(".tmp")
+            .tempdir_in(parent)
+            .and_then(|old| {
+                let old = old.keep();
+                match fs::rename(output, old.join("old")) {
+                    Ok(()) => Ok(old),
+                    Err(e) => {
+                        let _ = fs::remove_dir(&old);
+                        Err(e)
+                    }
+                }
+            });
+        match moved {
+            Ok(old) => Some(old),
+            Err(e) => {
+                live.retain(|p| p != &path);
+                let _ = fs::remove_dir_all(&path);
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
     let renamed = fs::rename(&path, output);
     live.retain(|p| p != &path);
+    if renamed.is_ok() {
+        completed(output);
+    }
+    if let Some(old) = &aside {
+        if renamed.is_ok() {
+            // Removed below, or by the signal handler if one comes first.
+            live.push(old.clone());
+        } else {
+            let _ = fs::rename(old.join("old"), output);
+            let _ = fs::remove_dir(old);
+        }
+    }
     drop(live);
     if renamed.is_err() {
         let _ = fs::remove_dir_all(&path);
+    }
+    if let (Some(old), Ok(())) = (&aside, &renamed) {
+        let _ = fs::remove_dir_all(old);
+        let mut live = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|p| p != old);
     }
     renamed
 }
@@ -766,6 +837,9 @@ pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) 
         tmp.persist_noclobber(output).map(drop)
     };
     live.retain(|p| p != &path);
+    if result.is_ok() {
+        completed(output);
+    }
     drop(live);
     if let Err(e) = result {
         return Err(if e.error.kind() == io::ErrorKind::AlreadyExists {
@@ -793,7 +867,9 @@ pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) 
 pub fn write_output_file(input: &Path, output: &Path, force: bool, bytes: &[u8]) -> Result<()> {
     check_output(input, output, force)?;
     let mut tmp = temp_beside(output)?;
-    tmp.write_all(bytes)
+    // Through the file itself: the temporary file's own `Write` names its path in errors.
+    tmp.as_file_mut()
+        .write_all(bytes)
         .map_err(|e| Error::io(output, "cannot write", e))?;
     tmp.as_file()
         .sync_all()

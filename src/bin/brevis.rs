@@ -354,9 +354,21 @@ fn remove_temporary_files_on_signal() {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let removed = brevis::archive::writer::remove_temporary_files();
-            eprintln!(
-                "error: interrupted by signal {sig}; {removed} temporary file(s) removed, no output written"
-            );
+            // Shards written inside a folder job's temporary folder are gone with it.
+            let mut done = brevis::archive::writer::completed_outputs();
+            done.retain(|p| p.exists());
+            let written = match done.as_slice() {
+                [] => "no output written".to_string(),
+                outs => {
+                    let names: Vec<String> = outs.iter().map(|p| p.display().to_string()).collect();
+                    format!("{} was complete before the signal", names.join(", "))
+                }
+            };
+            let temps = match removed {
+                1 => "1 temporary file or folder".to_string(),
+                n => format!("{n} temporary files or folders"),
+            };
+            eprintln!("error: interrupted by signal {sig}; {temps} removed, {written}");
             std::process::exit(128 + sig);
         }
     });
