@@ -411,3 +411,50 @@ fn folder_compress_counts_agree_with_their_nouns() {
         stdout(&v)
     );
 }
+
+/// A manifest whose length field for a shard is wrong (the shard itself intact) is named
+/// as a damaged manifest, not as a checksum mismatch printing two equal checksums; a
+/// shard whose records are damaged in a way that leaves the restored bytes exact makes
+/// `decompress` warn, as it does for one archive (both found by a tester).
+#[test]
+fn folder_decompress_names_a_damaged_manifest_length_and_warns_on_damaged_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/B28_shards_ok");
+    let packed = tmp.path().join("c.brv");
+    let c = brevis(&[Path::new("compress"), &input, Path::new("-o"), &packed]);
+    assert!(c.status.success(), "{}", stderr(&c));
+
+    let manifest = packed.join("brevis-folder.json");
+    let original = std::fs::read(&manifest).unwrap();
+    let mut m: Value = serde_json::from_slice(&original).unwrap();
+    m["files"][0]["bytes"] = json!(99_999_999u64);
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = tmp.path().join("out");
+    let d = brevis(&[Path::new("decompress"), &packed, Path::new("-o"), &out]);
+    assert_eq!(d.status.code(), Some(1), "{}", stderr(&d));
+    let first = m["files"][0]["path"].as_str().unwrap();
+    assert!(
+        stderr(&d).contains(&format!(
+            "brevis-folder.json: damaged folder manifest: it says 99999999 bytes for \"{first}\", whose stored file has its checksum but"
+        )),
+        "{}",
+        stderr(&d)
+    );
+    assert!(!out.exists());
+    std::fs::write(&manifest, &original).unwrap();
+
+    let shard = packed.join("model-00002-of-00002.brv");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[300] ^= 0x01;
+    std::fs::write(&shard, &bytes).unwrap();
+    let d = brevis(&[Path::new("decompress"), &packed, Path::new("-o"), &out]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    assert!(
+        stderr(&d).starts_with(&format!(
+            "warning: {}: the archive's records (names, shapes, programs) do not match their stored checksum",
+            shard.display()
+        )),
+        "{}",
+        stderr(&d)
+    );
+}

@@ -747,6 +747,19 @@ fn make_parent(root: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A manifest whose length for `f` disagrees with a file (`len` bytes) that has the
+/// manifest's checksum: the length field is what is damaged.
+fn manifest_length(manifest: &Path, f: &FolderFile, len: u64) -> Error {
+    other(
+        manifest,
+        "damaged folder manifest",
+        format!(
+            "it says {} bytes for {:?}, whose stored file has its checksum but {len} bytes",
+            f.bytes, f.path
+        ),
+    )
+}
+
 /// Renames a complete temporary folder to `output`, replacing it only if `force`.
 fn persist_dir(tmp: tempfile::TempDir, output: &Path, force: bool) -> Result<()> {
     let exists = output.exists();
@@ -1081,9 +1094,13 @@ impl Folder {
                 match f.kind {
                     FileKind::Archive => {
                         let a = self.open_shard(f)?;
-                        // A shard archive that restores another file (swapped or replaced shards) is a
-                        // checksum mismatch, exit 3, as `verify` reports it.
+                        // A shard archive that restores another file (swapped or replaced
+                        // shards) is a checksum mismatch, exit 3, as `verify` reports it;
+                        // the right file with another length is a damaged manifest.
                         let len = a.original_len();
+                        if len != f.bytes && hex(a.file_checksum()) == f.xxh3 {
+                            return Err(manifest_length(&self.root.join(MANIFEST_NAME), f, len));
+                        }
                         if len != f.bytes || hex(a.file_checksum()) != f.xxh3 {
                             let sizes = if len == f.bytes {
                                 String::new()
@@ -1111,6 +1128,9 @@ impl Folder {
                         fs::copy(&src, &dst)
                             .map_err(|e| Error::io(&output.join(&f.path), "cannot write", e))?;
                         let (sum, len) = file_checksum(&dst)?;
+                        if len != f.bytes && hex(sum) == f.xxh3 {
+                            return Err(manifest_length(&self.root.join(MANIFEST_NAME), f, len));
+                        }
                         if len != f.bytes || hex(sum) != f.xxh3 {
                             let region = if len == f.bytes {
                                 "whole file".to_string()
