@@ -1530,3 +1530,51 @@ fn the_header_says_larger_and_separates_thousands() {
         "{text}"
     );
 }
+
+/// `w` in the Search view refuses a path that is a symbolic link, as the CLI refuses to
+/// write through links: a link to the open archive was offered "replace it in place",
+/// then replaced by a file while the archive stayed unchanged (found by a tester).
+#[cfg(unix)]
+#[test]
+fn writing_a_searched_program_refuses_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let brv = dir.path().join("f.brv");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/cases/B20_mixed_dtypes.safetensors"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args(["compress", src, "-o"])
+        .arg(&brv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let link = dir.path().join("f.researched.brv");
+    std::os::unix::fs::symlink(&brv, &link).unwrap();
+    let before = std::fs::read(&brv).unwrap();
+    let source = brevis::tui::archive_source::ArchiveSource::open(&brv).unwrap();
+    let mut a = App::new(Arc::new(source));
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('r'));
+    press(&mut a, KeyCode::Char('w'));
+    let p = a.search.prompt.as_mut().expect("the write prompt is open");
+    p.path = link.display().to_string();
+    press(&mut a, KeyCode::Enter);
+    let p = a.search.prompt.as_ref().expect("the prompt stays open");
+    assert_eq!(p.confirm, None);
+    assert_eq!(
+        p.error.as_deref(),
+        Some(
+            format!(
+                "{} is a symbolic link: type the path of a file (or remove the link)",
+                link.display()
+            )
+            .as_str()
+        )
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&brv).unwrap(), before);
+}

@@ -1095,6 +1095,15 @@ impl App {
             return;
         }
         let target = std::path::PathBuf::from(&typed);
+        // Never through a link, as the CLI refuses: the write replaces the link with a
+        // file and leaves what it points at unchanged (a link to the open archive was
+        // reported as replaced in place; found by a tester).
+        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+            p.error = Some(format!(
+                "{typed} is a symbolic link: type the path of a file (or remove the link)"
+            ));
+            return;
+        }
         let open = self.source.as_ref().and_then(|s| s.path());
         let same = open.as_deref().is_some_and(|o| same_file(o, &target));
         if same {
