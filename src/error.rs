@@ -397,7 +397,11 @@ pub enum ArchiveError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Warning {
     /// Bytes of the data region that no tensor owns.
-    #[error("{} bytes at data offsets [{begin}, {end}) belong to no tensor ({kind}); preserved", end - begin)]
+    #[error(
+        "{} at data offsets [{begin}, {end}) {} to no tensor ({kind}); preserved",
+        if end - begin == 1 { "1 byte".to_string() } else { format!("{} bytes", end - begin) },
+        if end - begin == 1 { "belongs" } else { "belong" }
+    )]
     Gap {
         /// Start of the gap in the data region.
         begin: u64,

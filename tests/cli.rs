@@ -686,10 +686,33 @@ fn folder_copy_damage_names_the_length_and_the_stored_file() {
         OsStr::new("-o"),
         out.as_os_str(),
     ]);
-    let says = format!("({bytes} bytes, the manifest says {})", bytes + 1);
-    fails_with(&o, 3, &[index, &says]);
+    // The file is intact (it has the manifest's checksum): the length field is what is
+    // damaged, so the manifest is named (exit 1), not a mismatch of two equal checksums.
+    let says = format!(
+        "it says {} bytes for \"{index}\", whose stored file",
+        bytes + 1
+    );
+    fails_with(
+        &o,
+        1,
+        &["brevis-folder.json: damaged folder manifest", &says],
+    );
     assert!(!out.exists());
     entry_restore(&manifest, &mut m, index, bytes);
+    // A stored file one byte longer than the manifest says: a mismatch (exit 3) giving
+    // both lengths.
+    let mut text = std::fs::read(archive.join(index)).unwrap();
+    text.push(b' ');
+    std::fs::write(archive.join(index), &text).unwrap();
+    let o = brevis([
+        OsStr::new("decompress"),
+        archive.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    let says = format!("({} bytes, the manifest says {bytes})", bytes + 1);
+    fails_with(&o, 3, &[index, &says]);
+    assert!(!out.exists());
     std::fs::remove_file(archive.join(index)).unwrap();
     let o = brevis([
         OsStr::new("decompress"),

@@ -936,10 +936,10 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         let archive = open_archive(&a.input)?;
         let i = archive.find_as_printed(&a.tensor).ok_or_else(|| {
             anyhow!(
-                "{}: no tensor named \"{}\" ({} tensors; list them with `brevis ls`)",
+                "{}: no tensor named \"{}\" ({}; list them with `brevis ls`)",
                 a.input.display(),
                 escape_name(&a.tensor),
-                archive.tensors().len()
+                plural(archive.tensors().len(), "tensor")
             )
         })?;
         (archive, i)
