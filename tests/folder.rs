@@ -7,7 +7,7 @@
 use brevis::archive::folder::{compress_folder, FileKind, Folder};
 use brevis::archive::{CompressOptions, DecompressOptions};
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A shard being built: its header entries, its data bytes, its tensor names.
@@ -209,8 +209,10 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-#[test]
-fn verify_against_compares_every_file_of_a_folder() {
+/// In a new temporary folder: the corpus file split into three shards as `ckpt/`
+/// ([`split_into_shards`]) and compressed by the CLI as `ckpt.brv/`. Returns the
+/// temporary folder, the source folder and the archive folder.
+fn compressed_three_shards() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("ckpt");
     std::fs::create_dir(&src).unwrap();
@@ -218,6 +220,12 @@ fn verify_against_compares_every_file_of_a_folder() {
     let archive = tmp.path().join("ckpt.brv");
     let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
     assert!(c.status.success(), "{}", stderr(&c));
+    (tmp, src, archive)
+}
+
+#[test]
+fn verify_against_compares_every_file_of_a_folder() {
+    let (tmp, src, archive) = compressed_three_shards();
     let against = |original: &Path, json: bool| {
         let mut args = vec![
             Path::new("verify"),
@@ -359,13 +367,7 @@ fn show_and_ls_work_on_a_folder_archive() {
 /// nothing. Before, `decompress` called it a damaged folder (exit 1).
 #[test]
 fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("ckpt");
-    std::fs::create_dir(&src).unwrap();
-    split_into_shards(&src, 3);
-    let archive = tmp.path().join("ckpt.brv");
-    let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
-    assert!(c.status.success(), "{}", stderr(&c));
+    let (tmp, _, archive) = compressed_three_shards();
     let a = archive.join("model-00001-of-00003.brv");
     let b = archive.join("model-00002-of-00003.brv");
     let t = archive.join("t");
