@@ -393,14 +393,21 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     assert!(!out.exists());
 }
 
+/// The shared failure case `B28_shards_ok` (two shards, an index) compressed by the CLI
+/// as `dir/c.brv`. Returns the archive folder and the CLI's output.
+fn compressed_b28(dir: &Path) -> (PathBuf, Output) {
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/B28_shards_ok");
+    let packed = dir.join("c.brv");
+    let c = brevis(&[Path::new("compress"), &input, Path::new("-o"), &packed]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    (packed, c)
+}
+
 /// Counts of one take the singular: "1 file copied", not "1 files copied".
 #[test]
 fn folder_compress_counts_agree_with_their_nouns() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/B28_shards_ok");
-    let out = tmp.path().join("c.brv");
-    let c = brevis(&[Path::new("compress"), &input, Path::new("-o"), &out]);
-    assert!(c.status.success(), "{}", stderr(&c));
+    let (out, c) = compressed_b28(tmp.path());
     assert!(
         stdout(&c).contains("2 shards, 4 tensors, 1 file copied"),
         "{}",
@@ -421,10 +428,7 @@ fn folder_compress_counts_agree_with_their_nouns() {
 #[test]
 fn folder_decompress_names_a_damaged_manifest_length_and_warns_on_damaged_records() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/B28_shards_ok");
-    let packed = tmp.path().join("c.brv");
-    let c = brevis(&[Path::new("compress"), &input, Path::new("-o"), &packed]);
-    assert!(c.status.success(), "{}", stderr(&c));
+    let (packed, _) = compressed_b28(tmp.path());
 
     let manifest = packed.join("brevis-folder.json");
     let original = std::fs::read(&manifest).unwrap();
