@@ -1,7 +1,8 @@
 //! Literal codecs (DESIGN §4; paper §3.2, "Physical literal coding").
 //!
 //! A `Lit` node stores a word stream in the smallest complete encoding among four codecs:
-//! raw words, fixed-width bit packing, canonical Huffman and rANS. Each codec module keeps
+//! raw words, fixed-width bit packing, canonical Huffman and rANS (two codec ids, one per
+//! layout of the states, by stream length). Each codec module keeps
 //! its encoder and decoder side by side. The *body* of an encoding is everything the codec
 //! needs besides the stream's type (width `b` in bits and length `n` in words, which the
 //! program's type rules supply): parameters, tables and payload. Its length in bytes is
@@ -35,16 +36,22 @@ pub enum CodecId {
     BitPack = 1,
     /// Canonical Huffman code over the distinct words (at most [`MAX_TABLE_SYMBOLS`]).
     Huffman = 2,
-    /// Static rANS over the distinct words (at most [`MAX_TABLE_SYMBOLS`]).
+    /// Static rANS over the distinct words (at most [`MAX_TABLE_SYMBOLS`]), 1 to 4
+    /// interleaved states; written for streams shorter than [`rans::WIDE_MIN_WORDS`].
     Rans = 3,
+    /// The same rANS with 32 interleaved states read in rounds, which SIMD decodes
+    /// ([`rans::Layout::Wide`]); written for streams of at least
+    /// [`rans::WIDE_MIN_WORDS`] words.
+    Rans32 = 4,
 }
 
 /// All codecs in tie-break order.
-pub const ALL_CODECS: [CodecId; 4] = [
+pub const ALL_CODECS: [CodecId; 5] = [
     CodecId::Raw,
     CodecId::BitPack,
     CodecId::Huffman,
     CodecId::Rans,
+    CodecId::Rans32,
 ];
 
 impl CodecId {
@@ -53,13 +60,24 @@ impl CodecId {
         ALL_CODECS.get(usize::from(tag)).copied()
     }
 
-    /// Lowercase name used in the program text form (`raw`, `bitpack`, `huffman`, `rans`).
+    /// Lowercase name used in the program text form (`raw`, `bitpack`, `huffman`, `rans`,
+    /// `rans32`).
     pub fn name(self) -> &'static str {
         match self {
             CodecId::Raw => "raw",
             CodecId::BitPack => "bitpack",
             CodecId::Huffman => "huffman",
             CodecId::Rans => "rans",
+            CodecId::Rans32 => "rans32",
+        }
+    }
+
+    /// The rANS layout of a rANS codec; `None` for the others.
+    pub fn rans_layout(self) -> Option<rans::Layout> {
+        match self {
+            CodecId::Rans => Some(rans::Layout::Classic),
+            CodecId::Rans32 => Some(rans::Layout::Wide),
+            _ => None,
         }
     }
 

@@ -24,18 +24,22 @@ pub fn table_bar(plain: u64) -> u64 {
 }
 
 /// The size of the body [`encode_best`] chooses from the sizes of [`all_sizes`].
-pub fn chosen_size(sizes: &[Option<u64>; 4]) -> u64 {
+pub fn chosen_size(sizes: &Sizes) -> u64 {
     let plain = sizes[0]
         .into_iter()
         .chain(sizes[1])
         .min()
         .unwrap_or(u64::MAX);
-    let table = sizes[2].into_iter().chain(sizes[3]).min();
+    let table = sizes[2..].iter().flatten().copied().min();
     match table {
         Some(t) if t < table_bar(plain) => t,
         _ => plain,
     }
 }
+
+/// Exact body sizes in bytes per codec, in [`super::ALL_CODECS`] order; `None` where a
+/// codec does not apply.
+pub type Sizes = [Option<u64>; super::ALL_CODECS.len()];
 
 /// A literal's chosen codec and its body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,7 +137,7 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
                 rplan.encode(words, &mut body);
                 if (body.len() as u64) < best.1 {
                     return Encoded {
-                        codec: CodecId::Rans,
+                        codec: rplan.codec(),
                         body,
                     };
                 }
@@ -157,7 +161,7 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
                 plan.encode(words, &mut body);
             }
         }
-        CodecId::Rans => unreachable!("rans returns early"),
+        CodecId::Rans | CodecId::Rans32 => unreachable!("rans returns early"),
     }
     debug_assert_eq!(body.len() as u64, best.1);
     Encoded {
@@ -168,8 +172,9 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
 
 /// Exact body size in bytes each codec would produce, in [`super::ALL_CODECS`] order;
 /// `None` where a codec does not apply (Huffman and rANS above [`MAX_TABLE_SYMBOLS`]
-/// distinct words). Runs the rANS encoder without storing its output.
-pub fn all_sizes(words: &Words) -> [Option<u64>; 4] {
+/// distinct words, and the rANS layout [`rans::Layout::for_len`] does not pick for the
+/// length). Runs the rANS encoder without storing its output.
+pub fn all_sizes(words: &Words) -> Sizes {
     let (width, n) = (words.width(), words.len());
     let a = Analysis::of(words);
     let (h, r) = match &a.hist {
@@ -183,11 +188,13 @@ pub fn all_sizes(words: &Words) -> [Option<u64>; 4] {
         }
         None => (None, None),
     };
+    let wide = rans::Layout::for_len(n) == rans::Layout::Wide;
     [
         Some(raw::size(width, n)),
         Some(bitpack::size_for(a.pack_bits, n)),
         h,
-        r,
+        r.filter(|_| !wide),
+        r.filter(|_| wide),
     ]
 }
 
@@ -198,7 +205,8 @@ pub fn encode_with(codec: CodecId, words: &Words) -> Option<Encoded> {
         CodecId::Raw => raw::encode(words, &mut body),
         CodecId::BitPack => bitpack::encode(words, &mut body),
         CodecId::Huffman => huffman::encode(words, &mut body)?,
-        CodecId::Rans => rans::encode(words, &mut body)?,
+        CodecId::Rans => rans::encode(words, &mut body, rans::Layout::Classic)?,
+        CodecId::Rans32 => rans::encode(words, &mut body, rans::Layout::Wide)?,
     }
     Some(Encoded { codec, body })
 }
@@ -213,7 +221,7 @@ pub fn table_len(codec: CodecId, body: &[u8], width: u32, n: usize) -> u64 {
         CodecId::Raw => Ok(0),
         CodecId::BitPack => Ok(1),
         CodecId::Huffman => huffman::table_bits(body, width, n).map(|b| b.div_ceil(8)),
-        CodecId::Rans => rans::table_bytes(body, width, n),
+        CodecId::Rans | CodecId::Rans32 => rans::table_bytes(body, width, n),
     };
     t.map_or(len, |t| t.min(len))
 }
@@ -233,7 +241,8 @@ pub fn decode(codec: CodecId, body: &[u8], width: u32, n: usize) -> Result<Words
         CodecId::Raw => raw::decode(body, width, n),
         CodecId::BitPack => bitpack::decode(body, width, n),
         CodecId::Huffman => huffman::decode(body, width, n),
-        CodecId::Rans => rans::decode(body, width, n),
+        CodecId::Rans => rans::decode(body, width, n, rans::Layout::Classic),
+        CodecId::Rans32 => rans::decode(body, width, n, rans::Layout::Wide),
     }
 }
 
@@ -248,7 +257,7 @@ mod tests {
         assert_eq!((e.codec, e.body.len()), (CodecId::Raw, 0));
         assert_eq!(
             all_sizes(&Words::empty(8)),
-            [Some(0), Some(1), Some(0), Some(0)]
+            [Some(0), Some(1), Some(0), Some(0), None]
         );
         // Small values in wide words: bit packing.
         let w = Words::from_u64s(32, &[1, 2, 3, 0, 1, 2, 3, 0]);

@@ -116,7 +116,7 @@ impl RootLit {
     /// [`codec::encode_best`] would choose, with the rANS coder run without output.
     fn exact_len(&self, target: &Words) -> u64 {
         let rans = self.rans.size(target);
-        let sizes = [Some(self.plain), None, Some(self.huff), Some(rans)];
+        let sizes = [Some(self.plain), None, Some(self.huff), Some(rans), None];
         let body = codec::select::chosen_size(&sizes);
         1 + uleb_len(body) + body
     }

@@ -48,7 +48,7 @@ pub struct LitInfo {
     pub chosen: CodecId,
     /// Bytes of the whole node (tag, body length, body) with each codec, in
     /// [`ALL_CODECS`] order; `None` where a codec does not apply.
-    pub node_bytes: [Option<u64>; 4],
+    pub node_bytes: codec::select::Sizes,
     /// Order-0 empirical entropy of its words, in bits per word; `None` when it has more
     /// than [`MAX_COUNTED`] distinct words or could not be decoded.
     pub entropy_bits: Option<f64>,
@@ -219,7 +219,7 @@ fn lit_info(lit: &Lit, ty: Ty) -> LitInfo {
         }
         Err(e) => LitInfo {
             chosen: lit.codec,
-            node_bytes: [None; 4],
+            node_bytes: [None; codec::ALL_CODECS.len()],
             entropy_bits: None,
             distinct: None,
             table_bytes,
@@ -711,6 +711,8 @@ pub fn codec_summary(lit: &LitInfo) -> String {
     for (c, b) in ALL_CODECS.iter().zip(lit.node_bytes) {
         let s = match b {
             Some(b) => format!("{} {} B", c.name(), thousands(b)),
+            // The rANS layout that is not written at this length.
+            None if c.rans_layout().is_some() && *c != lit.chosen => continue,
             None => format!("{} n/a", c.name()),
         };
         if *c == lit.chosen {
