@@ -88,7 +88,7 @@ fn main() {
         let c = if op.starts_with("huf") {
             CodecId::Huffman
         } else {
-            CodecId::Rans
+            codec::rans::Layout::for_len(w.len()).codec()
         };
         let e = select::encode_with(c, &w).unwrap();
         let per = time(|| match op {
@@ -136,7 +136,8 @@ fn main() {
         let best = time(|| select::encode_best(w));
         let sizes = time(|| select::all_sizes(w));
         let mut cols = Vec::new();
-        for c in [CodecId::Rans, CodecId::Huffman, CodecId::BitPack] {
+        let rans = codec::rans::Layout::for_len(w.len()).codec();
+        for c in [rans, CodecId::Huffman, CodecId::BitPack] {
             let e = select::encode_with(c, w).unwrap();
             if c != CodecId::BitPack {
                 cols.push(rate(bytes, time(|| select::encode_with(c, w))));

@@ -12,7 +12,7 @@ use std::path::Path;
 type Target = (&'static str, fn(&[u8]));
 
 /// Every fuzz target and its entry point.
-const TARGETS: [Target; 8] = [
+const TARGETS: [Target; 9] = [
     ("program", entries::program),
     ("lit_raw", |d| {
         entries::literal(brevis::codec::CodecId::Raw, d)
@@ -25,6 +25,9 @@ const TARGETS: [Target; 8] = [
     }),
     ("lit_rans", |d| {
         entries::literal(brevis::codec::CodecId::Rans, d)
+    }),
+    ("lit_rans32", |d| {
+        entries::literal(brevis::codec::CodecId::Rans32, d)
     }),
     ("archive", entries::archive),
     ("safetensors", entries::safetensors),

@@ -653,6 +653,20 @@ trait Sink {
     fn reserve(&mut self, n: usize);
     /// Emits the low `nb` (0..=2) bytes of `x`, lowest first.
     fn emit(&mut self, x: u32, nb: u32);
+
+    /// Emits the bytes states `0 .. r` of a wide-layout group shed (`nb[j]` bytes of
+    /// `before[j]`, the state before), in the reverse of the order the decoder reads
+    /// them: the second round, then the first, each from the last state down.
+    #[inline(always)]
+    fn emit_wide_group(&mut self, before: &[u32; WIDE_LANES], nb: &[u32; WIDE_LANES], r: usize) {
+        // A state shedding two bytes reads the upper one in the first round.
+        for j in (0..r).rev() {
+            self.emit(before[j], u32::from(nb[j] == 2));
+        }
+        for j in (0..r).rev() {
+            self.emit(before[j] >> (8 * (nb[j] >> 1)), u32::from(nb[j] >= 1));
+        }
+    }
 }
 
 /// Appends to a byte vector: two bytes are always written, `nb` kept.
@@ -688,6 +702,11 @@ impl Sink for ByteCount {
     #[inline(always)]
     fn emit(&mut self, _: u32, nb: u32) {
         self.0 += u64::from(nb);
+    }
+
+    #[inline(always)]
+    fn emit_wide_group(&mut self, _: &[u32; WIDE_LANES], nb: &[u32; WIDE_LANES], r: usize) {
+        self.0 += u64::from(nb[..r].iter().sum::<u32>());
     }
 }
 
@@ -790,9 +809,7 @@ fn run_wide<T: Word, S: Sink>(
     enc: &[EncSym],
     sink: &mut S,
 ) -> [u32; WIDE_LANES] {
-    /// Encodes one group (states `0 .. group.len()`) and emits its bytes in the reverse
-    /// of the order the decoder reads them: second round, then first, each from the last
-    /// state down.
+    /// Encodes one group (states `0 .. group.len()`) and emits its bytes.
     #[inline(always)]
     fn group<T: Word, S: Sink>(
         group: &[T],
@@ -811,14 +828,7 @@ fn run_wide<T: Word, S: Sink>(
             before[j] = v;
             x[j] = e.code(v >> (8 * c));
         }
-        let r = group.len();
-        // A state shedding two bytes reads the upper one in the first round.
-        for j in (0..r).rev() {
-            sink.emit(before[j], u32::from(nb[j] == 2));
-        }
-        for j in (0..r).rev() {
-            sink.emit(before[j] >> (8 * (nb[j] >> 1)), u32::from(nb[j] >= 1));
-        }
+        sink.emit_wide_group(&before, &nb, group.len());
     }
     let mut x = [RANS_L; WIDE_LANES];
     let full = v.len() / WIDE_LANES * WIDE_LANES;

@@ -281,7 +281,7 @@ mod tests {
     #[test]
     fn wide_streams_skip_table_codecs() {
         let w = Words::from_fn(32, 70_000, |i| i as u64 * 2654435761 % (1 << 32));
-        assert_eq!(all_sizes(&w)[2..], [None, None]);
+        assert_eq!(all_sizes(&w)[2..], [None, None, None]);
         let e = encode_best(&w);
         assert_eq!(e.codec, CodecId::Raw);
         assert!(encode_with(CodecId::Huffman, &w).is_none());

@@ -3,7 +3,7 @@
 //! each refill round a byte load widened to 8 lanes and permuted into the lanes that need
 //! a byte (Giesen, "Interleaved entropy coders", 2014, §4; his `rans_sse` decodes 16-bit
 //! words, this one bytes). Chosen at run time: [`wide_u8`] and [`wide_u16`] return a
-//! decoder only when the processor has AVX2. The results are bit-identical to the scalar
+//! decoder only when the processor has AVX2 (and POPCNT). The results are bit-identical to the scalar
 //! decoder's, which takes the last groups and every other machine.
 //!
 //! This module and the memory mapping are the crate's only `unsafe` code.
@@ -48,6 +48,7 @@ mod imp {
 
     pub(super) fn available() -> bool {
         std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
     }
 
     /// Per 8-bit mask of the lanes that take a byte, the index of the byte each such
@@ -76,7 +77,7 @@ mod imp {
         if !available() {
             return (4 * WIDE_LANES, 0);
         }
-        // SAFETY: AVX2 is present (checked above).
+        // SAFETY: AVX2 and POPCNT are present (checked above).
         unsafe { run::<1, u8>(d.fb, d.sym, d.scale, d.payload, out, x) }
     }
 
@@ -88,15 +89,15 @@ mod imp {
         if !available() {
             return (4 * WIDE_LANES, 0);
         }
-        // SAFETY: AVX2 is present (checked above).
+        // SAFETY: AVX2 and POPCNT are present (checked above).
         unsafe { run::<2, u16>(d.fb, d.sym, d.scale, d.payload, out, x) }
     }
 
     /// Decodes whole groups of words of `W` bytes (1 or 2, the size of `T`).
     ///
     /// # Safety
-    /// The processor must have AVX2.
-    #[target_feature(enable = "avx2")]
+    /// The processor must have AVX2 and POPCNT.
+    #[target_feature(enable = "avx2,popcnt")]
     unsafe fn run<const W: usize, T: Copy>(
         fb: &[u32],
         sym: &[T],
