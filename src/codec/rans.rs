@@ -1152,11 +1152,12 @@ impl<T: Word> Decoder<'_, T> {
             let mut off = 0;
             for _ in 0..2 {
                 for xj in x.iter_mut() {
-                    let need = *xj < RANS_L;
+                    // Branch-free: whether a state takes a byte is close to a coin toss.
+                    let need = u32::from(*xj < RANS_L);
                     // At most 2 * 32 reads in a group: `off` stays below 64.
                     let b = u32::from(win[off & (2 * WIDE_LANES - 1)]);
-                    *xj = if need { *xj << 8 | b } else { *xj };
-                    off += usize::from(need);
+                    *xj = *xj << (8 * need) | (b & need.wrapping_neg());
+                    off += need as usize;
                 }
             }
             pos += off;

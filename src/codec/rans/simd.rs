@@ -116,6 +116,7 @@ mod imp {
         let mask = _mm256_set1_epi32(slots as i32 - 1);
         let low16 = _mm256_set1_epi32(0xFFFF);
         let l = _mm256_set1_epi32(RANS_L as i32);
+        let l2 = _mm256_set1_epi32((RANS_L >> 8) as i32);
         let shift = _mm_cvtsi32_si128(scale as i32);
         // Byte 0 (W = 1) or bytes 0 and 1 (W = 2) of each 32-bit lane to the front of
         // its 128-bit half, then the two halves' fronts together.
@@ -139,9 +140,11 @@ mod imp {
         // SAFETY (every load and store below): `x` holds 32 states, read and written as
         // four vectors of 8; gathers read `fb` at slots below `2^scale` = `fb.len()`, and
         // 4 bytes at the symbol of such a slot, which the `SYM_PAD` zeros after the last
-        // slot keep inside `sym`; byte loads read 8 bytes at `pos <= p + 56` where
-        // `p + 64 <= payload.len()` (a group reads at most 64 bytes); stores write the 8
-        // words `done + 8 v ..` of a group with `done + 32 <= out.len()`.
+        // slot keep inside `sym`; a group starting at `p` with `p + 64 <= payload.len()`
+        // reads at most 64 bytes, and each of its byte loads (8 bytes) starts after the
+        // bytes of the lanes before it, with 8 lanes after it: at `p + 56` at most;
+        // stores write the 8 words `done + 8 v ..` of a group with
+        // `done + 32 <= out.len()`.
         let xp = x.as_mut_ptr().cast::<__m256i>();
         let mut xs = [
             unsafe { _mm256_loadu_si256(xp) },
@@ -172,18 +175,35 @@ mod imp {
                     unsafe { _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed)) };
                 }
             }
-            for _ in 0..2 {
-                for xv in xs.iter_mut() {
-                    let need = _mm256_cmpgt_epi32(l, *xv);
-                    let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
-                    let next = unsafe { _mm_loadl_epi64(payload.as_ptr().add(pos).cast()) };
-                    let lanes = _mm256_cvtepu8_epi32(next);
-                    let idx = unsafe { _mm256_loadu_si256(REFILL[bits].as_ptr().cast()) };
-                    let fill = _mm256_permutevar8x32_epi32(lanes, idx);
-                    let grown = _mm256_or_si256(_mm256_slli_epi32::<8>(*xv), fill);
-                    *xv = _mm256_blendv_epi8(*xv, grown, need);
-                    pos += bits.count_ones() as usize;
+            // Both refill rounds at once: a state takes a byte in the first round iff it
+            // is below 2^23 now, and a second iff it is below 2^15 now (then its first
+            // byte leaves it below 2^23). So every lane's bytes are known from the
+            // states after the steps, and no round waits for the previous one.
+            let mut one = [_mm256_setzero_si256(); 4];
+            let mut two = [_mm256_setzero_si256(); 4];
+            let mut bits = [[0usize; 4]; 2];
+            for (v, xv) in xs.iter().enumerate() {
+                one[v] = _mm256_cmpgt_epi32(l, *xv);
+                two[v] = _mm256_cmpgt_epi32(l2, *xv);
+                bits[0][v] = _mm256_movemask_ps(_mm256_castsi256_ps(one[v])) as usize;
+                bits[1][v] = _mm256_movemask_ps(_mm256_castsi256_ps(two[v])) as usize;
+            }
+            let mut at = [[0usize; 4]; 2];
+            for r in 0..2 {
+                for v in 0..4 {
+                    at[r][v] = pos;
+                    pos += bits[r][v].count_ones() as usize;
                 }
+            }
+            for (v, xv) in xs.iter_mut().enumerate() {
+                let fill = |r: usize| {
+                    let next = unsafe { _mm_loadl_epi64(payload.as_ptr().add(at[r][v]).cast()) };
+                    let idx = unsafe { _mm256_loadu_si256(REFILL[bits[r][v]].as_ptr().cast()) };
+                    _mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi32(next), idx)
+                };
+                let once = _mm256_or_si256(_mm256_slli_epi32::<8>(*xv), fill(0));
+                let twice = _mm256_or_si256(_mm256_slli_epi32::<8>(once), fill(1));
+                *xv = _mm256_blendv_epi8(_mm256_blendv_epi8(*xv, once, one[v]), twice, two[v]);
             }
             done += WIDE_LANES;
         }
