@@ -186,7 +186,7 @@ fn larger_budgets_never_return_larger_programs_on_estimated_holes() {
         })
         .collect();
     // 433,901 bytes before the wide rANS layout (rans32), whose 32 states cost 112
-    // bytes more than the classic layout's 4, less a byte of renormalization.
-    assert_eq!(sizes[0], 434_000);
+    // bytes more than the classic layout's 4; its precision cap (2^14) saves 15 here.
+    assert_eq!(sizes[0], 433_998);
     assert!(sizes[1] <= sizes[0] && sizes[2] <= sizes[1], "{sizes:?}");
 }

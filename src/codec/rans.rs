@@ -67,11 +67,12 @@ mod simd;
 /// Largest frequency precision, in bits (`M = 2^16`).
 pub const MAX_SCALE_BITS: u32 = 16;
 
-/// Largest precision the encoder picks for the wide layout (unless the symbol count
-/// needs more): its decoder gathers from tables of `2^s` slots (4 bytes each, plus the
-/// symbols), and at `2^14` they stay in the nearer caches. On minilm-l6-v2-bf16 the cap
-/// costs 5,270 bytes (0.018%) and decodes its rANS streams 14 to 22% faster than `2^16`
-/// (docs/bench.md). The format allows any precision up to [`MAX_SCALE_BITS`].
+/// Largest precision the encoder picks for the wide layout, unless the alphabet needs
+/// more headroom (then up to 8 slots per symbol: `s <= bits(m - 1) + 3`, at most
+/// [`MAX_SCALE_BITS`]): its decoder gathers from tables of `2^s` slots (4 bytes each, plus
+/// the symbols), and at `2^14` they stay in the nearer caches. On minilm-l6-v2-bf16 the
+/// cap costs 5,270 bytes (0.018%) and decodes its rANS streams 14 to 22% faster than
+/// `2^16` (docs/bench.md). The format allows any precision up to [`MAX_SCALE_BITS`].
 pub const WIDE_MAX_SCALE_BITS: u32 = 14;
 
 /// Lower bound of the normalized state interval `[L, 256 L)`.
@@ -506,7 +507,7 @@ impl Plan {
         let entropy = entropy_bits(hist);
         let mut best = f64::INFINITY;
         let top = match Layout::for_len(n) {
-            Layout::Wide => WIDE_MAX_SCALE_BITS.max(smin),
+            Layout::Wide => WIDE_MAX_SCALE_BITS.max(smin + 3).min(MAX_SCALE_BITS),
             Layout::Classic => MAX_SCALE_BITS,
         };
         let scales: Box<dyn Iterator<Item = u32>> = if down {
@@ -561,7 +562,8 @@ impl Plan {
         if self.syms.len() <= 1 {
             return self.table_bytes();
         }
-        self.table_bytes() + payload_lower_bound_in(self.layout, self.ideal_bits, self.n, self.scale)
+        self.table_bytes()
+            + payload_lower_bound_in(self.layout, self.ideal_bits, self.n, self.scale)
     }
 
     fn write_table(&self, out: Vec<u8>, width: u32) -> Vec<u8> {
@@ -1107,12 +1109,7 @@ impl<T: Word> Decoder<'_, T> {
     /// Decodes all of `out` in the wide layout from the states in `x`, with `simd` for
     /// the groups it takes, returning the final read position (past the payload's end if
     /// it ran out: missing bytes read as zeros).
-    fn run_wide(
-        &self,
-        out: &mut [T],
-        x: &mut [u32; WIDE_LANES],
-        simd: Option<WideFn<T>>,
-    ) -> usize {
+    fn run_wide(&self, out: &mut [T], x: &mut [u32; WIDE_LANES], simd: Option<WideFn<T>>) -> usize {
         let (mut pos, done) = match simd.map(|f| f(self, out, x)) {
             Some(r) if r.1 > 0 => r,
             _ => self.fast_wide(out, x),
@@ -1491,7 +1488,10 @@ mod tests {
         let v: Vec<u64> = (0..500u64).map(|i| (i * 31) % 11).collect();
         let good = body(&v, 8);
         for cut in 0..good.len() {
-            assert!(decode(&good[..cut], 8, 500, Layout::Classic).is_err(), "cut {cut}");
+            assert!(
+                decode(&good[..cut], 8, 500, Layout::Classic).is_err(),
+                "cut {cut}"
+            );
         }
         let mut long = good.clone();
         long.push(0);
@@ -1527,8 +1527,14 @@ mod tests {
             .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58).min(i % 9))
             .collect();
         let b = body(&v, 8);
-        assert_eq!(Plan::new(&histogram(&Words::from_u64s(8, &v), 16).unwrap(), 8, n).codec(), CodecId::Rans32);
-        assert_eq!(decode(&b, 8, n, Layout::Wide).unwrap(), Words::from_u64s(8, &v));
+        assert_eq!(
+            Plan::new(&histogram(&Words::from_u64s(8, &v), 16).unwrap(), 8, n).codec(),
+            CodecId::Rans32
+        );
+        assert_eq!(
+            decode(&b, 8, n, Layout::Wide).unwrap(),
+            Words::from_u64s(8, &v)
+        );
         // Read in the other layout, the same bytes are refused, not misread.
         assert!(decode(&b, 8, n, Layout::Classic).is_err());
         let v16: Vec<u64> = (0..n as u64).map(|i| (i * i) % 1009 % 257 * 200).collect();
@@ -1542,13 +1548,19 @@ mod tests {
         let v: Vec<u64> = (0..n as u64).map(|i| (i * 31) % 11).collect();
         let good = body_in(&v, 8, Layout::Wide);
         for cut in 0..good.len() {
-            assert!(decode(&good[..cut], 8, n, Layout::Wide).is_err(), "cut {cut}");
+            assert!(
+                decode(&good[..cut], 8, n, Layout::Wide).is_err(),
+                "cut {cut}"
+            );
         }
         let mut long = good.clone();
         long.push(0);
         assert!(matches!(
             decode(&long, 8, n, Layout::Wide),
-            Err(CodecError::TrailingBytes { codec: "rans32", extra: 1 })
+            Err(CodecError::TrailingBytes {
+                codec: "rans32",
+                extra: 1
+            })
         ));
         for i in 0..good.len() {
             let mut bad = good.clone();

@@ -28,7 +28,11 @@ mod imp {
         false
     }
 
-    pub(super) fn run_u8(_: &Decoder<'_, u8>, _: &mut [u8], _: &mut [u32; WIDE_LANES]) -> (usize, usize) {
+    pub(super) fn run_u8(
+        _: &Decoder<'_, u8>,
+        _: &mut [u8],
+        _: &mut [u32; WIDE_LANES],
+    ) -> (usize, usize) {
         (4 * WIDE_LANES, 0)
     }
 
@@ -47,8 +51,7 @@ mod imp {
     use std::arch::x86_64::*;
 
     pub(super) fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("popcnt")
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
     }
 
     /// Per 8-bit mask of the lanes that take a byte, the index of the byte each such
@@ -123,16 +126,16 @@ mod imp {
         let (pick, join) = if W == 1 {
             (
                 _mm256_setr_epi8(
-                    0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
-                    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                    0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                 ),
                 _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0),
             )
         } else {
             (
                 _mm256_setr_epi8(
-                    0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8,
-                    9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                    0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8, 9, 12,
+                    13, -1, -1, -1, -1, -1, -1, -1, -1,
                 ),
                 _mm256_setr_epi32(0, 1, 4, 5, 0, 0, 0, 0),
             )
