@@ -10,13 +10,13 @@
 
 use super::format::{self, Record};
 use super::stream::{self, Decoded};
-use super::writer::{check_output, persist, temp_beside};
+use super::writer::{check_output, persist, temp_beside, SyncAhead};
 use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
 use crate::dsl::{execute, read_program, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
 use crate::tensor::Dtype;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
@@ -598,14 +598,10 @@ impl Archive {
         check_output(&self.path, output, opts.force)?;
         let mut tmp = temp_beside(output)?;
         {
-            let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+            let mut w = SyncAhead::new(tmp.as_file_mut());
             self.write_original(&mut w, opts.jobs, progress, output)?;
-            w.flush()
-                .map_err(|e| Error::io(output, "cannot write", e))?;
+            w.finish(output)?;
         }
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(output, "cannot sync", e))?;
         persist(tmp, output, opts.force)?;
         Ok(DecompressSummary {
             output: output.to_path_buf(),

@@ -143,20 +143,16 @@ pub fn compress_file(
 
     let mut tmp = temp_beside(output)?;
     let written = {
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut w = SyncAhead::new(tmp.as_file_mut());
         let release = |part: &[u8]| {
             if let Some(m) = &map {
                 super::release_pages(m, part);
             }
         };
         let written = write_archive_releasing(&src, &mut w, opts, progress, output, &release)?;
-        w.flush()
-            .map_err(|e| Error::io(output, "cannot write", e))?;
+        w.finish(output)?;
         written
     };
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(output, "cannot sync", e))?;
     persist(tmp, output, opts.force)?;
 
     let mut warnings = src.warnings().to_vec();
@@ -629,6 +625,100 @@ fn same_file(a: &Path, b: &Path) -> bool {
             (Ok(x), Ok(y)) => x == y,
             _ => false,
         }
+    }
+}
+
+/// Bytes written between two background flushes of [`SyncAhead`].
+const SYNC_AHEAD_BYTES: u64 = 8 << 20;
+
+/// Writes to a file through a 1 MiB buffer and, every [`SYNC_AHEAD_BYTES`], has a
+/// background thread flush what the file holds so far to the disk (`File::sync_data` on
+/// a second handle), so that the disk's writeback overlaps the encoding or decoding and
+/// the sync before the rename waits for the tail only. (On minilm-l6-v2-bf16 that final
+/// sync alone had taken 22 ms of a 0.15 s decompression.)
+pub(crate) struct SyncAhead<'a> {
+    out: BufWriter<&'a mut File>,
+    written: u64,
+    next: u64,
+    tx: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<'a> SyncAhead<'a> {
+    /// Wraps `file`; without a second handle or a thread it only buffers.
+    pub(crate) fn new(file: &'a mut File) -> SyncAhead<'a> {
+        let (tx, thread) = match file.try_clone() {
+            Ok(second) => {
+                let (tx, rx) = std::sync::mpsc::channel::<()>();
+                let spawned = std::thread::Builder::new()
+                    .name("brevis-sync".into())
+                    .spawn(move || {
+                        while rx.recv().is_ok() {
+                            // Requests that came in meanwhile are served by this flush.
+                            while rx.try_recv().is_ok() {}
+                            // An error here comes back from the final sync.
+                            let _ = second.sync_data();
+                        }
+                    });
+                match spawned {
+                    Ok(t) => (Some(tx), Some(t)),
+                    Err(_) => (None, None),
+                }
+            }
+            Err(_) => (None, None),
+        };
+        SyncAhead {
+            out: BufWriter::with_capacity(1 << 20, file),
+            written: 0,
+            next: SYNC_AHEAD_BYTES,
+            tx,
+            thread,
+        }
+    }
+
+    /// Writes out the buffer, stops the background thread and syncs the whole file
+    /// (`File::sync_all`).
+    ///
+    /// # Errors
+    /// A failed write or sync, as [`Error::io`] naming `path` ("cannot write", "cannot
+    /// sync").
+    pub(crate) fn finish(mut self, path: &Path) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| Error::io(path, "cannot write", e))?;
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.out
+            .get_ref()
+            .sync_all()
+            .map_err(|e| Error::io(path, "cannot sync", e))
+    }
+}
+
+impl Write for SyncAhead<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.written += n as u64;
+        if self.written >= self.next {
+            self.next = self.written + SYNC_AHEAD_BYTES;
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(());
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for SyncAhead<'_> {
+    fn drop(&mut self) {
+        // On an error path: stop the thread without waiting for a flush.
+        self.tx = None;
     }
 }
 
