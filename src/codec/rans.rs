@@ -1151,24 +1151,30 @@ impl<T: Word> Decoder<'_, T> {
             let Some(win) = self.payload.get(pos..pos + 2 * WIDE_LANES) else {
                 break;
             };
+            // The steps, counting the bytes of the first round as they go; then both
+            // rounds at once, as the SIMD decoder does: a state takes a second byte iff
+            // it is below 2^15 after its step.
+            let mut first = 0;
             for (o, xj) in group.iter_mut().zip(x.iter_mut()) {
                 let slot = (*xj & mask) as usize;
                 let e = fb[slot];
                 *o = sym[slot];
                 *xj = (e & 0xFFFF) * (*xj >> scale) + (e >> 16);
+                first += usize::from(*xj < RANS_L);
             }
-            let mut off = 0;
-            for _ in 0..2 {
-                for xj in x.iter_mut() {
-                    // Branch-free: whether a state takes a byte is close to a coin toss.
-                    let need = u32::from(*xj < RANS_L);
-                    // At most 2 * 32 reads in a group: `off` stays below 64.
-                    let b = u32::from(win[off & (2 * WIDE_LANES - 1)]);
-                    *xj = *xj << (8 * need) | (b & need.wrapping_neg());
-                    off += need as usize;
-                }
+            let (mut one, mut two) = (0, first);
+            for xj in x.iter_mut() {
+                // Branch-free: whether a state takes a byte is close to a coin toss.
+                let n1 = u32::from(*xj < RANS_L);
+                let n2 = u32::from(*xj < RANS_L >> 8);
+                // At most 2 * 32 reads in a group: both offsets stay below 64.
+                let b1 = u32::from(win[one & (2 * WIDE_LANES - 1)]) & n1.wrapping_neg();
+                let b2 = u32::from(win[two & (2 * WIDE_LANES - 1)]) & n2.wrapping_neg();
+                *xj = (*xj << (8 * n1) | b1) << (8 * n2) | b2;
+                one += n1 as usize;
+                two += n2 as usize;
             }
-            pos += off;
+            pos += two;
             done += WIDE_LANES;
         }
         (pos, done)

@@ -73,7 +73,8 @@ pub fn lessons() -> Vec<Lesson> {
             title: "lit: stored words",
             rule: "Lit_b(v) : b[len v], n >= 0",
             text: "The words themselves, stored by the smallest of four codecs (raw, \
-                   bitpack, huffman, rans). Every other operator exists to make lits smaller.",
+                   bitpack, huffman, rans; rans32 is rans with 32 states, for streams of \
+                   64 Ki words or more). Every other operator exists to make lits smaller.",
             program: lit(8, &[3, 1, 4, 1, 5, 9]),
             show_f32: false,
         },
