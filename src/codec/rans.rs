@@ -1052,17 +1052,24 @@ impl<T: Word> Decoder<'_, T> {
         ((e & 0xFFFF) * (x >> self.scale) + (e >> 16), self.sym[slot])
     }
 
+    /// The slot entries and symbols as slices of exactly `2^scale` entries, so that
+    /// `x & mask` (the third value) indexes them without a bounds check.
+    #[inline(always)]
+    fn tables(&self) -> Option<(&[u32], &[T], u32)> {
+        let mask = (1u32 << self.scale) - 1;
+        Some((
+            self.fb.get(..=mask as usize)?,
+            self.sym.get(..=mask as usize)?,
+            mask,
+        ))
+    }
+
     /// Decodes groups of `K` words while 8 payload bytes remain after the read position
     /// (a group reads at most `2 K <= 8`). Returns the read position and the number of
     /// words written.
     #[inline(never)]
     fn fast<const K: usize>(&self, out: &mut [T], x: &mut [u32; K]) -> (usize, usize) {
-        let mask = (1u32 << self.scale) - 1;
-        // Slices of exactly `mask + 1` entries, so `x & mask` needs no bounds check.
-        let (Some(fb), Some(sym)) = (
-            self.fb.get(..=mask as usize),
-            self.sym.get(..=mask as usize),
-        ) else {
+        let Some((fb, sym, mask)) = self.tables() else {
             return (4 * K, 0);
         };
         let scale = self.scale;
@@ -1137,11 +1144,7 @@ impl<T: Word> Decoder<'_, T> {
     /// number of words written.
     #[inline(never)]
     fn fast_wide(&self, out: &mut [T], x: &mut [u32; WIDE_LANES]) -> (usize, usize) {
-        let mask = (1u32 << self.scale) - 1;
-        let (Some(fb), Some(sym)) = (
-            self.fb.get(..=mask as usize),
-            self.sym.get(..=mask as usize),
-        ) else {
+        let Some((fb, sym, mask)) = self.tables() else {
             return (4 * WIDE_LANES, 0);
         };
         let scale = self.scale;

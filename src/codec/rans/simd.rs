@@ -12,12 +12,12 @@ use super::{Decoder, WideFn, RANS_L, SYM_PAD, WIDE_LANES};
 
 /// The AVX2 decoder of 8-bit words, if this processor has AVX2.
 pub(super) fn wide_u8() -> Option<WideFn<u8>> {
-    imp::available().then_some(imp::run_u8 as WideFn<u8>)
+    imp::available().then_some(imp::run_checked::<1, u8> as WideFn<u8>)
 }
 
 /// The AVX2 decoder of 16-bit words, if this processor has AVX2.
 pub(super) fn wide_u16() -> Option<WideFn<u16>> {
-    imp::available().then_some(imp::run_u16 as WideFn<u16>)
+    imp::available().then_some(imp::run_checked::<2, u16> as WideFn<u16>)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -28,17 +28,9 @@ mod imp {
         false
     }
 
-    pub(super) fn run_u8(
-        _: &Decoder<'_, u8>,
-        _: &mut [u8],
-        _: &mut [u32; WIDE_LANES],
-    ) -> (usize, usize) {
-        (4 * WIDE_LANES, 0)
-    }
-
-    pub(super) fn run_u16(
-        _: &Decoder<'_, u16>,
-        _: &mut [u16],
+    pub(super) fn run_checked<const W: usize, T>(
+        _: &Decoder<'_, T>,
+        _: &mut [T],
         _: &mut [u32; WIDE_LANES],
     ) -> (usize, usize) {
         (4 * WIDE_LANES, 0)
@@ -72,28 +64,17 @@ mod imp {
         t
     };
 
-    pub(super) fn run_u8(
-        d: &Decoder<'_, u8>,
-        out: &mut [u8],
+    /// [`run`] once the processor is known to have what it needs (otherwise nothing).
+    pub(super) fn run_checked<const W: usize, T: Copy>(
+        d: &Decoder<'_, T>,
+        out: &mut [T],
         x: &mut [u32; WIDE_LANES],
     ) -> (usize, usize) {
         if !available() {
             return (4 * WIDE_LANES, 0);
         }
         // SAFETY: AVX2 and POPCNT are present (checked above).
-        unsafe { run::<1, u8>(d.fb, d.sym, d.scale, d.payload, out, x) }
-    }
-
-    pub(super) fn run_u16(
-        d: &Decoder<'_, u16>,
-        out: &mut [u16],
-        x: &mut [u32; WIDE_LANES],
-    ) -> (usize, usize) {
-        if !available() {
-            return (4 * WIDE_LANES, 0);
-        }
-        // SAFETY: AVX2 and POPCNT are present (checked above).
-        unsafe { run::<2, u16>(d.fb, d.sym, d.scale, d.payload, out, x) }
+        unsafe { run::<W, T>(d.fb, d.sym, d.scale, d.payload, out, x) }
     }
 
     /// Decodes whole groups of words of `W` bytes (1 or 2, the size of `T`).
