@@ -645,7 +645,9 @@ pub(crate) struct SyncAhead<'a> {
 }
 
 impl<'a> SyncAhead<'a> {
-    /// Wraps `file`; without a second handle or a thread it only buffers.
+    /// Wraps `file`; without a second handle or a thread it only buffers. Dropped
+    /// without [`SyncAhead::finish`] (an error path), it stops the thread by dropping
+    /// the sender, without waiting for a flush.
     pub(crate) fn new(file: &'a mut File) -> SyncAhead<'a> {
         let (tx, thread) = match file.try_clone() {
             Ok(second) => {
@@ -712,13 +714,6 @@ impl Write for SyncAhead<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
-    }
-}
-
-impl Drop for SyncAhead<'_> {
-    fn drop(&mut self) {
-        // On an error path: stop the thread without waiting for a flush.
-        self.tx = None;
     }
 }
 

@@ -801,11 +801,11 @@ fn run_lanes<T: Word, S: Sink>(
         enc: &[EncSym],
         sink: &mut S,
     ) -> Vec<u32> {
-        match layout.lanes(v.len()) {
-            _ if layout == Layout::Wide => run_wide(v, idx, enc, sink).to_vec(),
-            1 => run::<T, S, 1>(v, idx, enc, sink).to_vec(),
-            2 => run::<T, S, 2>(v, idx, enc, sink).to_vec(),
-            _ => run::<T, S, 4>(v, idx, enc, sink).to_vec(),
+        match (layout, lanes(v.len())) {
+            (Layout::Wide, _) => run_wide(v, idx, enc, sink).to_vec(),
+            (Layout::Classic, 1) => run::<T, S, 1>(v, idx, enc, sink).to_vec(),
+            (Layout::Classic, 2) => run::<T, S, 2>(v, idx, enc, sink).to_vec(),
+            (Layout::Classic, _) => run::<T, S, 4>(v, idx, enc, sink).to_vec(),
         }
     }
     match index {
@@ -1249,27 +1249,27 @@ fn decode_payload<T: Word>(
         scale,
         payload,
     };
-    let pos = match k {
-        _ if layout == Layout::Wide => dec.run_wide(
+    let pos = match (layout, k) {
+        (Layout::Wide, _) => dec.run_wide(
             &mut out,
             (&mut x[..])
                 .try_into()
                 .map_err(|_| invalid("lanes".into()))?,
             simd,
         ),
-        1 => dec.run::<1>(
+        (Layout::Classic, 1) => dec.run::<1>(
             &mut out,
             (&mut x[..])
                 .try_into()
                 .map_err(|_| invalid("lanes".into()))?,
         ),
-        2 => dec.run::<2>(
+        (Layout::Classic, 2) => dec.run::<2>(
             &mut out,
             (&mut x[..])
                 .try_into()
                 .map_err(|_| invalid("lanes".into()))?,
         ),
-        _ => dec.run::<4>(
+        (Layout::Classic, _) => dec.run::<4>(
             &mut out,
             (&mut x[..])
                 .try_into()
