@@ -635,7 +635,7 @@ impl Plan {
             len: payload_at,
         };
         sink.buf.reserve((self.ideal_bits / 8.0) as usize + 64);
-        let x = with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, &mut sink));
+        let x = with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, &mut sink));
         *out = sink.buf;
         out.truncate(sink.len);
         // Reversed below, so the first state comes first, little-endian.
@@ -655,7 +655,7 @@ impl Plan {
         let enc = self.enc_syms();
         let index = SymbolIndex::new(&self.syms, words.width(), self.n);
         let mut count = ByteCount(0);
-        with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, &mut count));
+        with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, &mut count));
         self.table_bytes() + self.layout.state_bytes(self.n) + count.0
     }
 }
@@ -666,6 +666,11 @@ trait Sink {
     fn reserve(&mut self, n: usize);
     /// Emits the low `nb` (0..=2) bytes of `x`, lowest first.
     fn emit(&mut self, x: u32, nb: u32);
+
+    /// Runs a SIMD encoder `f` on the sink: it gets the room after the bytes so far
+    /// (none when only counting) and returns the bytes it shed, which then count as
+    /// emitted; `false` (nothing emitted) if it declined.
+    fn simd(&mut self, f: impl FnOnce(Option<&mut [u8]>) -> Option<usize>) -> bool;
 
     /// Emits the bytes states `0 .. r` of a wide-layout group shed (`nb[j]` bytes of
     /// `before[j]`, the state before), in the reverse of the order the decoder reads
@@ -704,6 +709,13 @@ impl Sink for ByteSink {
         }
         self.len += nb as usize;
     }
+
+    fn simd(&mut self, f: impl FnOnce(Option<&mut [u8]>) -> Option<usize>) -> bool {
+        let Some(room) = self.buf.get_mut(self.len..) else {
+            return false;
+        };
+        f(Some(room)).map(|k| self.len += k).is_some()
+    }
 }
 
 /// Counts the bytes only.
@@ -715,6 +727,10 @@ impl Sink for ByteCount {
     #[inline(always)]
     fn emit(&mut self, _: u32, nb: u32) {
         self.0 += u64::from(nb);
+    }
+
+    fn simd(&mut self, f: impl FnOnce(Option<&mut [u8]>) -> Option<usize>) -> bool {
+        f(None).map(|k| self.0 += k as u64).is_some()
     }
 
     #[inline(always)]
@@ -786,12 +802,15 @@ impl EncSym {
     }
 }
 
-/// Encodes `v` backwards with the states of `layout`; returns the final states.
+/// Encodes `v` (words of `scale`-bit precision symbols) backwards with the states of
+/// `layout`; returns the final states. The wide layout over 8- and 16-bit words with a
+/// dense index takes the SIMD encoder where the processor has one.
 fn run_lanes<T: Word, S: Sink>(
     v: &[T],
     layout: Layout,
     index: &SymbolIndex,
     enc: &[EncSym],
+    scale: u32,
     sink: &mut S,
 ) -> Vec<u32> {
     fn go<T: Word, S: Sink>(
@@ -799,19 +818,51 @@ fn run_lanes<T: Word, S: Sink>(
         layout: Layout,
         idx: impl Fn(T) -> usize,
         enc: &[EncSym],
+        fast: Option<Fast<'_, T>>,
         sink: &mut S,
     ) -> Vec<u32> {
         match (layout, lanes(v.len())) {
-            (Layout::Wide, _) => run_wide(v, idx, enc, sink).to_vec(),
+            (Layout::Wide, _) => run_wide(v, idx, enc, fast, sink).to_vec(),
             (Layout::Classic, 1) => run::<T, S, 1>(v, idx, enc, sink).to_vec(),
             (Layout::Classic, 2) => run::<T, S, 2>(v, idx, enc, sink).to_vec(),
             (Layout::Classic, _) => run::<T, S, 4>(v, idx, enc, sink).to_vec(),
         }
     }
     match index {
-        SymbolIndex::Dense(t) => go(v, layout, |w: T| t[w.into() as usize] as usize, enc, sink),
-        SymbolIndex::Hashed(_) => go(v, layout, |w: T| index.get(w.into()), enc, sink),
+        SymbolIndex::Dense(t) => {
+            let simd = (layout == Layout::Wide)
+                .then(simd::encoder::<T>)
+                .flatten()
+                .map(|f| (f, enc_entries(t, enc, scale)));
+            let fast = simd.as_ref().map(|(f, tab)| (*f, &tab[..], scale));
+            go(
+                v,
+                layout,
+                |w: T| t[w.into() as usize] as usize,
+                enc,
+                fast,
+                sink,
+            )
+        }
+        SymbolIndex::Hashed(_) => go(v, layout, |w: T| index.get(w.into()), enc, None, sink),
     }
+}
+
+/// A SIMD encoder of whole wide groups with its per-value table and the precision.
+type Fast<'a, T> = (simd::EncFn<T>, &'a [simd::EncEntry], u32);
+
+/// The SIMD encoder's per-value table from a dense index (`u32::MAX`: not a symbol;
+/// `2^width` entries) and the symbols' constants at precision `scale`.
+fn enc_entries(index: &[u32], enc: &[EncSym], scale: u32) -> Vec<simd::EncEntry> {
+    index
+        .iter()
+        .map(|&i| {
+            enc.get(i as usize).map_or([0; 4], |e| {
+                let freq = (1u32 << scale) - e.cmpl;
+                [freq | e.shift << 16, e.rcp, e.bias, 0]
+            })
+        })
+        .collect()
 }
 
 /// Encodes `v` backwards in the wide layout, word `i` into state `i mod 32`; returns the
@@ -820,6 +871,7 @@ fn run_wide<T: Word, S: Sink>(
     v: &[T],
     idx: impl Fn(T) -> usize,
     enc: &[EncSym],
+    fast: Option<Fast<'_, T>>,
     sink: &mut S,
 ) -> [u32; WIDE_LANES] {
     /// Encodes one group (states `0 .. group.len()`) and emits its bytes.
@@ -850,6 +902,11 @@ fn run_wide<T: Word, S: Sink>(
     group(&v[full..], &mut x, &idx, enc, sink);
     for block in v[..full].rchunks(BLOCK) {
         sink.reserve(2 * block.len());
+        if let Some((f, tab, scale)) = fast {
+            if sink.simd(|out| f(block, tab, scale, &mut x, out)) {
+                continue;
+            }
+        }
         for g in block.chunks_exact(WIDE_LANES).rev() {
             group(g, &mut x, &idx, enc, sink);
         }
@@ -1320,6 +1377,26 @@ mod tests {
         assert_eq!(plan.size(&words), out.len() as u64);
         assert!(plan.lower_bound() <= out.len() as u64);
         assert_eq!(decode(&out, width, values.len(), layout).unwrap(), words);
+        if hist.len() > 1 {
+            // The scalar encoder (a hashed index never takes the SIMD one) sheds the same
+            // bytes and ends in the same states as the dense index's encoder, which is
+            // the SIMD one for long 8- and 16-bit streams on AVX2 machines.
+            let enc = plan.enc_syms();
+            let run = |index: &SymbolIndex| {
+                let mut sink = ByteSink {
+                    buf: Vec::new(),
+                    len: 0,
+                };
+                let x = with_buf!(words.buf(), v => run_lanes(v, layout, index, &enc, plan.scale, &mut sink));
+                sink.buf.truncate(sink.len);
+                (x, sink.buf)
+            };
+            let dense = SymbolIndex::new(&plan.syms, width, values.len());
+            assert_eq!(
+                run(&dense),
+                run(&SymbolIndex::new(&plan.syms, 64, values.len()))
+            );
+        }
         if layout == Layout::Wide && hist.len() > 1 && width <= 16 {
             let t = read_table(&out, width, values.len(), NAME).unwrap();
             let payload = &out[t.bytes..];

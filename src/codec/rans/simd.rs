@@ -1,10 +1,17 @@
-//! AVX2 decoding of the wide rANS layout (codec `rans32`, see the parent module): the 32
-//! states as four vectors of 8, each step a gather of the slot entries and the symbols,
-//! each refill round a byte load widened to 8 lanes and permuted into the lanes that need
-//! a byte (Giesen, "Interleaved entropy coders", 2014, §4; his `rans_sse` decodes 16-bit
-//! words, this one bytes). Chosen at run time: [`wide_u8`] and [`wide_u16`] return a
-//! decoder only when the processor has AVX2 (and POPCNT). The results are bit-identical to the scalar
-//! decoder's, which takes the last groups and every other machine.
+//! AVX2 coding of the wide rANS layout (codec `rans32`, see the parent module): the 32
+//! states as four vectors of 8.
+//!
+//! * Decoding: each step a gather of the slot entries and the symbols, each refill round a
+//!   byte load widened to 8 lanes and permuted into the lanes that need a byte (Giesen,
+//!   "Interleaved entropy coders", 2014, §4; his `rans_sse` decodes 16-bit words, this
+//!   one bytes). [`wide_u8`] and [`wide_u16`].
+//! * Encoding: each step three gathers of the word's constants (frequency and shift,
+//!   reciprocal, bias), the renormalization decided for 8 lanes by two compares, the
+//!   division by a 32x32 high multiply; each round's shed bytes packed to the front by a
+//!   256-entry shuffle table and stored 8 at a time. [`encoder`].
+//!
+//! Chosen at run time: only when the processor has AVX2 (and POPCNT). The results are
+//! bit-identical to the scalar coder's, which takes the rest and every other machine.
 //!
 //! This module and the memory mapping are the crate's only `unsafe` code.
 
@@ -20,12 +27,48 @@ pub(super) fn wide_u16() -> Option<WideFn<u16>> {
     imp::available().then_some(imp::run_checked::<2, u16> as WideFn<u16>)
 }
 
+/// Per word value, the encoder's constants of its symbol: `freq | shift << 16`, the
+/// reciprocal, the bias, and a zero (Giesen's `RansEncSymbol`, see `EncSym`); entries of
+/// values that are not symbols are never read for a valid stream.
+pub(super) type EncEntry = [u32; 4];
+
+/// An AVX2 encoder of whole wide-layout groups: encodes `groups` (a multiple of
+/// [`WIDE_LANES`] words, last group first) into the states `x` with the per-value table
+/// `tab` (a power of two of entries, word values masked to it) at precision `scale`.
+/// With an output, stores the shed bytes from its start in the order the scalar sink
+/// would (it needs `2 * groups.len() + 16` bytes); returns the number of bytes shed, or
+/// `None` (nothing done) if the arguments do not fit.
+pub(super) type EncFn<T> =
+    fn(&[T], &[EncEntry], u32, &mut [u32; WIDE_LANES], Option<&mut [u8]>) -> Option<usize>;
+
+/// The AVX2 encoder for words of type `T` (8 or 16 bits), if this processor has AVX2.
+pub(super) fn encoder<T: Copy>() -> Option<EncFn<T>> {
+    if !imp::available() {
+        return None;
+    }
+    match size_of::<T>() {
+        1 => Some(imp::encode_checked::<1, T> as EncFn<T>),
+        2 => Some(imp::encode_checked::<2, T> as EncFn<T>),
+        _ => None,
+    }
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
     use super::*;
 
     pub(super) fn available() -> bool {
         false
+    }
+
+    pub(super) fn encode_checked<const W: usize, T>(
+        _: &[T],
+        _: &[EncEntry],
+        _: u32,
+        _: &mut [u32; WIDE_LANES],
+        _: Option<&mut [u8]>,
+    ) -> Option<usize> {
+        None
     }
 
     pub(super) fn run_checked<const W: usize, T>(
@@ -195,5 +238,155 @@ mod imp {
             unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
         }
         (pos, done)
+    }
+
+    /// Per 8-bit mask of lanes, their indices from the highest down, then `0x80` (a
+    /// shuffle that packs the masked lanes' bytes to the front, last lane first).
+    static COMPACT: [[u8; 16]; 256] = {
+        let mut t = [[0x80u8; 16]; 256];
+        let mut m = 0;
+        while m < 256 {
+            let mut k = 0;
+            let mut j = 8;
+            while j > 0 {
+                j -= 1;
+                if (m >> j) & 1 == 1 {
+                    t[m][k] = j as u8;
+                    k += 1;
+                }
+            }
+            m += 1;
+        }
+        t
+    };
+
+    /// [`encode`] once the processor is known to have what it needs and the arguments
+    /// fit (otherwise `None`, nothing done).
+    pub(super) fn encode_checked<const W: usize, T: Copy>(
+        groups: &[T],
+        tab: &[EncEntry],
+        scale: u32,
+        x: &mut [u32; WIDE_LANES],
+        out: Option<&mut [u8]>,
+    ) -> Option<usize> {
+        let fits = available()
+            && size_of::<T>() == W
+            && groups.len() % WIDE_LANES == 0
+            && tab.len().is_power_of_two()
+            && tab.len() <= 1 << 16
+            && (1..=16).contains(&scale)
+            && out
+                .as_ref()
+                .is_none_or(|o| o.len() >= 2 * groups.len() + 16);
+        if !fits {
+            return None;
+        }
+        // SAFETY: AVX2 and POPCNT are present and the arguments fit (checked above).
+        Some(unsafe { encode::<W, T>(groups, tab, scale, x, out) })
+    }
+
+    /// Encodes whole groups of words of `W` bytes (1 or 2, the size of `T`), last group
+    /// first; returns the bytes shed.
+    ///
+    /// # Safety
+    /// The processor must have AVX2 and POPCNT, `T` must be `W` bytes, `groups` a
+    /// multiple of 32 words, `tab` a power of two of at most `2^16` entries, `scale` in
+    /// 1..=16 and `out`, if any, at least `2 * groups.len() + 16` bytes.
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn encode<const W: usize, T: Copy>(
+        groups: &[T],
+        tab: &[EncEntry],
+        scale: u32,
+        x: &mut [u32; WIDE_LANES],
+        out: Option<&mut [u8]>,
+    ) -> usize {
+        let wmask = _mm256_set1_epi32(tab.len() as i32 - 1);
+        let low16 = _mm256_set1_epi32(0xFFFF);
+        let total = _mm256_set1_epi32(1 << scale);
+        // x_max = ((L >> s) << 8) f = f << (31 - s): a state at or above it sheds a byte.
+        let to_max = _mm_cvtsi32_si128(31 - scale as i32);
+        // Byte 0 of each lane to the front of its 128-bit half, then the halves together.
+        let pick = _mm256_setr_epi8(
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
+            -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        );
+        let join = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+        let tabp = tab.as_ptr().cast::<i32>();
+        let wp = groups.as_ptr().cast::<u8>();
+        let outp = out.map(|o| o.as_mut_ptr());
+        // SAFETY (every load, gather and store below): `x` holds 32 states, read and
+        // written as four vectors of 8; a group `g < groups.len() / 32` reads the 32 words
+        // at `32 g`, 8 at a time (`8 W` bytes each); gathers read word `i` of an entry at
+        // `4 (w & (tab.len() - 1)) + i`, `i < 3`, inside `tab`; each store writes 8 bytes
+        // at the count of bytes shed so far, at most `2 * groups.len()`, and `out` has 16
+        // more.
+        let xp = x.as_mut_ptr().cast::<__m256i>();
+        let mut xs = [
+            unsafe { _mm256_loadu_si256(xp) },
+            unsafe { _mm256_loadu_si256(xp.add(1)) },
+            unsafe { _mm256_loadu_si256(xp.add(2)) },
+            unsafe { _mm256_loadu_si256(xp.add(3)) },
+        ];
+        let mut len = 0usize;
+        for g in (0..groups.len() / WIDE_LANES).rev() {
+            // Per vector and round (second, first): the bytes in the lanes' low bytes and
+            // the mask of the lanes that shed one.
+            let mut bytes = [[_mm256_setzero_si256(); 4]; 2];
+            let mut masks = [[0usize; 4]; 2];
+            for (v, xv) in xs.iter_mut().enumerate() {
+                let at = unsafe { wp.add((g * WIDE_LANES + 8 * v) * W) };
+                let w = if W == 1 {
+                    _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(at.cast()) })
+                } else {
+                    _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(at.cast()) })
+                };
+                let i = _mm256_slli_epi32::<2>(_mm256_and_si256(w, wmask));
+                let a = unsafe { _mm256_i32gather_epi32::<4>(tabp, i) };
+                let rcp = unsafe { _mm256_i32gather_epi32::<4>(tabp.add(1), i) };
+                let bias = unsafe { _mm256_i32gather_epi32::<4>(tabp.add(2), i) };
+                let freq = _mm256_and_si256(a, low16);
+                let xmax = _mm256_sll_epi32(freq, to_max);
+                // States are below 2^31 and x_max below 2^31: signed compares are exact.
+                let x8 = _mm256_srli_epi32::<8>(*xv);
+                let keep1 = _mm256_cmpgt_epi32(xmax, *xv);
+                let keep2 = _mm256_cmpgt_epi32(xmax, x8);
+                let v1 = _mm256_blendv_epi8(x8, *xv, keep1);
+                let y = _mm256_blendv_epi8(_mm256_srli_epi32::<16>(*xv), v1, keep2);
+                // The second round's byte is the low one; the first round's is the upper
+                // one of a state shedding two.
+                bytes[0][v] = *xv;
+                bytes[1][v] = _mm256_blendv_epi8(x8, *xv, keep2);
+                masks[0][v] = !_mm256_movemask_ps(_mm256_castsi256_ps(keep2)) as usize & 0xFF;
+                masks[1][v] = !_mm256_movemask_ps(_mm256_castsi256_ps(keep1)) as usize & 0xFF;
+                // q = floor(y rcp / 2^32) >> shift, from the even and the odd lanes.
+                let even = _mm256_srli_epi64::<32>(_mm256_mul_epu32(y, rcp));
+                let odd =
+                    _mm256_mul_epu32(_mm256_srli_epi64::<32>(y), _mm256_srli_epi64::<32>(rcp));
+                let hi = _mm256_blend_epi32::<0b1010_1010>(even, odd);
+                let q = _mm256_srlv_epi32(hi, _mm256_srli_epi32::<16>(a));
+                let cmpl = _mm256_sub_epi32(total, freq);
+                *xv = _mm256_add_epi32(_mm256_add_epi32(y, bias), _mm256_mullo_epi32(q, cmpl));
+            }
+            // The second round's bytes, then the first's, each from the last state down.
+            for r in 0..2 {
+                for v in (0..4).rev() {
+                    let m = masks[r][v];
+                    if let Some(p) = outp {
+                        let packed = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                            _mm256_shuffle_epi8(bytes[r][v], pick),
+                            join,
+                        ));
+                        let lut = unsafe { _mm_loadu_si128(COMPACT[m].as_ptr().cast()) };
+                        let b = _mm_shuffle_epi8(packed, lut);
+                        unsafe { _mm_storel_epi64(p.add(len).cast(), b) };
+                    }
+                    len += m.count_ones() as usize;
+                }
+            }
+        }
+        for (v, xv) in xs.iter().enumerate() {
+            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
+        }
+        len
     }
 }
