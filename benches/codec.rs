@@ -67,9 +67,9 @@ fn rate(bytes: usize, d: Duration) -> String {
 
 fn main() {
     // Arguments: an optional path, and `--only OP STREAM` to loop one operation (for
-    // `perf stat`), OP in rans-enc, rans-dec, huf-enc, huf-dec, best; STREAM in high,
-    // low, u11 (sign dropped, exponent and top 2 mantissa bits, as BF16's fields[1,11,4]),
-    // word.
+    // `perf stat`), OP in rans-enc, rans-dec, huf-enc, huf-dec, best, rans-plan,
+    // huf-plan; STREAM in high, low, u11 (sign dropped, exponent and top 2 mantissa bits,
+    // as BF16's fields[1,11,4]), word, tensor (the first 2^20 words).
     let args: Vec<String> = std::env::args().skip(1).collect();
     let path = args
         .iter()
@@ -83,8 +83,32 @@ fn main() {
             "high" => words.map_to(8, |w| w >> 8),
             "low" => words.map_to(8, |w| w & 0xFF),
             "u11" => words.map_to(11, |w| (w >> 4) & 0x7FF),
+            // One large tensor's worth of whole words (thousands of distinct ones).
+            "tensor" => words.slice(0, words.len().min(1 << 20)),
             _ => words,
         };
+        if op.ends_with("-plan") {
+            // Table planning alone, from the histogram.
+            let hist = histogram(&w, codec::MAX_TABLE_SYMBOLS).expect("a table codec applies");
+            // 100 plans per timing: the CPU clock ticks in milliseconds.
+            let per = time(|| {
+                for _ in 0..100 {
+                    if op == "huf-plan" {
+                        black_box(codec::huffman::Plan::new(&hist, w.width(), w.len()).size());
+                    } else {
+                        black_box(codec::rans::Plan::new(&hist, w.width(), w.len()).table_bytes());
+                    }
+                }
+            })
+            .as_secs_f64()
+                / 100.0;
+            println!(
+                "{op} {which}: {} distinct words, best {:.3} ms cpu",
+                hist.len(),
+                per * 1e3
+            );
+            return;
+        }
         let c = if op.starts_with("huf") {
             CodecId::Huffman
         } else {

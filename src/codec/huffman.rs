@@ -40,6 +40,25 @@ pub const MAX_CODE_LEN: u32 = 16;
 /// canonical search.
 const PRIMARY_BITS: u32 = 12;
 
+/// Bytes a Huffman body for `counts` (of `n` words, at least two distinct) can never be
+/// smaller than, given its count and set fields (`head` bits): the mode bit, at least 4
+/// bits and a bit per later length, and a payload of at least
+/// [`super::rans::floor_ideal_bits`] at [`MAX_CODE_LEN`]. The one table with no bit per
+/// length (fixed width 0: every length equal, so `m` is a power of two) is bounded by its
+/// payload of `log2 m` bits per word. Sorts a copy of the counts.
+pub(crate) fn body_lower_bound(counts: &[u64], n: usize, head: u64) -> u64 {
+    let m = counts.len();
+    let payload = super::rans::floor_ideal_bits(counts, MAX_CODE_LEN) * (1.0 - 1e-9);
+    let general = head as f64 + 1.0 + 4.0 + (m as f64 - 1.0) + payload;
+    let bits = if m.is_power_of_two() {
+        let flat = head as f64 + 1.0 + 7.0 + n as f64 * f64::from(m.trailing_zeros());
+        general.min(flat)
+    } else {
+        general
+    };
+    (bits / 8.0).floor() as u64
+}
+
 /// Code lengths (1..=16) of symbols with the given counts (all >= 1, at most 65,536 of
 /// them), minimizing the total coded bits under the length limit. A single symbol gets
 /// length 0; no symbol gets an empty list.

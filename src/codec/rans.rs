@@ -397,6 +397,78 @@ pub(crate) fn entropy_bits(hist: &[(u64, u64)]) -> f64 {
     hist.iter().map(|&(_, c)| c as f64 * (ln - l(c))).sum()
 }
 
+/// The least ideal payload in bits, `sum c_i log2(M / f_i)`, of any model with
+/// frequencies `f_i >= 1` (real, not only whole) summing to `M = 2^scale`, for the counts
+/// `counts` (at most `M` of them): `f_i = max(1, c_i t)` with `t` settling the sum
+/// (Karush-Kuhn-Tucker). At least the entropy; above it by what the rare words' floor of
+/// one slot takes from the others. A bound for rANS at any precision up to `scale`, and
+/// for any prefix code with lengths up to `scale` (Kraft: `f_i = 2^(scale - l_i)`).
+/// Sorts a copy of the counts. Returns infinity if there are more than `M` counts.
+pub(crate) fn floor_ideal_bits(counts: &[u64], scale: u32) -> f64 {
+    let m = (1u64 << scale) as f64;
+    if counts.len() as f64 > m {
+        return f64::INFINITY;
+    }
+    let mut c: Vec<u64> = counts.to_vec();
+    c.sort_unstable();
+    let mut rest: f64 = c.iter().map(|&x| x as f64).sum();
+    // The rarest words take one slot each while their share of the rest is below one.
+    let mut k = 0;
+    while k < c.len() && (c[k] as f64) * (m - k as f64) < rest {
+        rest -= c[k] as f64;
+        k += 1;
+    }
+    let lm = m.log2();
+    let clamped: f64 = c[..k].iter().map(|&x| x as f64).sum::<f64>() * lm;
+    if k == c.len() {
+        return clamped;
+    }
+    // The others get c t with t = (M - k) / rest: c log2(M / (c t)) each.
+    let lt = ((m - k as f64) / rest).log2();
+    clamped
+        + c[k..]
+            .iter()
+            .map(|&x| {
+                let x = x as f64;
+                x * (lm - x.log2() - lt)
+            })
+            .sum::<f64>()
+}
+
+/// The highest precision the encoder plans for `m` symbols in `layout`.
+pub(crate) fn top_scale(layout: Layout, m: usize) -> u32 {
+    let smin = bits_needed(m.max(1) as u64 - 1).max(1);
+    match layout {
+        Layout::Wide => WIDE_MAX_SCALE_BITS.max(smin + 3).min(MAX_SCALE_BITS),
+        Layout::Classic => MAX_SCALE_BITS,
+    }
+}
+
+/// Bytes an rANS body for histogram `hist` (`n` words, at least two distinct) can never
+/// be smaller than, given its count and set fields (`head` bits): the precision and mode
+/// fields, at least a bit per frequency, and the payload bound of [`payload_lower_bound`]
+/// from [`floor_ideal_bits`] at the highest precision the encoder plans (a lower
+/// precision only costs more). The one table with no bit per frequency (fixed width 0:
+/// every frequency 1, so `2^s = m`) is bounded by its payload of `log2 m` bits per word.
+/// Sorts the counts; no quantizing.
+pub(crate) fn body_lower_bound(hist: &[(u64, u64)], n: usize, head: u64) -> u64 {
+    let layout = Layout::for_len(n);
+    let m = hist.len();
+    let top = top_scale(layout, m);
+    let counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+    let ideal = floor_ideal_bits(&counts, top);
+    let general =
+        (head + 4 + 2 + m as u64).div_ceil(8) + payload_lower_bound_in(layout, ideal, n, top);
+    if m.is_power_of_two() {
+        let s = m.trailing_zeros();
+        let flat = (head + 4 + 2 + 5).div_ceil(8)
+            + payload_lower_bound_in(layout, n as f64 * f64::from(s), n, s);
+        general.min(flat)
+    } else {
+        general
+    }
+}
+
 /// Bytes the payload (states included) of `n` words can never be smaller than, when the
 /// ideal code length under the model is `ideal` bits at precision `scale`.
 ///
@@ -506,10 +578,7 @@ impl Plan {
         // to the best so far, or two precisions in a row did worse, stop.
         let entropy = entropy_bits(hist);
         let mut best = f64::INFINITY;
-        let top = match Layout::for_len(n) {
-            Layout::Wide => WIDE_MAX_SCALE_BITS.max(smin + 3).min(MAX_SCALE_BITS),
-            Layout::Classic => MAX_SCALE_BITS,
-        };
+        let top = top_scale(Layout::for_len(n), m);
         let scales: Box<dyn Iterator<Item = u32>> = if down {
             Box::new((smin..=top).rev())
         } else {
@@ -1482,6 +1551,38 @@ mod tests {
                     assert_eq!(y, (x / f) * m + x % f + cum, "s={scale} f={f} x={x}");
                 }
             }
+        }
+    }
+
+    /// The floor of one slot per word, worked by hand: counts 1, 1, 6 at `M = 4` give
+    /// the rare words a slot each and the frequent one the other two, `2 + 2 + 6 * 1`
+    /// bits, which the integer quantizer meets; the entropy is 8.49 bits. On a real
+    /// histogram the bound lies between the entropy and the quantizer's ideal size.
+    #[test]
+    fn floor_ideal_bits_bounds_the_quantized_model() {
+        assert!((floor_ideal_bits(&[6, 1, 1], 2) - 10.0).abs() < 1e-12);
+        assert_eq!(quantize(&[1, 1, 6], 2), vec![1, 1, 2]);
+        assert_eq!(floor_ideal_bits(&[1, 1, 1, 1, 1], 2), f64::INFINITY);
+        let counts: Vec<u64> = (1..3000u64)
+            .map(|i| (i * i * 7919) % 100_003 / 97 + 1)
+            .collect();
+        let hist: Vec<(u64, u64)> = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (i as u64, c))
+            .collect();
+        for scale in 12..=16 {
+            let f = quantize(&counts, scale);
+            let ideal: f64 = counts
+                .iter()
+                .zip(&f)
+                .map(|(&c, &f)| c as f64 * (f64::from(scale) - f64::from(f).log2()))
+                .sum();
+            let floor = floor_ideal_bits(&counts, scale);
+            assert!(
+                entropy_bits(&hist) <= floor + 1e-6 && floor <= ideal + 1e-6,
+                "{scale}"
+            );
         }
     }
 

@@ -83,10 +83,10 @@ pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: 
     1 + uleb_len(body) + body
 }
 
-/// The root literal's table plans (Huffman's exact size and the planned rANS table),
-/// made once by [`explore`] and kept so that the final comparison with `Lit(target)` can
-/// size the literal exactly without planning (quantizing) its tables again or writing
-/// its body.
+/// The root literal's table plans (Huffman's exact size and the optimally quantized rANS
+/// table), made only when the search's best program does not beat the literal's cheap
+/// lower bound ([`root_lower_bound`]), so that the final comparison with `Lit(target)`
+/// can size the literal exactly without writing its body.
 struct RootLit {
     /// The smaller of the raw and bit-packed body sizes.
     plain: u64,
@@ -95,21 +95,11 @@ struct RootLit {
 }
 
 impl RootLit {
-    /// Plans the tables for histogram `h` of the root's `n` words of `width` bits;
-    /// returns them with the root's (estimate, lower bound) of the table codecs' body
-    /// size: as [`plan_sizes`] for up to [`APPROX_SYMBOLS`] distinct words; above, Huffman
-    /// is planned exactly (a sort and a linear pass, far cheaper than encoding) so that
-    /// the lower bound is tight enough to spare encoding the literal when a program
-    /// clearly beats it, but assumed to lose the estimate.
-    fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> (RootLit, u64, u64) {
+    /// Plans the tables for histogram `h` of the root's `n` words of `width` bits, whose
+    /// plain body is `plain` bytes.
+    fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> RootLit {
         let (huff, rans) = table_plans(h, width, n);
-        let est = if h.len() > APPROX_SYMBOLS {
-            rans_estimate(&rans)
-        } else {
-            huff.min(rans_estimate(&rans))
-        };
-        let lb = huff.min(rans.lower_bound());
-        (RootLit { plain, huff, rans }, est, lb)
+        RootLit { plain, huff, rans }
     }
 
     /// Exact bytes of the `Lit(target)` node (`target` is the root's stream): the codec
@@ -120,6 +110,21 @@ impl RootLit {
         let body = codec::select::chosen_size(&sizes);
         1 + uleb_len(body) + body
     }
+}
+
+/// A size in bytes the table codecs' body for histogram `h` (of `n` words of `width`
+/// bits) can never be under, from its counts and its count and set fields alone
+/// ([`codec::huffman::body_lower_bound`], [`codec::rans::body_lower_bound`]). No table is
+/// planned.
+fn table_lower_bound(h: &[(u64, u64)], width: u32, n: usize) -> u64 {
+    let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
+    let head = codec::table::count_bits(width, n) + codec::table::plan_set(&syms, width).bits;
+    if h.len() <= 1 {
+        return head.div_ceil(8);
+    }
+    let counts: Vec<u64> = h.iter().map(|&(_, c)| c).collect();
+    codec::huffman::body_lower_bound(&counts, n, head)
+        .min(codec::rans::body_lower_bound(h, n, head))
 }
 
 /// Distinct words above which [`estimate_from_hist`] approximates the table codecs.
@@ -857,6 +862,10 @@ fn replace_hole(tree: &PNode, id: usize, with: PNode) -> PNode {
     go(tree, id, &mut Some(with))
 }
 
+/// The root's dense histogram as a list and its plain body size in bytes, for
+/// [`RootLit::plan`].
+type RootHist = (Vec<(u64, u64)>, u64);
+
 /// The search loop: the explored arena, the chosen state (the best record by rollout
 /// size for A*, the first complete program in the ablation) and the root literal's
 /// lower bound in bytes when it was planned. `opts.budget >= 1`, `target` not empty.
@@ -865,7 +874,7 @@ fn explore<'a>(
     dtype: Option<Dtype>,
     opts: &'a SearchOptions,
     prior: &'a Prior,
-) -> (Search<'a>, State, Option<u64>, Option<RootLit>) {
+) -> (Search<'a>, State, Option<u64>, Option<RootHist>) {
     let mut search = Search {
         opts,
         prior,
@@ -887,11 +896,10 @@ fn explore<'a>(
         let (width, n) = (target.width(), target.len());
         let max = list.last().map_or(0, |&(s, _)| s);
         let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
-        let (plans, est, lb) = RootLit::plan(&list, width, n, plain);
         let node = |b: u64| 1 + uleb_len(b) + b;
-        search.holes[0].lit_bytes = node(choose(plain, est));
-        root_lb = Some(node(plain.min(lb)));
-        root_lit = Some(plans);
+        search.holes[0].lit_bytes = node(choose(plain, estimate_sizes(&list, width, n)));
+        root_lb = Some(node(plain.min(table_lower_bound(&list, width, n))));
+        root_lit = Some((list, plain));
     }
     let root = State {
         tree: PNode::Hole(0),
@@ -1042,7 +1050,11 @@ pub fn search(
         // and then its exact size (from the root's plans, when there are any) leave it
         // a chance; ties go to the literal.
         let lb = root_lb.unwrap_or_else(|| lit_lower_bound(target, None));
-        let exact = || root_lit.as_ref().map(|r| r.exact_len(target));
+        let exact = || {
+            root_lit.as_ref().map(|(h, plain)| {
+                RootLit::plan(h, target.width(), target.len(), *plain).exact_len(target)
+            })
+        };
         if lb > bytes || exact().is_some_and(|len| len > bytes) {
             winner = Some((bytes, program, false));
         } else {
@@ -1114,6 +1126,9 @@ mod tests {
             }),
             Words::from_fn(8, 10_000, |i| i as u64 * 97 % 256),
             Words::from_fn(8, 3_000, |i| u64::from(i % 10 == 0)),
+            // Four equally frequent words: the flat tables (every length or frequency the
+            // same) are the bounds' special case.
+            Words::from_fn(8, 70_000, |i| i as u64 % 4),
         ];
         let mut many = false;
         for w in &cases {
@@ -1122,10 +1137,18 @@ mod tests {
             let max = hist.last().map_or(0, |&(s, _)| s);
             let plain = codec::raw::size(w.width(), w.len())
                 .min(codec::bitpack::size_for(bits_needed(max), w.len()));
-            let (root, _, lb) = RootLit::plan(&hist, w.width(), w.len(), plain);
+            let root = RootLit::plan(&hist, w.width(), w.len(), plain);
             let exact = root.exact_len(w);
             assert_eq!(exact, program_len(&Node::lit(w)), "{} words", w.len());
-            assert!(1 + uleb_len(plain.min(lb)) + plain.min(lb) <= exact);
+            let lb = plain.min(table_lower_bound(&hist, w.width(), w.len()));
+            assert!(1 + uleb_len(lb) + lb <= exact);
+            // Each codec's own bound holds for its exact body.
+            let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
+            let head = codec::table::count_bits(w.width(), w.len())
+                + codec::table::plan_set(&syms, w.width()).bits;
+            let counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+            assert!(codec::rans::body_lower_bound(&hist, w.len(), head) <= root.rans.size(w));
+            assert!(codec::huffman::body_lower_bound(&counts, w.len(), head) <= root.huff);
         }
         assert!(many, "one case has more than APPROX_SYMBOLS distinct words");
     }
