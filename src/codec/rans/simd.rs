@@ -271,7 +271,7 @@ mod imp {
     ) -> Option<usize> {
         let fits = available()
             && size_of::<T>() == W
-            && groups.len() % WIDE_LANES == 0
+            && groups.len().is_multiple_of(WIDE_LANES)
             && tab.len().is_power_of_two()
             && tab.len() <= 1 << 16
             && (1..=16).contains(&scale)
