@@ -97,6 +97,68 @@ pub fn encode_best_with_histogram(words: &Words, hist: Vec<(u64, u64)>) -> Encod
     encode_analyzed(words, a)
 }
 
+/// What both table codecs need before planning: the symbols, their set encoding, and
+/// lower bounds in bytes on the Huffman and the rANS body (the count and set fields plus
+/// the entropy; rANS's renormalization losses too). A codec whose bound does not come
+/// under the best so far need not be planned.
+struct TableBounds {
+    syms: Vec<u64>,
+    set: super::table::SetPlan,
+    huff_lb: u64,
+    rans_lb: u64,
+}
+
+impl TableBounds {
+    fn of(hist: &[(u64, u64)], width: u32, n: usize) -> TableBounds {
+        let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
+        let set = plan_set(&syms, width);
+        let head = count_bits(width, n) + set.bits;
+        let entropy = rans::entropy_bits(hist);
+        let huff_lb = ((head as f64 + entropy * (1.0 - 1e-9)) / 8.0).floor() as u64;
+        let rans_lb = head.div_ceil(8)
+            + if hist.len() <= 1 {
+                0
+            } else {
+                rans::payload_lower_bound(entropy, n, rans::MAX_SCALE_BITS)
+            };
+        TableBounds {
+            syms,
+            set,
+            huff_lb,
+            rans_lb,
+        }
+    }
+}
+
+/// The body size in bytes [`encode_best`] gives `words` (what [`chosen_size`] picks
+/// from [`all_sizes`]), planning a table codec only when its lower bound leaves it a
+/// chance and sizing rANS by running its coder without output.
+pub fn best_size(words: &Words) -> u64 {
+    let (width, n) = (words.width(), words.len());
+    let a = Analysis::of(words);
+    let plain = raw::size(width, n).min(bitpack::size_for(a.pack_bits, n));
+    let bar = table_bar(plain);
+    let Some(hist) = &a.hist else {
+        return plain;
+    };
+    let b = TableBounds::of(hist, width, n);
+    let mut best = bar;
+    if b.huff_lb < best {
+        best = best.min(huffman::Plan::with_set(hist, width, n, b.syms.clone(), b.set).size());
+    }
+    if b.rans_lb < best {
+        let plan = rans::Plan::with_set(hist, width, n, b.syms, b.set);
+        if plan.lower_bound() < best {
+            best = best.min(plan.size(words));
+        }
+    }
+    if best < bar {
+        best
+    } else {
+        plain
+    }
+}
+
 fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
     let (width, n) = (words.width(), words.len());
     let mut best = (CodecId::Raw, raw::size(width, n));
@@ -110,13 +172,13 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
     let plain = best.0;
     let mut huff = None;
     if let Some(hist) = &a.hist {
-        // Both table codecs spend at least the count and set fields plus the entropy;
-        // plan one only when that bound leaves it a chance.
-        let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
-        let set = plan_set(&syms, width);
-        let head = count_bits(width, n) + set.bits;
-        let entropy = rans::entropy_bits(hist);
-        let huff_lb = ((head as f64 + entropy * (1.0 - 1e-9)) / 8.0).floor() as u64;
+        // Plan a table codec only when its bound leaves it a chance.
+        let TableBounds {
+            syms,
+            set,
+            huff_lb,
+            rans_lb,
+        } = TableBounds::of(hist, width, n);
         if huff_lb < best.1 {
             let plan = huffman::Plan::with_set(hist, width, n, syms.clone(), set);
             if plan.size() < best.1 {
@@ -124,12 +186,6 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
             }
             huff = Some(plan);
         }
-        let rans_lb = head.div_ceil(8)
-            + if hist.len() <= 1 {
-                0
-            } else {
-                rans::payload_lower_bound(entropy, n, rans::MAX_SCALE_BITS)
-            };
         if rans_lb < best.1 {
             let rplan = rans::Plan::with_set(hist, width, n, syms, set);
             if rplan.lower_bound() < best.1 {
@@ -276,6 +332,29 @@ mod tests {
         assert!(matches!(e.codec, CodecId::Huffman | CodecId::Rans));
         assert_eq!(Some(e.body.len() as u64), sizes[e.codec as usize]);
         assert_eq!(decode(e.codec, &e.body, 8, v.len()).unwrap(), w);
+    }
+
+    /// [`best_size`] skips planning where a bound rules a codec out, and still gives
+    /// exactly the size [`encode_best`] writes: on constant, plain, skewed, flat, wide and
+    /// long streams.
+    #[test]
+    fn best_size_is_the_encoded_size() {
+        let cases = [
+            Words::empty(8),
+            Words::from_fn(16, 384, |_| 0x3F80),
+            Words::from_fn(32, 500, |i| i as u64 * 2_654_435_761 % (1 << 32)),
+            Words::from_fn(8, 4000, |i| if i % 10 == 0 { i as u64 % 7 } else { 3 }),
+            Words::from_fn(8, 4096, |i| i as u64 % 256),
+            Words::from_fn(11, 70_000, |i| {
+                (i as u64 * 40_503 % 37) * (i as u64 % 5 + 1)
+            }),
+            Words::from_fn(16, 1536, |i| 0x3C00 + (i as u64 * 7919 % 61)),
+        ];
+        for w in &cases {
+            let e = encode_best(w);
+            assert_eq!(best_size(w), e.body.len() as u64, "{} words", w.len());
+            assert_eq!(best_size(w), chosen_size(&all_sizes(w)));
+        }
     }
 
     #[test]

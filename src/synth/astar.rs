@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 /// Exact bytes of the node `Lit(words)` with the smallest codec: tag, length, body.
 pub fn lit_node_len(words: &Words) -> u64 {
-    let body = codec::select::chosen_size(&codec::all_sizes(words));
+    let body = codec::select::best_size(words);
     1 + uleb_len(body) + body
 }
 
