@@ -897,7 +897,11 @@ fn explore<'a>(
         let max = list.last().map_or(0, |&(s, _)| s);
         let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
         let node = |b: u64| 1 + uleb_len(b) + b;
-        search.holes[0].lit_bytes = node(choose(plain, estimate_sizes(&list, width, n)));
+        if list.len() > APPROX_SYMBOLS {
+            // The hole's estimate approximated the tables of so many words; the root
+            // plans them (by rounding) for a closer estimate. Below, that is the estimate.
+            search.holes[0].lit_bytes = node(choose(plain, estimate_sizes(&list, width, n)));
+        }
         root_lb = Some(node(plain.min(table_lower_bound(&list, width, n))));
         root_lit = Some((list, plain));
     }
