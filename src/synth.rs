@@ -186,6 +186,16 @@ pub fn synthesize_with_prior(
     astar::search(target, dtype, opts, prior)
 }
 
+/// [`synthesize_with_prior`] on a shared target, which the search holds without copying.
+pub fn synthesize_shared(
+    target: &std::sync::Arc<Words>,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
+    astar::search_shared(target, dtype, opts, prior)
+}
+
 /// [`synthesize_with_prior`] on `target` cut into regions of `region_words` words, each
 /// searched on its own with the whole budget and joined by one `Concat` (as `compress`
 /// stores tensors of more than [`crate::archive::writer::REGION_WORDS`] words); `target`

@@ -12,12 +12,13 @@ use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
 use crate::dsl::{execute, program_bytes, Node, Ty};
 use crate::error::{Error, Result, Warning};
-use crate::synth::{synthesize_with_prior, PriorChoice, SearchOptions, SearchStats};
+use crate::synth::{synthesize_shared, PriorChoice, SearchOptions, SearchStats};
 use crate::tensor::{Dtype, Words};
 use rayon::prelude::*;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// How to compress.
@@ -450,7 +451,7 @@ fn program_in_regions(
     };
     let n = bytes.len() / word_bytes.max(1);
     if n <= region_words {
-        return program_for(&words_of(bytes), dtype, opts, region);
+        return program_for(Arc::new(words_of(bytes)), dtype, opts, region);
     }
     // Regions are synthesized in parallel (on the caller's pool); each holds only its
     // own words.
@@ -458,11 +459,11 @@ fn program_in_regions(
         .par_chunks(region_words * word_bytes)
         .enumerate()
         .map(|(k, chunk)| {
-            let words = words_of(chunk);
+            let words = Arc::new(words_of(chunk));
             release(chunk);
-            let at = k * region_words;
-            program_for(&words, dtype, opts, || {
-                format!("{}, words [{at}, {})", region(), at + words.len())
+            let (at, len) = (k * region_words, words.len());
+            program_for(words, dtype, opts, || {
+                format!("{}, words [{at}, {})", region(), at + len)
             })
         })
         .collect();
@@ -509,11 +510,12 @@ pub fn calibrate_source(src: &SourceFile<'_>, name: &Path) -> crate::synth::Prio
 /// Synthesizes a program for `words`; checks its type (always) and its output (when
 /// `opts.verify`), falling back to a literal with a warning if either is wrong.
 fn program_for(
-    words: &Words,
+    shared: Arc<Words>,
     dtype: Option<Dtype>,
     opts: &CompressOptions,
     region: impl Fn() -> String,
 ) -> (Node, SearchStats, Option<Warning>) {
+    let words: &Words = &shared;
     let literal = |stats: SearchStats| {
         let stats = SearchStats {
             literal_fallback: true,
@@ -530,7 +532,7 @@ fn program_for(
         PriorChoice::Given(p) => p.as_ref(),
         _ => &uniform,
     };
-    let syn = synthesize_with_prior(words, dtype, &opts.search, prior);
+    let syn = synthesize_shared(&shared, dtype, &opts.search, prior);
     let want = Ty::new(words.width(), words.len() as u64);
     let problem = if syn.program.ty() != want {
         Some(format!(

@@ -402,7 +402,7 @@ impl Search<'_> {
     #[allow(clippy::too_many_arguments)]
     fn push_hole(
         &mut self,
-        words: Option<Words>,
+        words: Option<Arc<Words>>,
         src: Option<(usize, Shell, usize)>,
         dense: Option<Option<Dense>>,
         (width, len): (u32, usize),
@@ -415,7 +415,7 @@ impl Search<'_> {
         self.memory += (len * container_bytes(width)) as u64;
         let cell = OnceCell::new();
         if let Some(w) = words {
-            let _ = cell.set(Arc::new(w));
+            let _ = cell.set(w);
         }
         let dcell = OnceCell::new();
         if let Some(d) = dense {
@@ -439,7 +439,7 @@ impl Search<'_> {
     /// Adds a hole whose words are known, sizing its literal.
     fn add_words_hole(
         &mut self,
-        w: Words,
+        w: Arc<Words>,
         depth: u32,
         dtype: Option<Dtype>,
         parent: Option<ProdKind>,
@@ -564,7 +564,13 @@ impl Search<'_> {
                     let own = shell_own_len(&shell, targets.iter().map(|t| (t.width(), t.len())));
                     let mut ids = Vec::with_capacity(targets.len());
                     for (i, t) in targets.into_iter().enumerate() {
-                        ids.push(self.add_words_hole(t, depth + 1, None, Some(kind), i as u32));
+                        ids.push(self.add_words_hole(
+                            Arc::new(t),
+                            depth + 1,
+                            None,
+                            Some(kind),
+                            i as u32,
+                        ));
                     }
                     out.push(self.split_state(s, hid, kind, shell, ids, own, &ctx));
                 }
@@ -644,8 +650,13 @@ impl Search<'_> {
                         }
                         _ => {
                             for (i, t) in lazy_children(&shell, &words).into_iter().enumerate() {
-                                let id =
-                                    self.add_words_hole(t, depth + 1, None, Some(kind), i as u32);
+                                let id = self.add_words_hole(
+                                    Arc::new(t),
+                                    depth + 1,
+                                    None,
+                                    Some(kind),
+                                    i as u32,
+                                );
                                 ids.push(id);
                             }
                         }
@@ -749,14 +760,23 @@ impl Search<'_> {
     }
 
     /// The program of `p`, each hole's literal encoded once across calls (`memo`, by hole).
-    fn materialize(&self, p: &PNode, memo: &mut HashMap<usize, Node>) -> Node {
+    /// With `last` (no later call needs `memo`), literals are moved out of it rather than
+    /// copied: a hole is a leaf of a program at most once.
+    fn materialize(&self, p: &PNode, memo: &mut HashMap<usize, Node>, last: bool) -> Node {
         match p {
-            PNode::Hole(i) | PNode::LitOf(i) => {
-                memo.entry(*i).or_insert_with(|| self.literal(*i)).clone()
-            }
+            PNode::Hole(i) | PNode::LitOf(i) => match memo.remove(i) {
+                Some(node) if last => node,
+                Some(node) => memo.entry(*i).or_insert(node).clone(),
+                None if last => self.literal(*i),
+                None => memo.entry(*i).or_insert_with(|| self.literal(*i)).clone(),
+            },
             PNode::Done(_, _, n) => n.clone(),
             PNode::Op(_, _, shell, kids) => shell
-                .build(kids.iter().map(|k| self.materialize(k, memo)).collect())
+                .build(
+                    kids.iter()
+                        .map(|k| self.materialize(k, memo, last))
+                        .collect(),
+                )
                 .expect("decompositions are well typed"),
         }
     }
@@ -870,7 +890,7 @@ type RootHist = (Vec<(u64, u64)>, u64);
 /// size for A*, the first complete program in the ablation) and the root literal's
 /// lower bound in bytes when it was planned. `opts.budget >= 1`, `target` not empty.
 fn explore<'a>(
-    target: &Words,
+    target: &Arc<Words>,
     dtype: Option<Dtype>,
     opts: &'a SearchOptions,
     prior: &'a Prior,
@@ -886,7 +906,7 @@ fn explore<'a>(
         first: None,
         finalists: Vec::new(),
     };
-    search.add_words_hole(target.clone(), 1, dtype, None, 0);
+    search.add_words_hole(Arc::clone(target), 1, dtype, None, 0);
     // The root's literal is sized by planning its tables (never approximated), which also
     // gives the lower bound the final comparison needs.
     let mut root_lb = None;
@@ -975,11 +995,12 @@ fn explore<'a>(
 /// Nothing is encoded or executed: the program is read off the search tree, and each
 /// node's context takes the features of the stream it produces. For calibration.
 pub fn observations(
-    target: &Words,
+    target: Words,
     dtype: Option<Dtype>,
     opts: &SearchOptions,
     prior: &Prior,
 ) -> Vec<(Context, ProdKind)> {
+    let target = Arc::new(target);
     let root_ctx = |kind| {
         vec![(
             Context {
@@ -988,7 +1009,7 @@ pub fn observations(
                 parent: None,
                 pos: 0,
                 dtype,
-                feat: Features::of(target),
+                feat: Features::of(&target),
             },
             kind,
         )]
@@ -996,7 +1017,7 @@ pub fn observations(
     if opts.budget == 0 || target.is_empty() {
         return root_ctx(ProdKind::Lit);
     }
-    let (search, chosen, _, _) = explore(target, dtype, opts, prior);
+    let (search, chosen, _, _) = explore(&target, dtype, opts, prior);
     let mut out = Vec::new();
     search.observe(&chosen.tree, &mut out);
     out
@@ -1009,6 +1030,17 @@ pub fn search(
     opts: &SearchOptions,
     prior: &Prior,
 ) -> Synthesis {
+    search_shared(&Arc::new(target.clone()), dtype, opts, prior)
+}
+
+/// [`search`] on a shared target, which the search then holds without copying it.
+pub fn search_shared(
+    shared: &Arc<Words>,
+    dtype: Option<Dtype>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
+    let target: &Words = shared;
     if opts.budget == 0 || target.is_empty() {
         let program = Node::lit(target);
         let bytes = program_len(&program);
@@ -1022,7 +1054,7 @@ pub fn search(
             stats,
         };
     }
-    let (search, chosen, root_lb, root_lit) = explore(target, dtype, opts, prior);
+    let (search, chosen, root_lb, root_lit) = explore(shared, dtype, opts, prior);
     // A*: the exactly smallest of the finalists (earliest on ties); the ablation: its
     // one candidate.
     let candidates: Vec<&State> = if opts.first_complete || search.finalists.is_empty() {
@@ -1036,12 +1068,13 @@ pub fn search(
     };
     let mut memo = HashMap::new();
     let mut best: Option<(u64, Node)> = None;
-    for st in candidates {
+    let count = candidates.len();
+    for (k, st) in candidates.into_iter().enumerate() {
         if matches!(st.tree, PNode::Hole(0) | PNode::LitOf(0)) {
             continue;
         }
         search.encode_leaves_in_parallel(&st.tree, &mut memo);
-        let program = search.materialize(&st.tree, &mut memo);
+        let program = search.materialize(&st.tree, &mut memo, k + 1 == count);
         let bytes = program_len(&program);
         if best.as_ref().is_none_or(|(b, _)| bytes < *b) {
             best = Some((bytes, program));

@@ -110,7 +110,7 @@ pub fn calibrate(
         .map(|&i| {
             let t = tensors[i];
             let words = load(i, t.words.min(opts.max_elements));
-            astar::observations(&words, Some(t.dtype), &search, &uniform)
+            astar::observations(words, Some(t.dtype), &search, &uniform)
         })
         .collect();
     let mut prior = Prior::uniform();
