@@ -278,8 +278,10 @@ fn terminal_restored_after_panic_and_open_failure() {
         "BREVIS_TUI_TEST_PANIC=1 {BIN} {} 2>panic.txt; echo EXIT=$?; head -3 panic.txt",
         good.display()
     ));
-    let s = p.wait_for("EXIT=101", Duration::from_secs(20));
-    assert!(s.contains("test panic requested"), "{s}");
+    // The exit line can be on screen before `head` prints: wait for the message, then
+    // check the code.
+    let s = p.wait_for("test panic requested", Duration::from_secs(20));
+    assert!(s.contains("EXIT=101"), "{s}");
     p.assert_restored();
 }
 

@@ -213,16 +213,32 @@ pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (
     // The exact totals of k0 - 1, k0 and k0 + 1 in one pass (orders out of range are
     // summed as k0 and not considered).
     let ks = [k0, k0.wrapping_sub(1), k0 + 1].map(|k| if k <= kmax { k } else { k0 });
-    // `eg_len(v, k)` is `2 bits(v + 2^k) - k - 1`: sum the bit counts, then adjust.
-    let bits = |v: u64, k: u32| u64::from(128 - (u128::from(v) + (1u128 << k)).leading_zeros());
-    let (b0, b1, b2, n) = vals.fold((0u64, 0u64, 0u64, 0u64), |(b0, b1, b2, n), v| {
-        (
-            b0 + bits(v, ks[0]),
-            b1 + bits(v, ks[1]),
-            b2 + bits(v, ks[2]),
-            n + 1,
-        )
-    });
+    // `eg_len(v, k)` is `2 bits(v + 2^k) - k - 1`: sum the bit counts, then adjust. With
+    // every value and order under 2^62 (frequencies, gaps: all but the extremes),
+    // `v + 2^k` fits 64 bits.
+    fn sums(
+        vals: impl Iterator<Item = u64>,
+        ks: [u32; 3],
+        bits: impl Fn(u64, u32) -> u64,
+    ) -> (u64, u64, u64, u64) {
+        vals.fold((0, 0, 0, 0), |(b0, b1, b2, n), v| {
+            (
+                b0 + bits(v, ks[0]),
+                b1 + bits(v, ks[1]),
+                b2 + bits(v, ks[2]),
+                n + 1,
+            )
+        })
+    }
+    let (b0, b1, b2, n) = if top < 62 {
+        sums(vals, ks, |v, k| {
+            u64::from(64 - (v + (1u64 << k)).leading_zeros())
+        })
+    } else {
+        sums(vals, ks, |v, k| {
+            u64::from(128 - (u128::from(v) + (1u128 << k)).leading_zeros())
+        })
+    };
     let exact = [b0, b1, b2]
         .iter()
         .zip(&ks)
