@@ -358,7 +358,9 @@ pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
         }
         let mut left = over;
         for x in f.iter_mut() {
-            let cut = (u128::from(over) * u128::from(*x - 1) / u128::from(spare)) as u64;
+            // over < 2^33 (at most 2^16 frequencies of at most 2^16) and x - 1 < 2^16:
+            // the product fits 64 bits.
+            let cut = over * u64::from(*x - 1) / spare;
             let cut = cut.min(left);
             *x -= cut as u32;
             left -= cut;
