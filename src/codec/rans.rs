@@ -1728,6 +1728,20 @@ mod tests {
         assert!(decode(&b, 8, n, Layout::Classic).is_err());
         let v16: Vec<u64> = (0..n as u64).map(|i| (i * i) % 1009 % 257 * 200).collect();
         body(&v16, 16);
+        // A BF16-like alphabet of thousands of words, many seen once (frequency 1: the
+        // encoder's reciprocal-free case).
+        let wide: Vec<u64> = (0..n as u64)
+            .map(|i| {
+                let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                0x3C00 + (h >> 40) % ((h >> 60) * (h >> 60) * 20 + 3)
+            })
+            .collect();
+        let w = Words::from_u64s(16, &wide);
+        let hist = histogram(&w, MAX_TABLE_SYMBOLS).unwrap();
+        let plan = Plan::new(&hist, 16, n);
+        assert_eq!((hist.len(), plan.scale), (4406, 14));
+        assert!(plan.freqs.contains(&1));
+        body(&wide, 16);
         assert_eq!(Layout::for_len(WIDE_MIN_WORDS - 1), Layout::Classic);
     }
 
