@@ -81,26 +81,43 @@ impl Features {
         let m = sample.len();
         let zeros = sample.iter().filter(|&&x| x == 0).count();
         let repeats = sample.windows(2).filter(|p| p[0] == p[1]).count();
-        let mut sorted = sample.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
         let mask = crate::tensor::mask(w.width());
-        let mut diffs: Vec<u64> = sample
-            .windows(2)
-            .map(|p| p[1].wrapping_sub(p[0]) & mask)
-            .collect();
-        diffs.sort_unstable();
-        let mut counts = Vec::new();
-        let mut i = 0;
-        while i < diffs.len() {
-            let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
-            counts.push((j - i) as u64);
-            i = j;
-        }
-        let h = if diffs.is_empty() {
+        let diffs = sample.windows(2).map(|p| p[1].wrapping_sub(p[0]) & mask);
+        // Distinct words, and the counts of the distinct differences in ascending order
+        // of the difference: by direct tables for words of up to 16 bits, by sorting
+        // above.
+        let (distinct, counts) = if w.width() <= 16 {
+            let size = 1usize << w.width();
+            let mut seen = vec![false; size];
+            let mut per = vec![0u32; size];
+            for &x in &sample {
+                seen[x as usize] = true;
+            }
+            for d in diffs {
+                per[d as usize] += 1;
+            }
+            let counts: Vec<u64> = per.iter().filter(|&&c| c > 0).map(|&c| c.into()).collect();
+            (seen.iter().filter(|&&b| b).count(), counts)
+        } else {
+            let mut sorted = sample.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            let mut diffs: Vec<u64> = diffs.collect();
+            diffs.sort_unstable();
+            let mut counts = Vec::new();
+            let mut i = 0;
+            while i < diffs.len() {
+                let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
+                counts.push((j - i) as u64);
+                i = j;
+            }
+            (sorted.len(), counts)
+        };
+        let pairs = m.saturating_sub(1);
+        let h = if pairs == 0 {
             0.0
         } else {
-            crate::stats::entropy_bits(counts.iter().copied()) / diffs.len() as f64
+            crate::stats::entropy_bits(counts.iter().copied()) / pairs as f64
         };
         let bucket3 = |num: usize, lo: usize, hi: usize| -> u8 {
             // 0 when num * lo < m, 1 when num * hi < m, else 2 (thresholds m/lo, m/hi)
@@ -121,7 +138,7 @@ impl Features {
             } else {
                 2
             },
-            distinct: bucket3(sorted.len(), 64, 4),
+            distinct: bucket3(distinct, 64, 4),
             repeat: bucket3(repeats, 8, 2),
             diff_entropy: ((h / 4.0) as u8).min(4),
         }
@@ -318,6 +335,84 @@ impl Prior {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The direct tables for words of up to 16 bits give the features sorting gives (the
+    /// way every width was computed before): on a real BF16 tensor, its high byte, an
+    /// 11-bit field, bits, and differences that wrap around (0 -> 65535 and 1 -> 0 share
+    /// a difference).
+    #[test]
+    fn dense_features_match_sorted_features() {
+        fn sorted_features(w: &Words) -> Features {
+            let n = w.len();
+            let sample: Vec<u64> = if n <= FEATURE_SAMPLE {
+                w.iter().collect()
+            } else {
+                (0..16)
+                    .flat_map(|b| {
+                        let start = (n - 256) * b / 15;
+                        (start..start + 256).map(|i| w.get(i))
+                    })
+                    .collect()
+            };
+            let m = sample.len();
+            let mut sorted = sample.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            let mask = crate::tensor::mask(w.width());
+            let mut diffs: Vec<u64> = sample
+                .windows(2)
+                .map(|p| p[1].wrapping_sub(p[0]) & mask)
+                .collect();
+            diffs.sort_unstable();
+            let mut counts = Vec::new();
+            let mut i = 0;
+            while i < diffs.len() {
+                let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
+                counts.push((j - i) as u64);
+                i = j;
+            }
+            let h = crate::stats::entropy_bits(counts.iter().copied()) / diffs.len() as f64;
+            let mut f = Features::of(w);
+            f.distinct = if sorted.len() * 64 < m {
+                0
+            } else if sorted.len() * 4 < m {
+                1
+            } else {
+                2
+            };
+            f.diff_entropy = ((h / 4.0) as u8).min(4);
+            f
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors");
+        let bytes = std::fs::read(path).unwrap();
+        let src = crate::archive::safetensors::parse(&bytes).unwrap();
+        let t = src
+            .tensors()
+            .iter()
+            .position(|t| t.name == "encoder.layer.0.intermediate.dense.weight")
+            .unwrap();
+        let real = Words::from_le_bytes(16, src.tensor_bytes(t)).unwrap();
+        let cases = [
+            real.map_to(8, |x| x >> 8),
+            real.map_to(11, |x| (x >> 4) & 0x7FF),
+            real.map_to(1, |x| x >> 15),
+            Words::from_fn(16, 5000, |i| [0, 65535, 1, 0, 7][i % 5]),
+            real,
+        ];
+        for w in &cases {
+            assert_eq!(Features::of(w), sorted_features(w), "width {}", w.width());
+        }
+        assert_eq!(
+            Features::of(&cases[3]),
+            Features {
+                size: 3,
+                zero: 1,
+                distinct: 0,
+                repeat: 0,
+                diff_entropy: 0
+            }
+        );
+    }
 
     /// A cut-off file is "not valid JSON"; valid JSON of another shape says it is not a
     /// prior and how to make one; a calibrated prior's own text loads.
