@@ -3,8 +3,10 @@
 //! Exit codes: 0 success; 1 error (a file cannot be read or written, is not a valid
 //! `.safetensors` file or archive, or holds a program that cannot be decoded); 2 usage
 //! error; 3 verification mismatch (decoded bytes differ from the stored checksums or from
-//! the original). `verify` exits 3 on any damage it finds, decodable or not: finding it is
-//! its result. `--help` says the same.
+//! the original). `verify` exits 3 on any damage it finds in an archive it can open,
+//! decodable or not: finding it is its result; an archive too damaged to open (its header,
+//! index or a shard of a folder missing or cut short) is an error, exit 1. `--help` says
+//! the same.
 
 use anyhow::{anyhow, Result};
 use brevis::archive::writer::{write_archive, RegionKind};
@@ -36,7 +38,9 @@ Exit codes: 0 success; 1 error: a file cannot be read or written, is not a valid
 .safetensors file or archive, or holds a program that cannot be decoded (the message \
 names the file, the tensor and what is wrong); 2 usage error; 3 verification mismatch: \
 decoded bytes differ from the stored checksums (or, with verify --against, from the \
-original). verify exits 3 on any damage it finds, decodable or not.";
+original). verify exits 3 on any damage it finds in an archive it can open, decodable or \
+not; an archive too damaged to open (its header, index or a shard of a folder missing or \
+cut short) is an error, exit 1.";
 
 #[derive(Parser)]
 #[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
