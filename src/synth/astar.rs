@@ -85,7 +85,7 @@ pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: 
 
 /// The root literal's table plans (Huffman's exact size and the optimally quantized rANS
 /// table), made only when the search's best program does not beat the literal's cheap
-/// lower bound ([`root_lower_bound`]), so that the final comparison with `Lit(target)`
+/// lower bound ([`table_lower_bound`]), so that the final comparison with `Lit(target)`
 /// can size the literal exactly without writing its body.
 struct RootLit {
     /// The smaller of the raw and bit-packed body sizes.
