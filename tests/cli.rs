@@ -173,6 +173,44 @@ fn ls_escapes_control_characters_in_names() {
     }
 }
 
+/// A tensor that grows by a few bytes (every 16-bit value once: nothing to gain) shows
+/// its change with two decimals, not as "-0.0%" (found by a tester).
+#[test]
+fn ls_shows_a_small_growth_with_two_decimals() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 65_536usize;
+    // Every value once, ordered by a hash of it: no pattern the search finds.
+    let mix = |x: u64| {
+        let z = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut values: Vec<u16> = (0..=u16::MAX).collect();
+    values.sort_by_key(|&v| mix(u64::from(v)));
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let header = format!(
+        r#"{{"perm":{{"dtype":"U16","shape":[{n}],"data_offsets":[0,{}]}}}}"#,
+        data.len()
+    );
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(&data);
+    let input = dir.path().join("perm.safetensors");
+    std::fs::write(&input, &file).unwrap();
+    let archive = dir.path().join("perm.brv");
+    let o = brevis([
+        OsStr::new("compress"),
+        input.as_os_str(),
+        OsStr::new("-o"),
+        archive.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    let row = text.lines().find(|l| l.contains("perm")).unwrap();
+    assert!(row.contains("-0.0") && !row.contains("-0.0%"), "{row}");
+}
+
 #[test]
 fn default_names_and_refusing_to_clobber() {
     let dir = tempfile::tempdir().unwrap();

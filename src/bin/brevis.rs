@@ -497,8 +497,13 @@ fn percent_smaller(original: u64, archive: u64) -> Option<f64> {
     (original > 0).then(|| (1.0 - archive as f64 / original as f64) * 100.0)
 }
 
+/// "34.1%"; a small growth that one decimal would show as "-0.0%" gets two ("-0.02%").
 fn fmt_percent(p: Option<f64>) -> String {
-    p.map_or_else(|| "-".to_string(), |p| format!("{p:.1}%"))
+    match p {
+        Some(p) if p < 0.0 && p > -0.05 => format!("{p:.2}%"),
+        Some(p) => format!("{p:.1}%"),
+        None => "-".to_string(),
+    }
 }
 
 /// "34.1% smaller", or "30.9% larger" when the archive grew ("-" for an empty input).
