@@ -59,6 +59,45 @@ pub struct Features {
 /// Words of the sample the features are computed on.
 const FEATURE_SAMPLE: usize = 4096;
 
+/// The number of distinct words of `sample` (words of `width` bits), and the counts of
+/// the distinct differences of adjacent words (mod `2^width`) in ascending order of the
+/// difference, by direct tables of `2^width` entries (`width <= 16`).
+fn distinct_and_diffs_dense(sample: &[u64], width: u32) -> (usize, Vec<u64>) {
+    let size = 1usize << width;
+    let mask = crate::tensor::mask(width);
+    let mut seen = vec![false; size];
+    let mut per = vec![0u32; size];
+    for &x in sample {
+        seen[(x & mask) as usize] = true;
+    }
+    for p in sample.windows(2) {
+        per[(p[1].wrapping_sub(p[0]) & mask) as usize] += 1;
+    }
+    let counts = per.iter().filter(|&&c| c > 0).map(|&c| c.into()).collect();
+    (seen.iter().filter(|&&b| b).count(), counts)
+}
+
+/// [`distinct_and_diffs_dense`] by sorting, for any width.
+fn distinct_and_diffs_sorted(sample: &[u64], width: u32) -> (usize, Vec<u64>) {
+    let mask = crate::tensor::mask(width);
+    let mut sorted = sample.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut diffs: Vec<u64> = sample
+        .windows(2)
+        .map(|p| p[1].wrapping_sub(p[0]) & mask)
+        .collect();
+    diffs.sort_unstable();
+    let mut counts = Vec::new();
+    let mut i = 0;
+    while i < diffs.len() {
+        let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
+        counts.push((j - i) as u64);
+        i = j;
+    }
+    (sorted.len(), counts)
+}
+
 impl Features {
     /// Features of `w`, from a deterministic sample of at most 4,096 words spread over
     /// the stream in 16 blocks.
@@ -81,37 +120,10 @@ impl Features {
         let m = sample.len();
         let zeros = sample.iter().filter(|&&x| x == 0).count();
         let repeats = sample.windows(2).filter(|p| p[0] == p[1]).count();
-        let mask = crate::tensor::mask(w.width());
-        let diffs = sample.windows(2).map(|p| p[1].wrapping_sub(p[0]) & mask);
-        // Distinct words, and the counts of the distinct differences in ascending order
-        // of the difference: by direct tables for words of up to 16 bits, by sorting
-        // above.
         let (distinct, counts) = if w.width() <= 16 {
-            let size = 1usize << w.width();
-            let mut seen = vec![false; size];
-            let mut per = vec![0u32; size];
-            for &x in &sample {
-                seen[x as usize] = true;
-            }
-            for d in diffs {
-                per[d as usize] += 1;
-            }
-            let counts: Vec<u64> = per.iter().filter(|&&c| c > 0).map(|&c| c.into()).collect();
-            (seen.iter().filter(|&&b| b).count(), counts)
+            distinct_and_diffs_dense(&sample, w.width())
         } else {
-            let mut sorted = sample.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            let mut diffs: Vec<u64> = diffs.collect();
-            diffs.sort_unstable();
-            let mut counts = Vec::new();
-            let mut i = 0;
-            while i < diffs.len() {
-                let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
-                counts.push((j - i) as u64);
-                i = j;
-            }
-            (sorted.len(), counts)
+            distinct_and_diffs_sorted(&sample, w.width())
         };
         let pairs = m.saturating_sub(1);
         let h = if pairs == 0 {
@@ -336,53 +348,12 @@ impl Prior {
 mod tests {
     use super::*;
 
-    /// The direct tables for words of up to 16 bits give the features sorting gives (the
-    /// way every width was computed before): on a real BF16 tensor, its high byte, an
-    /// 11-bit field, bits, and differences that wrap around (0 -> 65535 and 1 -> 0 share
-    /// a difference).
+    /// The direct tables for words of up to 16 bits count what sorting counts (the way
+    /// every width was counted before), exactly: on a real BF16 tensor's sample, its high
+    /// byte, an 11-bit field, bits, and differences that wrap around (0 -> 65535 and
+    /// 1 -> 0 share a difference).
     #[test]
     fn dense_features_match_sorted_features() {
-        fn sorted_features(w: &Words) -> Features {
-            let n = w.len();
-            let sample: Vec<u64> = if n <= FEATURE_SAMPLE {
-                w.iter().collect()
-            } else {
-                (0..16)
-                    .flat_map(|b| {
-                        let start = (n - 256) * b / 15;
-                        (start..start + 256).map(|i| w.get(i))
-                    })
-                    .collect()
-            };
-            let m = sample.len();
-            let mut sorted = sample.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            let mask = crate::tensor::mask(w.width());
-            let mut diffs: Vec<u64> = sample
-                .windows(2)
-                .map(|p| p[1].wrapping_sub(p[0]) & mask)
-                .collect();
-            diffs.sort_unstable();
-            let mut counts = Vec::new();
-            let mut i = 0;
-            while i < diffs.len() {
-                let j = i + diffs[i..].iter().take_while(|&&d| d == diffs[i]).count();
-                counts.push((j - i) as u64);
-                i = j;
-            }
-            let h = crate::stats::entropy_bits(counts.iter().copied()) / diffs.len() as f64;
-            let mut f = Features::of(w);
-            f.distinct = if sorted.len() * 64 < m {
-                0
-            } else if sorted.len() * 4 < m {
-                1
-            } else {
-                2
-            };
-            f.diff_entropy = ((h / 4.0) as u8).min(4);
-            f
-        }
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors");
         let bytes = std::fs::read(path).unwrap();
         let src = crate::archive::safetensors::parse(&bytes).unwrap();
@@ -400,8 +371,15 @@ mod tests {
             real,
         ];
         for w in &cases {
-            assert_eq!(Features::of(w), sorted_features(w), "width {}", w.width());
+            let sample: Vec<u64> = w.iter().take(FEATURE_SAMPLE).collect();
+            let dense = distinct_and_diffs_dense(&sample, w.width());
+            assert_eq!(dense, distinct_and_diffs_sorted(&sample, w.width()));
+            assert!(dense.0 >= 2 && dense.1.iter().sum::<u64>() == sample.len() as u64 - 1);
         }
+        let cycle: Vec<u64> = [0, 65535, 1, 0, 7].repeat(3).to_vec();
+        // 14 differences: 65535, 2, 65535, 7, 65529 twice, then 65535, 2, 65535, 7;
+        // ascending: 2 three times, 7 three, 65529 twice, 65535 six.
+        assert_eq!(distinct_and_diffs_dense(&cycle, 16), (4, vec![3, 3, 2, 6]));
         assert_eq!(
             Features::of(&cases[3]),
             Features {
