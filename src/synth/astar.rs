@@ -764,12 +764,12 @@ impl Search<'_> {
     /// copied: a hole is a leaf of a program at most once.
     fn materialize(&self, p: &PNode, memo: &mut HashMap<usize, Node>, last: bool) -> Node {
         match p {
-            PNode::Hole(i) | PNode::LitOf(i) => match memo.remove(i) {
-                Some(node) if last => node,
-                Some(node) => memo.entry(*i).or_insert(node).clone(),
-                None if last => self.literal(*i),
-                None => memo.entry(*i).or_insert_with(|| self.literal(*i)).clone(),
-            },
+            PNode::Hole(i) | PNode::LitOf(i) if last => {
+                memo.remove(i).unwrap_or_else(|| self.literal(*i))
+            }
+            PNode::Hole(i) | PNode::LitOf(i) => {
+                memo.entry(*i).or_insert_with(|| self.literal(*i)).clone()
+            }
             PNode::Done(_, _, n) => n.clone(),
             PNode::Op(_, _, shell, kids) => shell
                 .build(
