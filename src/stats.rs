@@ -9,12 +9,13 @@ use crate::tensor::{WordBuf, Words};
 /// counting stops early, so a wide stream with many values costs little).
 ///
 /// One pass over the stream: dense counters for 8-bit containers and for long 16-bit
-/// streams, a sort for short 16-bit streams, an open-addressing hash table for wider words.
+/// streams, a radix sort for short 16-bit streams, an open-addressing hash table for
+/// wider words.
 pub fn histogram(words: &Words, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
     let out = match words.buf() {
         WordBuf::U8(v) => dense_u8(v),
         WordBuf::U16(v) if v.len() >= 4096 => dense_u16(v),
-        WordBuf::U16(v) => sorted_runs(v.iter().map(|&x| u64::from(x)).collect()),
+        WordBuf::U16(v) => radix_runs_u16(v),
         WordBuf::U32(v) => sparse(v.iter().map(|&x| u64::from(x)), v.len(), max_distinct)?,
         WordBuf::U64(v) => sparse(v.iter().copied(), v.len(), max_distinct)?,
     };
@@ -66,10 +67,40 @@ fn dense_u16(v: &[u16]) -> Vec<(u64, u64)> {
     }
 }
 
-fn sorted_runs(mut v: Vec<u64>) -> Vec<(u64, u64)> {
-    v.sort_unstable();
+/// The histogram of a short 16-bit stream, too short to pay for clearing a dense table:
+/// a two-pass LSD radix sort (low byte, then high byte), then the runs of equal words.
+fn radix_runs_u16(v: &[u16]) -> Vec<(u64, u64)> {
+    let mut lo = [0usize; 256];
+    let mut hi = [0usize; 256];
+    for &x in v {
+        lo[usize::from(x & 0xFF)] += 1;
+        hi[usize::from(x >> 8)] += 1;
+    }
+    let starts = |counts: &mut [usize; 256]| {
+        let mut at = 0;
+        for c in counts.iter_mut() {
+            let n = *c;
+            *c = at;
+            at += n;
+        }
+    };
+    starts(&mut lo);
+    starts(&mut hi);
+    let mut by_lo = vec![0u16; v.len()];
+    for &x in v {
+        let slot = &mut lo[usize::from(x & 0xFF)];
+        by_lo[*slot] = x;
+        *slot += 1;
+    }
+    let mut sorted = vec![0u16; v.len()];
+    for &x in &by_lo {
+        let slot = &mut hi[usize::from(x >> 8)];
+        sorted[*slot] = x;
+        *slot += 1;
+    }
     let mut out: Vec<(u64, u64)> = Vec::new();
-    for x in v {
+    for x in sorted {
+        let x = u64::from(x);
         match out.last_mut() {
             Some((s, c)) if *s == x => *c += 1,
             _ => out.push((x, 1)),
@@ -250,6 +281,31 @@ mod tests {
         assert_eq!((h[0], h[255]), ((0, 4), (255, 4)));
         assert!(histogram(&bytes, 255).is_none());
         assert!(histogram(&Words::from_fn(32, 5000, |i| i as u64), 4999).is_none());
+    }
+
+    #[test]
+    fn short_16_bit_histogram_is_sorted_by_both_bytes() {
+        // Words that order differently by low byte and by high byte: a radix sort with
+        // its passes swapped would list 0xFF00 before 0x0102.
+        let w = Words::from_u64s(16, &[0x0102, 0x0201, 0x0102, 0xFF00, 0x00FF]);
+        assert_eq!(
+            histogram(&w, 10).unwrap(),
+            vec![(0x00FF, 1), (0x0102, 2), (0x0201, 1), (0xFF00, 1)]
+        );
+        // 4,095 words over the whole 16-bit range (the longest stream the radix path
+        // takes), 500 of them twice, against counts from an ordered map.
+        let vals: Vec<u64> = (0..4095u64)
+            .map(|i| (i * 40_503 + i / 7) % 65_536)
+            .collect();
+        let mut twice = vals.clone();
+        twice.truncate(3595);
+        twice.extend_from_slice(&vals[..500]);
+        let mut expect = std::collections::BTreeMap::new();
+        for &v in &twice {
+            *expect.entry(v).or_insert(0u64) += 1;
+        }
+        let got = histogram(&Words::from_u64s(16, &twice), 65_536).unwrap();
+        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
     }
 
     #[test]

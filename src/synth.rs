@@ -45,6 +45,16 @@ pub struct SearchOptions {
     pub control: SearchControl,
 }
 
+impl SearchOptions {
+    /// Whether the production prior can change the program this search returns: only
+    /// when it may expand more than one state. With a budget of 1 the root alone is
+    /// expanded, and the result (the exactly smallest finalist, the best record by
+    /// rollout size) does not depend on the prior's order, so callers skip calibration.
+    pub fn prior_matters(&self) -> bool {
+        self.budget >= 2
+    }
+}
+
 /// Handles to follow and stop a running search from another thread (e.g. a UI). The
 /// search reads `cancel` and adds to `expansions` once per expansion; when `cancel` is
 /// set it stops as if the budget had run out and returns the best program found so far

@@ -34,7 +34,8 @@ pub struct CompressOptions {
     /// writing it; a program that differs is replaced by a literal, with a warning.
     pub verify: bool,
     /// Production prior ordering the search; [`PriorChoice::Auto`] calibrates on the
-    /// input (DESIGN §6). Never changes what a program serializes to.
+    /// input (DESIGN §6) when the prior can change the result
+    /// ([`SearchOptions::prior_matters`]). Never changes what a program serializes to.
     pub prior: PriorChoice,
 }
 
@@ -211,7 +212,7 @@ fn write_archive_releasing<W: Write>(
         what,
     })?;
     let resolved;
-    let opts = if opts.prior == PriorChoice::Auto && opts.search.budget >= 1 {
+    let opts = if opts.prior == PriorChoice::Auto && opts.search.prior_matters() {
         let prior = pool.install(|| calibrate_source(src, name));
         resolved = CompressOptions {
             prior: PriorChoice::Given(std::sync::Arc::new(prior)),

@@ -152,7 +152,8 @@ impl LimitArgs {
 #[derive(Args, Clone)]
 struct PriorArgs {
     /// Order the search by this production prior (JSON from `brevis calibrate`)
-    /// [default: calibrate on the input when the budget is at least 1]
+    /// [default: calibrate on the input when the budget is at least 2; at budget 1 the
+    /// search expands only the root, which no prior reorders]
     #[arg(long, value_name = "FILE", conflicts_with = "uniform")]
     prior: Option<PathBuf>,
     /// Order the search with uniform production costs (no calibration)
@@ -1499,7 +1500,8 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// The prior a bench run uses for `src`: calibrated on it for `Auto` (budget >= 1).
+/// The prior a bench run uses for `src`: calibrated on it for `Auto` (when the budget
+/// makes the prior matter, see `SearchOptions::prior_matters`).
 fn resolve_prior(
     src: &safetensors::SourceFile<'_>,
     choice: &PriorChoice,
@@ -1520,7 +1522,7 @@ fn search_report(
     path: &Path,
 ) -> Value {
     let start = Instant::now();
-    let prior = if search.budget == 0 {
+    let prior = if !search.prior_matters() {
         brevis::synth::Prior::uniform()
     } else {
         resolve_prior(src, choice, path)

@@ -481,12 +481,19 @@ impl Search<'_> {
     }
 
     fn context(&self, hid: usize) -> Context {
+        if self.prior.is_uniform() {
+            return self.plain_context(hid);
+        }
+        Context {
+            feat: Features::of(&self.words(hid)),
+            ..self.plain_context(hid)
+        }
+    }
+
+    /// Hole `hid`'s context without the stream's features (what a uniform prior reads).
+    fn plain_context(&self, hid: usize) -> Context {
         let h = &self.holes[hid];
-        let feat = if self.prior.is_uniform() {
-            Features::default()
-        } else {
-            Features::of(&self.words(hid))
-        };
+        let feat = Features::default();
         Context {
             width: h.width,
             depth: h.depth,
@@ -504,7 +511,13 @@ impl Search<'_> {
             let h = &self.holes[hid];
             (h.depth, h.width, h.len, h.dtype, h.lit_bytes)
         };
-        let ctx = self.context(hid);
+        // The children's prior costs only order later expansions: after the budget's
+        // last one they are never read, so the context's features are not computed.
+        let ctx = if self.stats.expansions < self.opts.budget {
+            self.context(hid)
+        } else {
+            self.plain_context(hid)
+        };
         let rest = &s.holes[1..];
         let rest_rollout = s.rollout - lit_bytes;
         let rest_h = s.h - self.prior.min_cost(width);
