@@ -67,9 +67,10 @@ fn rate(bytes: usize, d: Duration) -> String {
 
 fn main() {
     // Arguments: an optional path, and `--only OP STREAM` to loop one operation (for
-    // `perf stat`), OP in rans-enc, rans-dec, huf-enc, huf-dec, best, rans-plan,
-    // huf-plan; STREAM in high, low, u11 (sign dropped, exponent and top 2 mantissa bits,
-    // as BF16's fields[1,11,4]), word, tensor (the first 2^20 words).
+    // `perf stat`), OP in rans-enc, rans-dec, huf-enc, huf-dec, bp-enc, bp-dec, best,
+    // rans-plan, huf-plan; STREAM in high, low, u11 (sign dropped, exponent and top 2
+    // mantissa bits, as BF16's fields[1,11,4]), sign, low4 (its other two fields), word,
+    // tensor (the first 2^20 words).
     let args: Vec<String> = std::env::args().skip(1).collect();
     let path = args
         .iter()
@@ -83,6 +84,8 @@ fn main() {
             "high" => words.map_to(8, |w| w >> 8),
             "low" => words.map_to(8, |w| w & 0xFF),
             "u11" => words.map_to(11, |w| (w >> 4) & 0x7FF),
+            "sign" => words.map_to(1, |w| w >> 15),
+            "low4" => words.map_to(4, |w| w & 0xF),
             // One large tensor's worth of whole words (thousands of distinct ones).
             "tensor" => words.slice(0, words.len().min(1 << 20)),
             _ => words,
@@ -111,12 +114,14 @@ fn main() {
         }
         let c = if op.starts_with("huf") {
             CodecId::Huffman
+        } else if op.starts_with("bp") {
+            CodecId::BitPack
         } else {
             codec::rans::Layout::for_len(w.len()).codec()
         };
         let e = select::encode_with(c, &w).unwrap();
         let per = time(|| match op {
-            "rans-enc" | "huf-enc" => drop(black_box(select::encode_with(c, &w))),
+            "rans-enc" | "huf-enc" | "bp-enc" => drop(black_box(select::encode_with(c, &w))),
             "best" => drop(black_box(select::encode_best(&w))),
             _ => drop(black_box(
                 codec::decode(c, &e.body, w.width(), w.len()).unwrap(),

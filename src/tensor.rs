@@ -463,13 +463,14 @@ impl Words {
     /// The largest word, or `None` for an empty stream.
     #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
     pub fn max(&self) -> Option<u64> {
-        with_buf!(&self.buf, v => v.iter().max().map(|&x| x as u64))
+        // A fold over copies vectorizes; `Iterator::max` over references does not.
+        with_buf!(&self.buf, v => (!v.is_empty()).then(|| v.iter().fold(0, |a, &x| a.max(x)) as u64))
     }
 
     /// The smallest word, or `None` for an empty stream.
     #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
     pub fn min(&self) -> Option<u64> {
-        with_buf!(&self.buf, v => v.iter().min().map(|&x| x as u64))
+        with_buf!(&self.buf, v => v.first().map(|&f| v.iter().fold(f, |a, &x| a.min(x)) as u64))
     }
 
     /// Whether every word equals the first (true for empty streams).

@@ -62,7 +62,13 @@ fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
     // k <= 16, then the rest through the bit writer, which starts byte-aligned after them.
     let groups = if k <= 16 { v.len() / 8 } else { 0 };
     if groups > 0 {
-        small_k!(k, K => pack_groups::<T, K>(&v[..groups * 8], out));
+        let whole = &v[..groups * 8];
+        match k {
+            1 => pack_sub_byte::<T, 1>(whole, out),
+            2 => pack_sub_byte::<T, 2>(whole, out),
+            4 => pack_sub_byte::<T, 4>(whole, out),
+            _ => small_k!(k, K => pack_groups::<T, K>(whole, out)),
+        }
     }
     let mut w = BitWriter::from_vec(std::mem::take(out));
     for &x in &v[groups * 8..] {
@@ -155,6 +161,21 @@ fn pack_groups<T: Word, const K: usize>(v: &[T], out: &mut Vec<u8>) {
             acc |= u128::from(x.into()) << (j * K);
         }
         o.copy_from_slice(&acc.to_le_bytes()[..K]);
+    }
+}
+
+/// [`pack_groups`] for `K` dividing 8 (sign bits, nibbles): each byte holds `8 / K`
+/// words, lowest bits first, in a loop the compiler vectorizes.
+fn pack_sub_byte<T: Word, const K: usize>(v: &[T], out: &mut Vec<u8>) {
+    let per = 8 / K;
+    let start = out.len();
+    out.resize(start + v.len() / per, 0);
+    for (o, c) in out[start..].iter_mut().zip(v.chunks_exact(per)) {
+        let mut b = 0u8;
+        for (j, &x) in c.iter().enumerate() {
+            b |= (x.into() as u8) << (j * K);
+        }
+        *o = b;
     }
 }
 
