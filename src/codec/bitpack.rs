@@ -36,7 +36,22 @@ pub fn encode_k(words: &Words, k: u32, out: &mut Vec<u8>) {
     debug_assert!(k <= words.width() && bits_needed(words.max().unwrap_or(0)) <= k);
     out.push(k as u8);
     out.reserve(size_for(k, words.len()) as usize);
-    with_buf!(words.buf(), v => pack(v, k, out));
+    match (k, words.buf()) {
+        (1, WordBuf::U8(v)) => pack_bits_u8(v, out),
+        _ => with_buf!(words.buf(), v => pack(v, k, out)),
+    }
+}
+
+/// [`pack`] for one-bit words held in bytes (sign planes): each group of eight becomes a
+/// byte with one multiply (byte `j`'s low bit lands on bit `56 + j`, no carries, as every
+/// byte is 0 or 1), the rest through [`pack`], which starts byte-aligned after them.
+fn pack_bits_u8(v: &[u8], out: &mut Vec<u8>) {
+    let whole = v.len() / 8 * 8;
+    out.extend(v[..whole].chunks_exact(8).map(|c| {
+        let x = u64::from_le_bytes(c.try_into().expect("chunks of 8"));
+        (x.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+    }));
+    pack(&v[whole..], 1, out);
 }
 
 fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
@@ -378,6 +393,17 @@ mod tests {
             body(&[0xA, 0x5, 0xF, 0x0, 0x1, 0x2, 0x3, 0x4, 0x9], 4)[..6],
             [4, 0x5A, 0x0F, 0x21, 0x43, 0x09]
         );
+        // One-bit words in bytes take the multiply path: the same bytes as the
+        // generic packer, for every length around the group size.
+        for n in (0..40).chain([1001]) {
+            let v: Vec<u8> = (0..n)
+                .map(|i| ((i * 2_654_435_761u64) >> 13) as u8 & 1)
+                .collect();
+            let (mut fast, mut generic) = (Vec::new(), Vec::new());
+            pack_bits_u8(&v, &mut fast);
+            pack(&v, 1, &mut generic);
+            assert_eq!(fast, generic, "n {n}");
+        }
         for (k, width) in [(1, 1), (2, 2), (4, 4), (1, 12), (2, 16), (4, 9)] {
             for n in [0, 1, 7, 8, 9, 63, 64, 1001] {
                 // The first word uses all k bits, so the body packs at exactly k.

@@ -67,8 +67,21 @@ pub fn code_lengths(counts: &[u64], limit: u32) -> Vec<u8> {
     if m <= 1 {
         return vec![0; m];
     }
-    let mut order: Vec<u32> = (0..m as u32).collect();
-    order.sort_by_key(|&i| (counts[i as usize], i));
+    // Ascending (count, index). With at most 2^16 symbols and counts under 2^48 that is
+    // one u64 key each, sorted unstably (the keys are distinct) instead of by pairs.
+    let order: Vec<u32> = if m <= 1 << 16 && counts.iter().all(|&c| c < 1 << 48) {
+        let mut keys: Vec<u64> = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| c << 16 | i as u64)
+            .collect();
+        keys.sort_unstable();
+        keys.into_iter().map(|k| (k & 0xFFFF) as u32).collect()
+    } else {
+        let mut order: Vec<u32> = (0..m as u32).collect();
+        order.sort_by_key(|&i| (counts[i as usize], i));
+        order
+    };
     let w: Vec<u64> = order.iter().map(|&i| counts[i as usize]).collect();
     let mut depth = huffman_depths(&w);
     if depth.iter().any(|&d| u32::from(d) > limit) {
@@ -599,6 +612,22 @@ impl<T: Word> LongCodes<T> {
 mod tests {
     use super::*;
     use crate::stats::histogram;
+
+    /// Counts of 2^48 and more take the pairwise sort instead of packed keys: the same
+    /// lengths for the same counts scaled, ties (broken by index) included.
+    #[test]
+    fn code_lengths_agree_across_sort_paths() {
+        let counts: Vec<u64> = (0..700u64).map(|i| 1 + (i * i * 7919) % 997 / 3).collect();
+        let scaled: Vec<u64> = counts.iter().map(|&c| c << 40).collect();
+        assert!(scaled.iter().any(|&c| c >= 1 << 48));
+        for limit in [10, 16] {
+            let lens = code_lengths(&counts, limit);
+            assert_eq!(code_lengths(&scaled, limit), lens, "limit {limit}");
+            assert!(lens.iter().all(|&l| (1..=limit as u8).contains(&l)));
+        }
+        // Equal counts: the lower index gets the shorter code when lengths must differ.
+        assert_eq!(code_lengths(&[5, 5, 5], 16), vec![2, 2, 1]);
+    }
 
     fn body(values: &[u64], width: u32) -> Vec<u8> {
         let words = Words::from_u64s(width, values);

@@ -67,19 +67,55 @@ fn run(node: &Node) -> Result<Words, ExecError> {
             let widths = f
                 .widths(ty.width)
                 .expect("constructors checked merge widths");
-            // Large fields decode on the pool's other threads too (a tensor that is one
-            // work item still uses every core); the first failing field, in order, is
-            // the error either way.
-            let parts: Vec<Result<Words, ExecError>> = if n >= PARALLEL_WORDS {
-                use rayon::prelude::*;
-                children.par_iter().map(run).collect()
-            } else {
-                children.iter().map(run).collect()
-            };
-            let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
-            merge_fields(&parts, &widths)
+            merge_fields(&run_parts(children, n)?, &widths)
         }
     })
+}
+
+/// The outputs of a merge's children. Large fields decode on the pool's other threads
+/// too (a tensor that is one work item still uses every core); the first failing field,
+/// in order, is the error either way.
+fn run_parts(children: &[Node], n: usize) -> Result<Vec<Words>, ExecError> {
+    let parts: Vec<Result<Words, ExecError>> = if n >= PARALLEL_WORDS {
+        use rayon::prelude::*;
+        children.par_iter().map(run).collect()
+    } else {
+        children.iter().map(run).collect()
+    };
+    parts.into_iter().collect()
+}
+
+/// Whether running `node` gives exactly `target` (its width and words): what
+/// [`execute`] followed by a comparison says, without holding the whole output when the
+/// root merges bytes or 16-bit fields into at most 16-bit words (the float layouts): the
+/// merge is compared with `target` a chunk at a time as it is made.
+///
+/// # Errors
+/// [`ExecError::Lit`] if a literal body is inconsistent with its type. A program whose
+/// type differs from `target`'s is `Ok(false)`, never run.
+pub fn matches(node: &Node, target: &Words) -> Result<bool, ExecError> {
+    let ty = node.ty();
+    let n = target.len();
+    if ty.width != target.width() || ty.len != n as u64 {
+        return Ok(false);
+    }
+    if let (Op::Merge(f, children), WordBuf::U16(want)) = (node.op(), target.buf()) {
+        let widths = f
+            .widths(ty.width)
+            .expect("constructors checked merge widths");
+        let parts = run_parts(children, n)?;
+        let mut at = 0;
+        let same = merge_bytes_into_u16_with(&parts, &widths, ty.width, n, &mut |chunk| {
+            let ok = chunk == &want[at..at + chunk.len()];
+            at += chunk.len();
+            ok
+        });
+        return Ok(match same {
+            Some(same) => same,
+            None => merge_fields(&parts, &widths) == *target,
+        });
+    }
+    Ok(run(node)? == *target)
 }
 
 /// The stream repeated `k` times.
@@ -193,6 +229,28 @@ pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
 /// into 9- to 16-bit words (BF16 as 1/8/7 or 1/11/4, F16 as 1/7/8, ...) in one pass with
 /// no intermediate stream. `None` when the shape is not one of these.
 fn merge_bytes_into_u16(parts: &[Words], widths: &[u32], total: u32, n: usize) -> Option<Words> {
+    let mut out = Vec::with_capacity(n);
+    merge_bytes_into_u16_with(parts, widths, total, n, &mut |chunk| {
+        out.extend_from_slice(chunk);
+        true
+    })?;
+    Some(Words::from_buf_trusted(total, WordBuf::U16(out)))
+}
+
+/// Words each chunk of [`merge_bytes_into_u16_with`] holds (8 KiB, in L1).
+const FUSE_CHUNK: usize = 4096;
+
+/// The merge of [`merge_bytes_into_u16`], handed to `sink` in order, up to
+/// [`FUSE_CHUNK`] words at a time, until it returns false. `Some(true)` when every chunk
+/// was taken, `Some(false)` when `sink` stopped, `None` when the shape is not one of the
+/// fast path's (nothing is merged).
+fn merge_bytes_into_u16_with(
+    parts: &[Words],
+    widths: &[u32],
+    total: u32,
+    n: usize,
+    sink: &mut dyn FnMut(&[u16]) -> bool,
+) -> Option<bool> {
     if !(9..=16).contains(&total)
         || !(2..=3).contains(&parts.len())
         || widths.len() != parts.len()
@@ -209,40 +267,48 @@ fn merge_bytes_into_u16(parts: &[Words], widths: &[u32], total: u32, n: usize) -
         shift -= w;
         *s = shift;
     }
-    /// One pass over parts of any of the two container types.
+    /// One pass over parts of any of the two container types, a chunk at a time.
     fn fuse<A: Into<u16> + Copy, B: Into<u16> + Copy, C: Into<u16> + Copy>(
         a: &[A],
         b: &[B],
         c: Option<&[C]>,
         [sa, sb, _]: [u32; 3],
-    ) -> Vec<u16> {
-        let ab = a.iter().zip(b);
-        match c {
-            None => ab.map(|(&x, &y)| x.into() << sa | y.into() << sb).collect(),
-            Some(c) => ab
-                .zip(c)
-                .map(|((&x, &y), &z)| x.into() << sa | y.into() << sb | z.into())
-                .collect(),
+        sink: &mut dyn FnMut(&[u16]) -> bool,
+    ) -> bool {
+        let mut buf = [0u16; FUSE_CHUNK];
+        for start in (0..a.len()).step_by(FUSE_CHUNK) {
+            let end = (start + FUSE_CHUNK).min(a.len());
+            let out = &mut buf[..end - start];
+            let ab = out.iter_mut().zip(&a[start..end]).zip(&b[start..end]);
+            match c {
+                None => ab.for_each(|((o, &x), &y)| *o = x.into() << sa | y.into() << sb),
+                Some(c) => ab.zip(&c[start..end]).for_each(|(((o, &x), &y), &z)| {
+                    *o = x.into() << sa | y.into() << sb | z.into()
+                }),
+            }
+            if !sink(out) {
+                return false;
+            }
         }
+        true
     }
     macro_rules! third {
         ($a:expr, $b:expr) => {
             match parts.get(2).map(Words::buf) {
-                None => fuse::<_, _, u8>($a, $b, None, shifts),
-                Some(WordBuf::U8(c)) => fuse($a, $b, Some(c.as_slice()), shifts),
-                Some(WordBuf::U16(c)) => fuse($a, $b, Some(c.as_slice()), shifts),
+                None => fuse::<_, _, u8>($a, $b, None, shifts, sink),
+                Some(WordBuf::U8(c)) => fuse($a, $b, Some(c.as_slice()), shifts, sink),
+                Some(WordBuf::U16(c)) => fuse($a, $b, Some(c.as_slice()), shifts, sink),
                 Some(_) => return None,
             }
         };
     }
-    let out = match (parts[0].buf(), parts[1].buf()) {
+    Some(match (parts[0].buf(), parts[1].buf()) {
         (WordBuf::U8(a), WordBuf::U8(b)) => third!(a.as_slice(), b.as_slice()),
         (WordBuf::U8(a), WordBuf::U16(b)) => third!(a.as_slice(), b.as_slice()),
         (WordBuf::U16(a), WordBuf::U8(b)) => third!(a.as_slice(), b.as_slice()),
         (WordBuf::U16(a), WordBuf::U16(b)) => third!(a.as_slice(), b.as_slice()),
         _ => return None,
-    };
-    Some(Words::from_buf_trusted(total, WordBuf::U16(out)))
+    })
 }
 
 /// Splits each word into fields of the given widths (most significant first); the
@@ -327,6 +393,41 @@ fn or_shifted(out: &mut WordBuf, part: &WordBuf, shift: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `matches` agrees with running the program and comparing: on the fused merge
+    /// path (a difference in a later chunk, in the last partial chunk, in the first
+    /// word), on the general merge path (32-bit words) and on a non-merge root.
+    #[test]
+    fn matches_is_execute_then_compare() {
+        use crate::dsl::MergeFn;
+        let n = 3 * FUSE_CHUNK + 123;
+        let bf16 = Words::from_fn(16, n, |i| (i as u64 * 40_503 + 7) & 0xFFFF);
+        let program = |w: &Words, widths: &[u32]| {
+            let kids = split_fields(w, widths).iter().map(Node::lit).collect();
+            Node::merge(MergeFn::Fields(widths.to_vec()), kids).unwrap()
+        };
+        for widths in [&[1, 11, 4][..], &[1, 8, 7], &[9, 7]] {
+            let p = program(&bf16, widths);
+            assert!(matches(&p, &bf16).unwrap(), "{widths:?}");
+            for at in [0, FUSE_CHUNK + 5, n - 1] {
+                let mut v = bf16.to_u64s();
+                v[at] ^= 1 << 3;
+                let other = Words::from_u64s(16, &v);
+                assert!(!matches(&p, &other).unwrap(), "{widths:?} at {at}");
+            }
+            assert!(!matches(&p, &bf16.slice(0, n - 1)).unwrap());
+            assert!(!matches(&p, &Words::from_u64s(17, &bf16.to_u64s())).unwrap());
+        }
+        let f32s = Words::from_fn(32, 5000, |i| (i as u64).wrapping_mul(2_654_435_761) >> 32);
+        let p = program(&f32s, &[1, 8, 23]);
+        assert!(matches(&p, &f32s).unwrap());
+        let mut v = f32s.to_u64s();
+        v[4321] ^= 1;
+        assert!(!matches(&p, &Words::from_u64s(32, &v)).unwrap());
+        let lit = Node::lit(&bf16);
+        assert!(matches(&lit, &bf16).unwrap());
+        assert!(!matches(&lit, &bf16.slice(1, n)).unwrap());
+    }
 
     #[test]
     fn fields_split_and_merge_bf16() {

@@ -222,8 +222,21 @@ fn sampled_estimate(sample: &Words, n: usize) -> u64 {
     estimate_from_hist(scaled.as_deref(), max, sample.width(), n)
 }
 
-/// Dense counts of a stream of words of at most 16 bits (index = word).
-type Dense = Arc<Vec<u64>>;
+/// The histogram of a stream of words of at most 16 bits, counted in a table indexed
+/// by word: its `(word, count)` pairs of distinct words ascending (what the codecs take).
+type Dense = Arc<Vec<(u64, u64)>>;
+
+/// The [`Dense`] histogram of `counts` (indexed by word).
+fn dense_from(counts: &[u64]) -> Dense {
+    Arc::new(
+        counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(s, &c)| (s as u64, c))
+            .collect(),
+    )
+}
 
 fn dense_of(w: &Words) -> Dense {
     let mut t = vec![0u64; 1 << w.width()];
@@ -232,30 +245,21 @@ fn dense_of(w: &Words) -> Dense {
         crate::tensor::WordBuf::U16(v) => v.iter().for_each(|&x| t[usize::from(x)] += 1),
         _ => w.iter().for_each(|x| t[x as usize] += 1),
     }
-    Arc::new(t)
+    dense_from(&t)
 }
 
-fn dense_list(d: &[u64]) -> Vec<(u64, u64)> {
-    d.iter()
-        .enumerate()
-        .filter(|&(_, &c)| c > 0)
-        .map(|(s, &c)| (s as u64, c))
-        .collect()
-}
-
-fn dense_estimate(d: &[u64], width: u32, n: usize) -> u64 {
-    let list = dense_list(d);
-    let max = list.last().map_or(0, |&(s, _)| s);
-    estimate_from_hist(Some(&list), max, width, n)
+fn dense_estimate(d: &[(u64, u64)], width: u32, n: usize) -> u64 {
+    let max = d.last().map_or(0, |&(s, _)| s);
+    estimate_from_hist(Some(d), max, width, n)
 }
 
 /// A size in bytes `Lit(words)` can never be smaller than, from the histogram alone:
 /// raw, bit packing and Huffman sizes are exact, rANS is bounded below
 /// ([`codec::rans::Plan::lower_bound`]). No encoding.
-fn lit_lower_bound(words: &Words, dense: Option<&[u64]>) -> u64 {
+fn lit_lower_bound(words: &Words, dense: Option<&[(u64, u64)]>) -> u64 {
     let (width, n) = (words.width(), words.len());
     let hist = match dense {
-        Some(d) => Some(dense_list(d)),
+        Some(d) => Some(d.to_vec()),
         None => stats::histogram(words, codec::MAX_TABLE_SYMBOLS),
     };
     let max = match &hist {
@@ -543,7 +547,7 @@ impl Search<'_> {
         let dense = self.dense(hid);
         // The parent's distinct words with their counts: marginalizing visits these
         // instead of every entry of the dense table.
-        let nonzero: Option<Vec<(u64, u64)>> = dense.as_ref().map(|d| dense_list(d));
+        let nonzero: Option<&[(u64, u64)]> = dense.as_deref().map(Vec::as_slice);
         let syms: Option<Vec<u64>> = nonzero
             .as_ref()
             .map(|l| l.iter().map(|&(s, _)| s).collect());
@@ -624,14 +628,15 @@ impl Search<'_> {
                         (Some(list), Some(fns)) => {
                             for (i, ((cw, f), &(_, n))) in fns.iter().zip(&types).enumerate() {
                                 let mut cd = vec![0u64; 1 << cw];
-                                for &(x, c) in list {
+                                for &(x, c) in *list {
                                     cd[f(x) as usize] += c;
                                 }
+                                let cd = dense_from(&cd);
                                 let lit = dense_estimate(&cd, *cw, n);
                                 let id = self.push_hole(
                                     None,
                                     src.clone(),
-                                    Some(Some(Arc::new(cd))),
+                                    Some(Some(cd)),
                                     (*cw, n),
                                     depth + 1,
                                     None,
@@ -845,7 +850,7 @@ const PARALLEL_WORDS: usize = 1 << 20;
 fn literal_of(words: &Words, dense: Option<Dense>) -> Node {
     match dense {
         Some(d) if words.len() > EXACT_WORDS => {
-            let hist = dense_list(&d);
+            let hist = d.to_vec();
             let ty = Ty::new(words.width(), words.len() as u64);
             let codec::Encoded { codec, body } = codec::encode_best_with_histogram(words, hist);
             Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
@@ -925,7 +930,7 @@ fn explore<'a>(
     let mut root_lb = None;
     let mut root_lit = None;
     if let Some(d) = search.dense(0) {
-        let list = dense_list(&d);
+        let list = d.to_vec();
         let (width, n) = (target.width(), target.len());
         let max = list.last().map_or(0, |&(s, _)| s);
         let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
