@@ -268,6 +268,7 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
         return try_constant(width, 0, n, NAME);
     }
     let buf = match container_bytes(width) {
+        1 if k == 1 => WordBuf::U8(unpack_bits_u8(data, n)),
         1 => WordBuf::U8(unpack(data, k, n)),
         2 => WordBuf::U16(unpack(data, k, n)),
         4 => WordBuf::U32(unpack(data, k, n)),
@@ -276,6 +277,26 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
     // Every word came from a validated table (symbols < 2^width) or a field of at most
     // `width` bits.
     Ok(Words::from_buf_trusted(width, buf))
+}
+
+/// `n` one-bit words into bytes (sign planes) from `data`, which holds them: each byte
+/// becomes eight with one multiply (the byte copied into every lane, lane `j` keeping
+/// bit `j`, then each lane's nonzero turned into 1 by a carry into its top bit).
+fn unpack_bits_u8(data: &[u8], n: usize) -> Vec<u8> {
+    const LANES: u64 = 0x0101_0101_0101_0101;
+    let mut out = vec![0u8; n];
+    let mut groups = out.chunks_exact_mut(8);
+    for (o, &b) in (&mut groups).zip(data) {
+        let bit = (u64::from(b) * LANES) & 0x8040_2010_0804_0201;
+        let one = ((bit + 0x7F7F_7F7F_7F7F_7F7F) >> 7) & LANES;
+        o.copy_from_slice(&one.to_le_bytes());
+    }
+    if let Some(&last) = data.get(n / 8) {
+        for (j, o) in groups.into_remainder().iter_mut().enumerate() {
+            *o = (last >> j) & 1;
+        }
+    }
+    out
 }
 
 /// `n` words of `k >= 1` bits from `data`, whose length was checked to hold them.
@@ -403,6 +424,9 @@ mod tests {
             pack_bits_u8(&v, &mut fast);
             pack(&v, 1, &mut generic);
             assert_eq!(fast, generic, "n {n}");
+            // And back, by the multiply path and the generic one.
+            assert_eq!(unpack_bits_u8(&fast, v.len()), v, "n {n}");
+            assert_eq!(unpack::<u8>(&fast, 1, v.len()), v, "n {n}");
         }
         for (k, width) in [(1, 1), (2, 2), (4, 4), (1, 12), (2, 16), (4, 9)] {
             for n in [0, 1, 7, 8, 9, 63, 64, 1001] {

@@ -238,14 +238,28 @@ fn dense_from(counts: &[u64]) -> Dense {
     )
 }
 
+/// The [`Dense`] histogram of `w` (at most 16 bits), from a table of a counter per
+/// container value (so that indexing it needs no bounds check).
 fn dense_of(w: &Words) -> Dense {
-    let mut t = vec![0u64; 1 << w.width()];
+    use crate::tensor::WordBuf;
     match w.buf() {
-        crate::tensor::WordBuf::U8(v) => v.iter().for_each(|&x| t[usize::from(x)] += 1),
-        crate::tensor::WordBuf::U16(v) => v.iter().for_each(|&x| t[usize::from(x)] += 1),
-        _ => w.iter().for_each(|x| t[x as usize] += 1),
+        WordBuf::U8(v) => {
+            let mut t = [0u64; 256];
+            v.iter().for_each(|&x| t[usize::from(x)] += 1);
+            dense_from(&t)
+        }
+        WordBuf::U16(v) => {
+            let mut t = vec![0u64; 1 << 16];
+            let t16: &mut [u64; 1 << 16] = t.as_mut_slice().try_into().expect("2^16 counters");
+            v.iter().for_each(|&x| t16[usize::from(x)] += 1);
+            dense_from(&t)
+        }
+        _ => {
+            let mut t = vec![0u64; 1 << w.width()];
+            w.iter().for_each(|x| t[x as usize] += 1);
+            dense_from(&t)
+        }
     }
-    dense_from(&t)
 }
 
 fn dense_estimate(d: &[(u64, u64)], width: u32, n: usize) -> u64 {
