@@ -482,6 +482,54 @@ fn shard_folder(dir: &Path) -> PathBuf {
     to
 }
 
+/// `calibrate DIR` said "Is a directory" and `calibrate` on a file without tensors "0
+/// tensors ()": a checkpoint folder (or its index) is calibrated on its first shard, as
+/// the message says, and a prior learned from nothing says it is uniform.
+#[test]
+fn calibrate_takes_a_folder_on_its_first_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = shard_folder(dir.path());
+    let first = ckpt.join("model-00001-of-00002.safetensors");
+    let index = ckpt.join("model.safetensors.index.json");
+    let calibrate = |input: &Path, out: &Path| {
+        brevis([
+            OsStr::new("calibrate"),
+            input.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ])
+    };
+    let mut priors = Vec::new();
+    for (k, input) in [&ckpt, &index, &first].into_iter().enumerate() {
+        let out = dir.path().join(format!("p{k}.json"));
+        let o = calibrate(input, &out);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stderr).to_string();
+        let on = format!("calibrated on {}: ", first.display());
+        assert!(text.contains(&on), "{text}");
+        let p: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        priors.push(p["counts"].clone());
+    }
+    assert!(priors[2].as_object().is_some_and(|c| !c.is_empty()));
+    assert_eq!(priors[0], priors[2]);
+    assert_eq!(priors[1], priors[2]);
+    let out = dir.path().join("empty.json");
+    let o = calibrate(&case("B01_only_empty.safetensors"), &out);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        text.contains("no tensor with words to observe, so uniform"),
+        "{text}"
+    );
+    let none = dir.path().join("none");
+    std::fs::create_dir(&none).unwrap();
+    fails_with(
+        &calibrate(&none, &dir.path().join("none.json")),
+        1,
+        &["none: cannot calibrate: the folder holds no .safetensors file"],
+    );
+}
+
 /// `bench DIR` said "Is a directory": a checkpoint folder (or its index) is measured shard
 /// by shard, as `compress DIR` compresses it; a folder without shards is a clear error.
 #[test]
@@ -664,13 +712,6 @@ fn compress_and_bench_name_wrong_inputs() {
         fails_with(&o, 1, &["is a Brevis folder archive", "brevis decompress"]);
     }
     let index = ckpt.join("model.safetensors.index.json");
-    let o = brevis([
-        OsStr::new("calibrate"),
-        index.as_os_str(),
-        OsStr::new("-o"),
-        OsStr::new("/nonexistent/p.json"),
-    ]);
-    fails_with(&o, 1, &["looks like a JSON file, not a .safetensors file"]);
     let empty = dir.path().join("configs");
     std::fs::create_dir(&empty).unwrap();
     std::fs::write(empty.join("config.json"), b"{}").unwrap();

@@ -157,16 +157,29 @@ pub fn not_an_archive(path: &Path) -> Option<Error> {
     None
 }
 
+/// What the shards of [`shard_paths`] are for: the verb of its errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardsFor {
+    /// `bench` measures each shard.
+    Bench,
+    /// `calibrate` learns a prior from the first shard.
+    Calibrate,
+}
+
 /// The `.safetensors` files of the checkpoint folder `folder`, in path order: the shards
-/// `compress` would compress (for `bench`).
+/// `compress` would compress (for `bench` and `calibrate`).
 ///
 /// # Errors
 /// [`Error::Io`] naming the entry if the folder cannot be listed or holds a link to a
 /// folder, a broken link or a special file; as [`check_index`] if a shard index names a
 /// missing shard or tensor; [`Error::Io`] naming the folder if it holds no `.safetensors`
 /// file.
-pub fn shard_paths(folder: &Path) -> Result<Vec<PathBuf>> {
-    let files = list_files(folder, Walk::Bench)?;
+pub fn shard_paths(folder: &Path, purpose: ShardsFor) -> Result<Vec<PathBuf>> {
+    let walk = match purpose {
+        ShardsFor::Bench => Walk::Bench,
+        ShardsFor::Calibrate => Walk::Calibrate,
+    };
+    let files = list_files(folder, walk)?;
     check_indexes(folder, &files)?;
     let shards: Vec<PathBuf> = files
         .into_iter()
@@ -176,7 +189,7 @@ pub fn shard_paths(folder: &Path) -> Result<Vec<PathBuf>> {
     if shards.is_empty() {
         return Err(other(
             folder,
-            "cannot bench",
+            walk.verb(),
             "the folder holds no .safetensors file".to_string(),
         ));
     }
@@ -242,6 +255,8 @@ enum Walk {
     Archive,
     /// Measuring a checkpoint folder's shards (`bench`).
     Bench,
+    /// Calibrating a prior on a checkpoint folder's first shard (`calibrate`).
+    Calibrate,
     /// Checking that an existing output folder may be replaced (`decompress --force`).
     Replace,
     /// Listing the original folder for `verify --against`.
@@ -253,6 +268,7 @@ impl Walk {
         match self {
             Walk::Archive => "cannot archive",
             Walk::Bench => "cannot bench",
+            Walk::Calibrate => "cannot calibrate",
             Walk::Replace => "cannot replace",
             Walk::Compare => "cannot compare",
         }
@@ -261,7 +277,7 @@ impl Walk {
     /// Why a link to a folder is refused, and what to do about it.
     fn link_refusal(self) -> &'static str {
         match self {
-            Walk::Archive | Walk::Bench | Walk::Compare => {
+            Walk::Archive | Walk::Bench | Walk::Calibrate | Walk::Compare => {
                 "is a symbolic link to a folder, which brevis does not follow: copy the \
                  folder in or remove the link"
             }

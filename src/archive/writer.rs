@@ -120,13 +120,12 @@ impl CompressSummary {
 /// [`Error::SameFile`] if `output` is `input`; [`Error::OutputExists`] if `output`
 /// exists and `opts.force` is false; [`Error::Source`] if `input` is not a valid
 /// `.safetensors` file; [`Error::Io`] if a file cannot be read or written.
-pub fn compress_file(
-    input: &Path,
-    output: &Path,
-    opts: &CompressOptions,
-    progress: &dyn Fn(ProgressEvent<'_>),
-) -> Result<CompressSummary> {
-    check_output(input, output, opts.force)?;
+/// The input file memory-mapped read-only (`None` for an empty file, which cannot be
+/// mapped; the parser refuses it all the same).
+///
+/// # Errors
+/// [`Error::Io`] naming `input` if it cannot be opened or mapped, or is a folder.
+pub fn map_input(input: &Path) -> Result<Option<memmap2::Mmap>> {
     let file = File::open(input).map_err(|e| Error::io(input, "cannot open", e))?;
     let meta = file
         .metadata()
@@ -134,12 +133,22 @@ pub fn compress_file(
     if meta.is_dir() {
         return Err(Error::io(input, "cannot read", is_a_directory()));
     }
-    // An empty file cannot be mapped; it is refused by the parser all the same.
-    let map = if meta.len() == 0 {
-        None
-    } else {
-        Some(super::map_file(&file).map_err(|e| Error::io(input, "cannot map", e))?)
-    };
+    if meta.len() == 0 {
+        return Ok(None);
+    }
+    super::map_file(&file)
+        .map(Some)
+        .map_err(|e| Error::io(input, "cannot map", e))
+}
+
+pub fn compress_file(
+    input: &Path,
+    output: &Path,
+    opts: &CompressOptions,
+    progress: &dyn Fn(ProgressEvent<'_>),
+) -> Result<CompressSummary> {
+    check_output(input, output, opts.force)?;
+    let map = map_input(input)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let src = parse(bytes).map_err(|e| Error::source(input, e))?;
 

@@ -302,7 +302,8 @@ struct BenchArgs {
 
 #[derive(Args)]
 struct CalibrateArgs {
-    /// The .safetensors file to calibrate on
+    /// The .safetensors file to calibrate on, or a checkpoint folder (or its
+    /// model.safetensors.index.json), calibrated on its first shard
     input: PathBuf,
     /// Where to write the prior (JSON)
     #[arg(short, long, value_name = "OUT", value_parser = output_path)]
@@ -1052,7 +1053,7 @@ fn bench_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in args {
         match folder::source_folder(path) {
-            Some(dir) => files.extend(folder::shard_paths(&dir)?),
+            Some(dir) => files.extend(folder::shard_paths(&dir, folder::ShardsFor::Bench)?),
             None => files.push(path.clone()),
         }
     }
@@ -1639,11 +1640,20 @@ fn ablation(a: &BenchArgs) -> Result<Outcome> {
 fn calibrate(a: CalibrateArgs) -> Result<Outcome> {
     // Refused before the work, and checked again when writing.
     brevis::archive::writer::check_output(&a.input, &a.output, a.force)?;
-    let bytes =
-        std::fs::read(&a.input).map_err(|e| brevis::Error::io(&a.input, "cannot read", e))?;
-    let src = safetensors::parse(&bytes).map_err(|e| brevis::Error::source(&a.input, e))?;
+    // A checkpoint folder (or its shard index) is calibrated on its first shard: a few
+    // tensors are all calibration reads, and the prior then serves every shard.
+    let input = match folder::source_folder(&a.input) {
+        Some(dir) => folder::shard_paths(&dir, folder::ShardsFor::Calibrate)?
+            .into_iter()
+            .next()
+            .expect("shard_paths refuses a folder without shards"),
+        None => a.input.clone(),
+    };
+    let map = brevis::archive::writer::map_input(&input)?;
+    let src = safetensors::parse(map.as_deref().unwrap_or(&[]))
+        .map_err(|e| brevis::Error::source(&input, e))?;
     let start = Instant::now();
-    let prior = brevis::archive::writer::calibrate_source(&src, &a.input);
+    let prior = brevis::archive::writer::calibrate_source(&src, &input);
     let secs = start.elapsed().as_secs_f64();
     let json = prior.to_json() + "\n";
     brevis::archive::writer::write_output_file(&a.input, &a.output, a.force, json.as_bytes())?;

@@ -115,13 +115,17 @@ pub fn calibrate(
         .collect();
     let mut prior = Prior::uniform();
     let names: Vec<&str> = picked.iter().map(|&i| tensors[i].name).collect();
-    prior.source = format!(
-        "calibrated on {source}: {} tensors ({}), {} expansions each, at most {} elements",
-        names.len(),
-        names.join(", "),
-        opts.expansions,
-        opts.max_elements
-    );
+    prior.source = match names.len() {
+        // Nothing observed: the counts stay uniform, and the source says so.
+        0 => format!("calibrated on {source}: no tensor with words to observe, so uniform"),
+        k => format!(
+            "calibrated on {source}: {k} tensor{} ({}), {} expansions each, at most {} elements",
+            if k == 1 { "" } else { "s" },
+            names.join(", "),
+            opts.expansions,
+            opts.max_elements
+        ),
+    };
     for obs in found {
         for (ctx, prod) in obs {
             prior.observe(&ctx, prod);
