@@ -518,9 +518,29 @@ fn calibrate_takes_a_folder_on_its_first_shard() {
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(
-        text.contains("no tensor with words to observe, so uniform"),
+        text.contains("no tensor of two or more words, so uniform"),
         "{text}"
     );
+    // Never into the folder it reads: not over a shard or the index, even with
+    // --force, and not beside them (as compress refuses its archive there).
+    let shard_bytes = std::fs::read(&first).unwrap();
+    for (input, out) in [
+        (&ckpt, first.clone()),
+        (&index, first.clone()),
+        (&ckpt, index.clone()),
+        (&index, ckpt.join("prior.json")),
+    ] {
+        let o = brevis([
+            OsStr::new("calibrate"),
+            input.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+            OsStr::new("--force"),
+        ]);
+        fails_with(&o, 1, &["cannot write: is inside the input folder"]);
+    }
+    assert_eq!(std::fs::read(&first).unwrap(), shard_bytes);
+    assert!(!ckpt.join("prior.json").exists());
     let none = dir.path().join("none");
     std::fs::create_dir(&none).unwrap();
     fails_with(

@@ -106,6 +106,32 @@ fn a_learned_prior_never_changes_program_bytes_or_exactness() {
     }
 }
 
+/// At budget 1 the search expands only the root and keeps the best record by rollout
+/// size, so no prior can change its program: compress skips calibration there
+/// (`SearchOptions::prior_matters`). From budget 2 on, the prior orders expansions.
+#[test]
+fn at_budget_one_the_prior_cannot_change_the_program() {
+    let prior = learn(1);
+    let one = SearchOptions {
+        budget: 1,
+        ..SearchOptions::default()
+    };
+    assert!(!one.prior_matters());
+    for (name, dtype, w) in corpus() {
+        let u = synthesize(&w, Some(dtype), &one);
+        let l = synthesize_with_prior(&w, Some(dtype), &one, &prior);
+        assert_eq!(u.program, l.program, "{name}");
+        assert_eq!(u.bytes, l.bytes, "{name}");
+    }
+    for budget in [2, 6] {
+        let opts = SearchOptions {
+            budget,
+            ..SearchOptions::default()
+        };
+        assert!(opts.prior_matters(), "budget {budget}");
+    }
+}
+
 #[test]
 fn costs_back_off_and_the_heuristic_is_admissible() {
     let p = learn(1);

@@ -378,6 +378,24 @@ fn resolved(path: &Path) -> PathBuf {
     }
 }
 
+/// Refuses a one-file `output` of a job that reads the checkpoint folder `input` (as
+/// `calibrate DIR` does) when it lies inside that folder, where it could replace a shard
+/// or the index (`compress` refuses the same for its archive folder). Links are resolved
+/// as far as the path exists.
+///
+/// # Errors
+/// [`Error::Io`] naming `output` and the folder.
+pub fn check_output_outside(input: &Path, output: &Path) -> Result<()> {
+    if resolved(output).starts_with(resolved(input)) {
+        return Err(other(
+            output,
+            "cannot write",
+            format!("is inside the input folder {}", input.display()),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses a folder job's `output` when it is the folder `input`, lies inside it, or holds
 /// it (replacing it would delete the input); when it exists and `force` is false; and,
 /// with `force`, when it is not a regular file or a folder `replaceable` accepts (so that

@@ -303,7 +303,8 @@ struct BenchArgs {
 #[derive(Args)]
 struct CalibrateArgs {
     /// The .safetensors file to calibrate on, or a checkpoint folder (or its
-    /// model.safetensors.index.json), calibrated on its first shard
+    /// model.safetensors.index.json), calibrated on its first .safetensors file in path
+    /// order (the prior file may not be written inside the folder)
     input: PathBuf,
     /// Where to write the prior (JSON)
     #[arg(short, long, value_name = "OUT", value_parser = output_path)]
@@ -1643,10 +1644,13 @@ fn calibrate(a: CalibrateArgs) -> Result<Outcome> {
     // A checkpoint folder (or its shard index) is calibrated on its first shard: a few
     // tensors are all calibration reads, and the prior then serves every shard.
     let input = match folder::source_folder(&a.input) {
-        Some(dir) => folder::shard_paths(&dir, folder::ShardsFor::Calibrate)?
-            .into_iter()
-            .next()
-            .expect("shard_paths refuses a folder without shards"),
+        Some(dir) => {
+            folder::check_output_outside(&dir, &a.output)?;
+            folder::shard_paths(&dir, folder::ShardsFor::Calibrate)?
+                .into_iter()
+                .next()
+                .expect("shard_paths refuses a folder without shards")
+        }
         None => a.input.clone(),
     };
     let map = brevis::archive::writer::map_input(&input)?;

@@ -117,7 +117,7 @@ pub fn calibrate(
     let names: Vec<&str> = picked.iter().map(|&i| tensors[i].name).collect();
     prior.source = match names.len() {
         // Nothing observed: the counts stay uniform, and the source says so.
-        0 => format!("calibrated on {source}: no tensor with words to observe, so uniform"),
+        0 => format!("calibrated on {source}: no tensor of two or more words, so uniform"),
         k => format!(
             "calibrated on {source}: {k} tensor{} ({}), {} expansions each, at most {} elements",
             if k == 1 { "" } else { "s" },
