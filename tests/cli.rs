@@ -292,6 +292,10 @@ fn exit_codes_usage_error_and_mismatch() {
         let o = brevis([cmd, "in", "-o", "-"]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         assert!(String::from_utf8_lossy(&o.stderr).contains("standard output"));
+        // `-o ""` said "cannot rename into place" after the work (found by a tester).
+        let o = brevis([cmd, "in", "-o", ""]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("the output path is empty"));
     }
     assert_eq!(
         brevis(["verify", "/no/such/file.brv"]).status.code(),

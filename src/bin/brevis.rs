@@ -422,6 +422,9 @@ fn output_path(s: &str) -> std::result::Result<PathBuf, String> {
     if s == "-" {
         return Err("writing to standard output is not supported; name a file".into());
     }
+    if s.is_empty() {
+        return Err("the output path is empty; name a file".into());
+    }
     Ok(PathBuf::from(s))
 }
 
