@@ -179,33 +179,31 @@ fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
 
 /// The shortest way to write `freqs`, and its size in bits (mode field included).
 fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
-    let max = freqs.iter().map(|&f| f - 1).max().unwrap_or(0);
-    let w = bits_needed(u64::from(max));
-    let mut best = (
-        FreqMode::Fixed(w),
-        2 + 5 + freqs.len() as u64 * u64::from(w),
-    );
-    let (k, eg) = best_eg_k(freqs.iter().map(|&f| u64::from(f - 1)), 15);
+    // The values each mode writes, made once in one pass (each Exp-Golomb sizing reads
+    // its values twice): `f - 1`, and their zigzag differences from 0 on; with the
+    // largest value and the adaptive code's total on the way.
+    let m = freqs.len();
+    let (mut vals, mut deltas) = (Vec::with_capacity(m), Vec::with_capacity(m));
+    let (mut max, mut adaptive, mut prev) = (0u64, 0u64, 0u64);
+    for &f in freqs {
+        let v = u64::from(f - 1);
+        vals.push(v);
+        deltas.push(zigzag(v as i64 - prev as i64));
+        adaptive += eg_len(v, adaptive_k(prev));
+        max = max.max(v);
+        prev = v;
+    }
+    let w = bits_needed(max);
+    let mut best = (FreqMode::Fixed(w), 2 + 5 + m as u64 * u64::from(w));
     let mut consider = |mode: FreqMode, bits: u64| {
         if bits < best.1 {
             best = (mode, bits);
         }
     };
+    let (k, eg) = best_eg_k(vals.iter().copied(), 15);
     consider(FreqMode::ExpGolomb(k), 2 + 4 + eg);
-    let adaptive: u64 = freqs
-        .iter()
-        .enumerate()
-        .map(|(i, &f)| {
-            let prev = if i == 0 {
-                0
-            } else {
-                u64::from(freqs[i - 1] - 1)
-            };
-            eg_len(u64::from(f - 1), adaptive_k(prev))
-        })
-        .sum();
     consider(FreqMode::Adaptive, 2 + adaptive);
-    let (k, delta) = best_eg_k(freq_deltas(freqs), 15);
+    let (k, delta) = best_eg_k(deltas.iter().copied(), 15);
     consider(FreqMode::Delta(k), 2 + 4 + delta);
     best
 }
