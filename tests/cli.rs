@@ -486,6 +486,62 @@ fn shard_folder(dir: &Path) -> PathBuf {
     to
 }
 
+/// `compress` and `calibrate` on a named pipe blocked in `open` until killed (found by a
+/// tester): an input that is not a regular file is refused before it is opened.
+#[test]
+fn a_named_pipe_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.safetensors");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("mkfifo unavailable; skipped");
+        return;
+    }
+    let out = dir.path().join("out.brv");
+    for args in [
+        vec![
+            OsStr::new("compress"),
+            fifo.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ],
+        vec![
+            OsStr::new("calibrate"),
+            fifo.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brevis"))
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(1),
+            "{args:?} hung or did not fail"
+        );
+        let text = String::from_utf8_lossy(&o.stderr);
+        assert!(text.contains("is not a regular file"), "{text}");
+        assert!(text.contains("pipe.safetensors"), "{text}");
+        assert!(!out.exists());
+    }
+}
+
 /// `calibrate DIR` said "Is a directory" and `calibrate` on a file without tensors "0
 /// tensors ()": a checkpoint folder (or its index) is calibrated on its first shard, as
 /// the message says, and a prior learned from nothing says it is uniform.
