@@ -180,15 +180,15 @@ fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
 /// The shortest way to write `freqs`, and its size in bits (mode field included).
 fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
     // The values each mode writes, made once in one pass (each Exp-Golomb sizing reads
-    // its values twice): `f - 1`, and their zigzag differences from 0 on; with the
-    // largest value and the adaptive code's total on the way.
+    // its values twice): `f - 1`, and their differences as the table writes them
+    // ([`freq_deltas`]); with the largest value and the adaptive code's total on the way.
     let m = freqs.len();
     let (mut vals, mut deltas) = (Vec::with_capacity(m), Vec::with_capacity(m));
     let (mut max, mut adaptive, mut prev) = (0u64, 0u64, 0u64);
-    for &f in freqs {
+    for (&f, z) in freqs.iter().zip(freq_deltas(freqs)) {
         let v = u64::from(f - 1);
         vals.push(v);
-        deltas.push(zigzag(v as i64 - prev as i64));
+        deltas.push(z);
         adaptive += eg_len(v, adaptive_k(prev));
         max = max.max(v);
         prev = v;
