@@ -411,9 +411,7 @@ fn check_folder_output(
     if to == from {
         return refuse(format!("is the input folder {}", input.display()));
     }
-    if to.starts_with(&from) {
-        return refuse(format!("is inside the input folder {}", input.display()));
-    }
+    check_output_outside(input, output)?;
     if from.starts_with(&to) {
         return refuse(format!(
             "holds the input {}: replacing it would delete the input",
