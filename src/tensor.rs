@@ -489,12 +489,20 @@ impl fmt::Debug for Words {
     }
 }
 
-fn le_chunks<T: Copy + Default, const N: usize>(
+fn le_chunks<T: bytemuck::Pod + Default, const N: usize>(
     bytes: &[u8],
     f: impl Fn([u8; N]) -> T,
 ) -> Option<Vec<T>> {
     if !bytes.len().is_multiple_of(N) {
         return None;
+    }
+    // On a little-endian machine, bytes aligned for `T` already are the words: one copy
+    // into an uninitialized vector, without zeroing it first (glibc's calloc clears
+    // reused memory: 2% of a compression's instructions).
+    if cfg!(target_endian = "little") {
+        if let Ok(words) = bytemuck::try_cast_slice::<u8, T>(bytes) {
+            return Some(words.to_vec());
+        }
     }
     // Filled in place (a zeroed vector, then one store per word) so the loop
     // vectorizes; collecting from the chunk iterator did not.
@@ -536,6 +544,28 @@ mod tests {
         );
         assert!(Words::from_le_bytes(16, &[1, 2, 3]).is_none());
         assert!(Words::from_le_bytes(12, &[1, 2]).is_none());
+    }
+
+    /// Bytes at every alignment give the same words: the aligned ones are copied as words,
+    /// the others read a word at a time.
+    #[test]
+    fn le_bytes_at_every_alignment() {
+        let backing: Vec<u64> = (0..9u64)
+            .map(|i| i.wrapping_mul(0x0123_4567_89ab_cdef))
+            .collect();
+        let all: &[u8] = bytemuck::cast_slice(&backing);
+        for w in [16u32, 32, 64] {
+            let size = w as usize / 8;
+            for at in 0..8 {
+                let bytes = &all[at..at + 8 * size];
+                let want: Vec<u64> = bytes
+                    .chunks_exact(size)
+                    .map(|c| c.iter().rev().fold(0u64, |a, &b| (a << 8) | u64::from(b)))
+                    .collect();
+                let got = Words::from_le_bytes(w, bytes).unwrap();
+                assert_eq!(got.to_u64s(), want, "width {w}, offset {at}");
+            }
+        }
     }
 
     #[test]

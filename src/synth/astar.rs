@@ -227,13 +227,13 @@ fn sampled_estimate(sample: &Words, n: usize) -> u64 {
 type Dense = Arc<Vec<(u64, u64)>>;
 
 /// The [`Dense`] histogram of `counts` (indexed by word).
-fn dense_from(counts: &[u64]) -> Dense {
+fn dense_from<C: Copy + Into<u64>>(counts: &[C]) -> Dense {
     Arc::new(
         counts
             .iter()
             .enumerate()
-            .filter(|&(_, &c)| c > 0)
-            .map(|(s, &c)| (s as u64, c))
+            .map(|(s, &c)| (s as u64, c.into()))
+            .filter(|&(_, c)| c > 0)
             .collect(),
     )
 }
@@ -246,6 +246,14 @@ fn dense_of(w: &Words) -> Dense {
         WordBuf::U8(v) => {
             let mut t = [0u64; 256];
             v.iter().for_each(|&x| t[usize::from(x)] += 1);
+            dense_from(&t)
+        }
+        // 32-bit counters while they cannot overflow: half the table to clear and keep
+        // in cache.
+        WordBuf::U16(v) if u32::try_from(v.len()).is_ok() => {
+            let mut t = vec![0u32; 1 << 16];
+            let t16: &mut [u32; 1 << 16] = t.as_mut_slice().try_into().expect("2^16 counters");
+            v.iter().for_each(|&x| t16[usize::from(x)] += 1);
             dense_from(&t)
         }
         WordBuf::U16(v) => {
