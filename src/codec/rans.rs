@@ -446,7 +446,7 @@ pub(crate) fn top_scale(layout: Layout, m: usize) -> u32 {
 
 /// Bytes an rANS body for histogram `hist` (`n` words, at least two distinct) can never
 /// be smaller than, given its count and set fields (`head` bits): the precision and mode
-/// fields, at least a bit per frequency, and the payload bound of [`payload_lower_bound`]
+/// fields, at least a bit per frequency, and the payload bound of [`payload_lower_bound_in`]
 /// from [`floor_ideal_bits`] at the highest precision the encoder plans (a lower
 /// precision only costs more). The one table with no bit per frequency (fixed width 0:
 /// every frequency 1, so `2^s = m`) is bounded by its payload of `log2 m` bits per word.
@@ -469,18 +469,14 @@ pub(crate) fn body_lower_bound(hist: &[(u64, u64)], n: usize, head: u64) -> u64 
     }
 }
 
-/// Bytes the payload (states included) of `n` words can never be smaller than, when the
+/// Bytes the payload (states included) of `n` words in `layout` can never be smaller than, when the
 /// ideal code length under the model is `ideal` bits at precision `scale`.
 ///
 /// Per state, `log2(x) + 8 * (bytes emitted)` starts at 23 and ends below
 /// `31 + 8 * (bytes emitted)`. Each step adds at least `log2(M / f)` minus
 /// `log2(1 + 2^(s-23))` (its quotient is `>= 2^(23-s)`), each emitted byte removes at most
 /// `-log2(1 - 255 * 2^(s-31))`.
-/// The states are those of [`Layout::for_len`]; the byte order does not enter the bound.
-pub(crate) fn payload_lower_bound(ideal: f64, n: usize, scale: u32) -> u64 {
-    payload_lower_bound_in(Layout::for_len(n), ideal, n, scale)
-}
-
+/// The states are those of `layout`; the byte order does not enter the bound.
 fn payload_lower_bound_in(layout: Layout, ideal: f64, n: usize, scale: u32) -> u64 {
     let s = f64::from(scale);
     let step = (1.0 + (s - 23.0).exp2()).log2();

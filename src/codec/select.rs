@@ -98,10 +98,12 @@ pub fn encode_best_with_histogram(words: &Words, hist: Vec<(u64, u64)>) -> Encod
 }
 
 /// What both table codecs need before planning: the symbols, their set encoding, and
-/// lower bounds in bytes on the Huffman and the rANS body (the count and set fields plus
-/// the entropy; rANS's renormalization losses too). A codec whose bound does not come
-/// under the best so far need not be planned.
-struct TableBounds {
+/// lower bounds in bytes on the Huffman and the rANS body ([`huffman::body_lower_bound`],
+/// [`rans::body_lower_bound`]: the count and set fields, at least a bit per code length
+/// or frequency, and the least payload of any model at the codec's longest code or
+/// highest precision; rANS's renormalization losses too). A codec whose bound does not
+/// come under the best so far need not be planned.
+pub(crate) struct TableBounds {
     syms: Vec<u64>,
     set: super::table::SetPlan,
     huff_lb: u64,
@@ -109,24 +111,33 @@ struct TableBounds {
 }
 
 impl TableBounds {
-    fn of(hist: &[(u64, u64)], width: u32, n: usize) -> TableBounds {
+    /// The bounds for histogram `hist` (distinct words ascending with their counts) of
+    /// `n` words of `width` bits.
+    pub(crate) fn of(hist: &[(u64, u64)], width: u32, n: usize) -> TableBounds {
         let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
         let set = plan_set(&syms, width);
         let head = count_bits(width, n) + set.bits;
-        let entropy = rans::entropy_bits(hist);
-        let huff_lb = ((head as f64 + entropy * (1.0 - 1e-9)) / 8.0).floor() as u64;
-        let rans_lb = head.div_ceil(8)
-            + if hist.len() <= 1 {
-                0
-            } else {
-                rans::payload_lower_bound(entropy, n, rans::MAX_SCALE_BITS)
-            };
+        let (huff_lb, rans_lb) = if hist.len() <= 1 {
+            // No frequency or length is written: the count and set fields are the body.
+            (head / 8, head.div_ceil(8))
+        } else {
+            let counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+            (
+                huffman::body_lower_bound(&counts, n, head),
+                rans::body_lower_bound(hist, n, head),
+            )
+        };
         TableBounds {
             syms,
             set,
             huff_lb,
             rans_lb,
         }
+    }
+
+    /// Bytes neither table codec's body can come under.
+    pub(crate) fn lower(&self) -> u64 {
+        self.huff_lb.min(self.rans_lb)
     }
 }
 

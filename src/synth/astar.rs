@@ -114,17 +114,9 @@ impl RootLit {
 
 /// A size in bytes the table codecs' body for histogram `h` (of `n` words of `width`
 /// bits) can never be under, from its counts and its count and set fields alone
-/// ([`codec::huffman::body_lower_bound`], [`codec::rans::body_lower_bound`]). No table is
-/// planned.
+/// ([`codec::select::TableBounds`]). No table is planned.
 fn table_lower_bound(h: &[(u64, u64)], width: u32, n: usize) -> u64 {
-    let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
-    let head = codec::table::count_bits(width, n) + codec::table::plan_set(&syms, width).bits;
-    if h.len() <= 1 {
-        return head.div_ceil(8);
-    }
-    let counts: Vec<u64> = h.iter().map(|&(_, c)| c).collect();
-    codec::huffman::body_lower_bound(&counts, n, head)
-        .min(codec::rans::body_lower_bound(h, n, head))
+    codec::select::TableBounds::of(h, width, n).lower()
 }
 
 /// Distinct words above which [`estimate_from_hist`] approximates the table codecs.
@@ -236,6 +228,30 @@ fn dense_from<C: Copy + Into<u64>>(counts: &[C]) -> Dense {
             .filter(|&(_, c)| c > 0)
             .collect(),
     )
+}
+
+/// The [`Dense`] histogram of the words `f(x)` (of `width` bits, at most 16) for the
+/// distinct words `x` of histogram `list` with their counts: by a table of a counter per
+/// word, or, when the list is much shorter than that table (a `map` of a 16-bit stream),
+/// by sorting the mapped pairs and adding up equal words.
+fn marginal(list: &[(u64, u64)], width: u32, f: impl Fn(u64) -> u64) -> Dense {
+    if list.len() * 16 < 1 << width {
+        let mut pairs: Vec<(u64, u64)> = list.iter().map(|&(x, c)| (f(x), c)).collect();
+        pairs.sort_unstable_by_key(|&(y, _)| y);
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(pairs.len());
+        for (y, c) in pairs {
+            match out.last_mut() {
+                Some(last) if last.0 == y => last.1 += c,
+                _ => out.push((y, c)),
+            }
+        }
+        return Arc::new(out);
+    }
+    let mut cd = vec![0u64; 1 << width];
+    for &(x, c) in list {
+        cd[f(x) as usize] += c;
+    }
+    dense_from(&cd)
 }
 
 /// The [`Dense`] histogram of `w` (at most 16 bits), from a table of a counter per
@@ -649,11 +665,7 @@ impl Search<'_> {
                         // Histograms of the children by marginalizing the parent's.
                         (Some(list), Some(fns)) => {
                             for (i, ((cw, f), &(_, n))) in fns.iter().zip(&types).enumerate() {
-                                let mut cd = vec![0u64; 1 << cw];
-                                for &(x, c) in *list {
-                                    cd[f(x) as usize] += c;
-                                }
-                                let cd = dense_from(&cd);
+                                let cd = marginal(list, *cw, f);
                                 let lit = dense_estimate(&cd, *cw, n);
                                 let id = self.push_hole(
                                     None,
