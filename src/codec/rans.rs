@@ -580,6 +580,9 @@ impl Plan {
         } else {
             Box::new(smin..=top)
         };
+        // Bits every frequency table takes: the mode field, then a bit per frequency or
+        // (all of them 1) a 5-bit width of 0.
+        let least_table = head + 4 + 2 + (m as u64).min(5);
         for scale in scales {
             let freqs = quantize(&counts, scale);
             let ideal: f64 = counts
@@ -587,6 +590,15 @@ impl Plan {
                 .zip(&freqs)
                 .map(|(&c, &f)| c as f64 * (f64::from(scale) - lg[f as usize]))
                 .sum();
+            // The precision's total is at least its least table and its payload: when
+            // that cannot beat the best so far (going down, where the stop test needs no
+            // table), the frequencies need not be planned.
+            if down && least_table.div_ceil(8) as f64 * 8.0 + ideal >= best {
+                if scale + 2 <= plan.scale {
+                    break;
+                }
+                continue;
+            }
             let (freq_mode, fbits) = plan_freqs(&freqs);
             let table_bits = head + 4 + fbits;
             let total = table_bits.div_ceil(8) as f64 * 8.0 + ideal;
