@@ -45,10 +45,10 @@ const PRIMARY_BITS: u32 = 12;
 /// bits and a bit per later length, and a payload of at least
 /// [`super::rans::floor_ideal_bits`] at [`MAX_CODE_LEN`]. The one table with no bit per
 /// length (fixed width 0: every length equal, so `m` is a power of two) is bounded by its
-/// payload of `log2 m` bits per word. Sorts a copy of the counts.
-pub(crate) fn body_lower_bound(counts: &[u64], n: usize, head: u64) -> u64 {
-    let m = counts.len();
-    let payload = super::rans::floor_ideal_bits(counts, MAX_CODE_LEN) * (1.0 - 1e-9);
+/// payload of `log2 m` bits per word. `sorted`: the counts in ascending order.
+pub(crate) fn body_lower_bound(sorted: &[u64], n: usize, head: u64) -> u64 {
+    let m = sorted.len();
+    let payload = super::rans::floor_ideal_bits(sorted, MAX_CODE_LEN) * (1.0 - 1e-9);
     let general = head as f64 + 1.0 + 4.0 + (m as f64 - 1.0) + payload;
     let bits = if m.is_power_of_two() {
         let flat = head as f64 + 1.0 + 7.0 + n as f64 * f64::from(m.trailing_zeros());

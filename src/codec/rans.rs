@@ -399,18 +399,18 @@ pub(crate) fn entropy_bits(hist: &[(u64, u64)]) -> f64 {
 
 /// The least ideal payload in bits, `sum c_i log2(M / f_i)`, of any model with
 /// frequencies `f_i >= 1` (real, not only whole) summing to `M = 2^scale`, for the counts
-/// `counts` (at most `M` of them): `f_i = max(1, c_i t)` with `t` settling the sum
+/// `c` (at most `M` of them): `f_i = max(1, c_i t)` with `t` settling the sum
 /// (Karush-Kuhn-Tucker). At least the entropy; above it by what the rare words' floor of
 /// one slot takes from the others. A bound for rANS at any precision up to `scale`, and
 /// for any prefix code with lengths up to `scale` (Kraft: `f_i = 2^(scale - l_i)`).
-/// Sorts a copy of the counts. Returns infinity if there are more than `M` counts.
-pub(crate) fn floor_ideal_bits(counts: &[u64], scale: u32) -> f64 {
+/// `c`: the counts in ascending order. Returns infinity if there are more than `M` counts.
+pub(crate) fn floor_ideal_bits(c: &[u64], scale: u32) -> f64 {
+    debug_assert!(c.is_sorted());
     let m = (1u64 << scale) as f64;
-    if counts.len() as f64 > m {
+    if c.len() as f64 > m {
         return f64::INFINITY;
     }
-    let mut c: Vec<u64> = counts.to_vec();
-    c.sort_unstable();
+    let lg = log2_table();
     let mut rest: f64 = c.iter().map(|&x| x as f64).sum();
     // The rarest words take one slot each while their share of the rest is below one.
     let mut k = 0;
@@ -429,8 +429,11 @@ pub(crate) fn floor_ideal_bits(counts: &[u64], scale: u32) -> f64 {
         + c[k..]
             .iter()
             .map(|&x| {
-                let x = x as f64;
-                x * (lm - x.log2() - lt)
+                let l = lg
+                    .get(x as usize)
+                    .copied()
+                    .unwrap_or_else(|| (x as f64).log2());
+                x as f64 * (lm - l - lt)
             })
             .sum::<f64>()
 }
@@ -444,19 +447,18 @@ pub(crate) fn top_scale(layout: Layout, m: usize) -> u32 {
     }
 }
 
-/// Bytes an rANS body for histogram `hist` (`n` words, at least two distinct) can never
+/// Bytes an rANS body for a histogram (`n` words, at least two distinct) can never
 /// be smaller than, given its count and set fields (`head` bits): the precision and mode
 /// fields, at least a bit per frequency, and the payload bound of [`payload_lower_bound_in`]
 /// from [`floor_ideal_bits`] at the highest precision the encoder plans (a lower
 /// precision only costs more). The one table with no bit per frequency (fixed width 0:
 /// every frequency 1, so `2^s = m`) is bounded by its payload of `log2 m` bits per word.
-/// Sorts the counts; no quantizing.
-pub(crate) fn body_lower_bound(hist: &[(u64, u64)], n: usize, head: u64) -> u64 {
+/// `sorted` holds the histogram's counts in ascending order; no quantizing.
+pub(crate) fn body_lower_bound(sorted: &[u64], n: usize, head: u64) -> u64 {
     let layout = Layout::for_len(n);
-    let m = hist.len();
+    let m = sorted.len();
     let top = top_scale(layout, m);
-    let counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
-    let ideal = floor_ideal_bits(&counts, top);
+    let ideal = floor_ideal_bits(sorted, top);
     let general =
         (head + 4 + 2 + m as u64).div_ceil(8) + payload_lower_bound_in(layout, ideal, n, top);
     if m.is_power_of_two() {
@@ -1568,7 +1570,7 @@ mod tests {
     /// histogram the bound lies between the entropy and the quantizer's ideal size.
     #[test]
     fn floor_ideal_bits_bounds_the_quantized_model() {
-        assert!((floor_ideal_bits(&[6, 1, 1], 2) - 10.0).abs() < 1e-12);
+        assert!((floor_ideal_bits(&[1, 1, 6], 2) - 10.0).abs() < 1e-12);
         assert_eq!(quantize(&[1, 1, 6], 2), vec![1, 1, 2]);
         assert_eq!(floor_ideal_bits(&[1, 1, 1, 1, 1], 2), f64::INFINITY);
         let counts: Vec<u64> = (1..3000u64)
@@ -1586,7 +1588,9 @@ mod tests {
                 .zip(&f)
                 .map(|(&c, &f)| c as f64 * (f64::from(scale) - f64::from(f).log2()))
                 .sum();
-            let floor = floor_ideal_bits(&counts, scale);
+            let mut sorted = counts.clone();
+            sorted.sort_unstable();
+            let floor = floor_ideal_bits(&sorted, scale);
             assert!(
                 entropy_bits(&hist) <= floor + 1e-6 && floor <= ideal + 1e-6,
                 "{scale}"

@@ -121,10 +121,11 @@ impl TableBounds {
             // No frequency or length is written: the count and set fields are the body.
             (head / 8, head.div_ceil(8))
         } else {
-            let counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+            let mut counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+            counts.sort_unstable();
             (
                 huffman::body_lower_bound(&counts, n, head),
-                rans::body_lower_bound(hist, n, head),
+                rans::body_lower_bound(&counts, n, head),
             )
         };
         TableBounds {
