@@ -625,6 +625,17 @@ impl TensorProgress {
     }
 }
 
+/// For tests only: `BREVIS_TUI_TEST_HOLD_MS=N` holds every record of a compression for
+/// N milliseconds (at most 10 s), so that end-to-end tests of cancelling and of signals
+/// act while a compression is surely still running, however fast the machine.
+fn test_hold() -> Option<std::time::Duration> {
+    let ms: u64 = std::env::var("BREVIS_TUI_TEST_HOLD_MS")
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(std::time::Duration::from_millis(ms.min(10_000)))
+}
+
 fn compress_and_open(
     input: &Path,
     staged: &Path,
@@ -634,10 +645,14 @@ fn compress_and_open(
     // Unknown (no tensors) when the file does not parse; compressing says why then.
     let counter = std::cell::RefCell::new(TensorProgress::of_file(input));
     let opts = crate::archive::CompressOptions::default();
+    let hold = test_hold();
     crate::archive::compress_file(input, staged, &opts, &|ev| {
         if let Some((done, total, what)) = counter.borrow_mut().as_mut().and_then(|c| c.update(ev))
         {
             ctx.progress(done, total, what);
+            if let Some(d) = hold {
+                std::thread::sleep(d);
+            }
         }
     })
     .map_err(|e| e.to_string())?;

@@ -328,7 +328,10 @@ fn safetensors_is_compressed_next_to_it_never_clobbering_and_cancel_leaves_nothi
     let cdir = tempfile::tempdir().unwrap();
     std::fs::copy(&big, cdir.path().join("big.safetensors")).unwrap();
     let p = Pane::new("cancel", cdir.path());
-    p.line(&format!("{BIN} big.safetensors; echo EXIT=$?"));
+    // Each record held 50 ms (a test hook): the compression is surely running below.
+    p.line(&format!(
+        "BREVIS_TUI_TEST_HOLD_MS=50 {BIN} big.safetensors; echo EXIT=$?"
+    ));
     p.wait_for("compressing", Duration::from_secs(10));
     p.send(&["x"]);
     // Cancelling ends the session as asked: status 0, not an error.
@@ -356,7 +359,7 @@ fn sigterm_restores_the_terminal_and_leaves_nothing() {
     let p = Pane::new("sigterm", dir.path());
     let pid_file = std::env::temp_dir().join(format!("brevis-tui-sigterm-{}", std::process::id()));
     p.line(&format!(
-        "sh -c 'echo $$ > {}; exec {BIN} big.safetensors'; echo EXIT=$?",
+        "sh -c 'echo $$ > {}; BREVIS_TUI_TEST_HOLD_MS=50 exec {BIN} big.safetensors'; echo EXIT=$?",
         pid_file.display()
     ));
     p.wait_for("compressing", Duration::from_secs(10));

@@ -10,7 +10,8 @@
 use super::format::{self, TensorMeta};
 use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
-use crate::dsl::{program_bytes, Node, Ty};
+use crate::dsl::wire::{write_program, Sink};
+use crate::dsl::{program_len, Node, Ty};
 use crate::error::{Error, Result, Warning};
 use crate::synth::{synthesize_shared, PriorChoice, SearchOptions, SearchStats};
 use crate::tensor::{Dtype, Words};
@@ -284,10 +285,21 @@ fn write_archive_releasing<W: Write>(
                 release(part);
             }
             records_hasher.update(&enc.head);
-            records_hasher.update(&enc.program);
             out.write_all(&enc.head).map_err(write_err)?;
-            out.write_all(&enc.program).map_err(write_err)?;
-            let len = (enc.head.len() + enc.program.len()) as u64;
+            // The program is serialized straight into the output: its literal bodies are
+            // not first gathered into one buffer.
+            let mut sink = WriteSink {
+                out: &mut *out,
+                hasher: &mut records_hasher,
+                written: 0,
+                error: None,
+            };
+            write_program(&enc.program, &mut sink);
+            if let Some(e) = sink.error {
+                return Err(write_err(e));
+            }
+            debug_assert_eq!(sink.written, enc.stat.program_bytes);
+            let len = enc.head.len() as u64 + enc.stat.program_bytes;
             offset += len;
             record_lens.push(len);
             progress(ProgressEvent::Item {
@@ -336,11 +348,33 @@ fn source_of<'a>(src: &SourceFile<'a>, i: usize) -> &'a [u8] {
     }
 }
 
-/// One encoded record (written as `head` then `program`, so the program is not copied)
+/// A [`Sink`] for a program's wire bytes that writes them to `out` and hashes them; the
+/// first write error is kept (and the rest of the program skipped).
+struct WriteSink<'a, W: Write> {
+    out: &'a mut W,
+    hasher: &'a mut Xxh3Default,
+    written: u64,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Sink for WriteSink<'_, W> {
+    fn put(&mut self, bytes: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        if let Err(e) = self.out.write_all(bytes) {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// One encoded record (written as `head` then the program, serialized as it is written)
 /// and what it took.
 struct Encoded {
     head: Vec<u8>,
-    program: Vec<u8>,
+    program: Node,
     stat: RegionStat,
     warning: Option<Warning>,
 }
@@ -370,11 +404,8 @@ fn encode_item(
     let checksum = xxh3_64(bytes);
     let (node, search, warning) =
         program_in_regions(bytes, REGION_WORDS, width, dtype, opts, describe, release);
-    let program = program_bytes(&node);
+    let program_len = program_len(&node);
     let root_op = node.op_name();
-    // The tree is as large as its bytes; only the bytes wait to be written.
-    drop(node);
-    let program_len = program.len() as u64;
 
     let mut head = Vec::new();
     let (kind, label, shape, original_bytes) = match region {
@@ -430,7 +461,7 @@ fn encode_item(
     };
     Encoded {
         head,
-        program,
+        program: node,
         stat,
         warning,
     }

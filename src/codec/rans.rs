@@ -709,11 +709,16 @@ impl Plan {
         let payload_at = out.len();
         let enc = self.enc_syms();
         let index = SymbolIndex::new(&self.syms, width, self.n);
+        // Room for the payload (its ideal size, plus a little for the coding losses) and
+        // the sink's last step, so that encoding never moves the buffer.
+        let ideal = (self.ideal_bits / 8.0) as usize;
+        let step = (ideal / 4).clamp(64, MAX_SINK_STEP);
         let mut sink = ByteSink {
             buf: std::mem::take(out),
             len: payload_at,
+            step,
         };
-        sink.buf.reserve((self.ideal_bits / 8.0) as usize + 64);
+        sink.buf.reserve(ideal + ideal / 64 + step + 2 * BLOCK + 64);
         let x = with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, &mut sink));
         *out = sink.buf;
         out.truncate(sink.len);
@@ -722,6 +727,10 @@ impl Plan {
             out.extend_from_slice(&xi.to_be_bytes());
         }
         out[payload_at..].reverse();
+        if out.capacity() - out.len() > 4096 {
+            // The room left is given back (in place: no copy).
+            out.shrink_to_fit();
+        }
         debug_assert!(out.len() - start >= self.table_bytes() as usize);
     }
 
@@ -770,14 +779,18 @@ trait Sink {
 struct ByteSink {
     buf: Vec<u8>,
     len: usize,
+    /// Bytes the initialized length grows by at least when it runs short.
+    step: usize,
 }
 
 impl Sink for ByteSink {
     fn reserve(&mut self, n: usize) {
         let need = self.len + 2 * n;
         if self.buf.len() < need {
-            let grown = need.max(self.buf.len().saturating_mul(3) / 2);
-            self.buf.resize(grown, 0);
+            // Zero only what is added, a step at a time: the capacity was reserved for
+            // the whole payload ([`Plan::encode`]), so the buffer is neither reallocated
+            // nor cleared twice.
+            self.buf.resize(need.max(self.buf.len() + self.step), 0);
         }
     }
 
@@ -796,6 +809,9 @@ impl Sink for ByteSink {
         f(Some(room)).map(|k| self.len += k).is_some()
     }
 }
+
+/// Largest step of [`ByteSink`]'s initialized length.
+const MAX_SINK_STEP: usize = 1 << 16;
 
 /// Counts the bytes only.
 struct ByteCount(u64);
@@ -1465,6 +1481,7 @@ mod tests {
                 let mut sink = ByteSink {
                     buf: Vec::new(),
                     len: 0,
+                    step: 64,
                 };
                 let x = with_buf!(words.buf(), v => run_lanes(v, layout, index, &enc, plan.scale, &mut sink));
                 sink.buf.truncate(sink.len);

@@ -160,7 +160,8 @@ pub fn program_len(node: &Node) -> u64 {
 
 /// The program's wire bytes.
 pub fn program_bytes(node: &Node) -> Vec<u8> {
-    let mut v = Vec::new();
+    // Sized first (a walk of the tree) so that the literal bodies are copied once.
+    let mut v = Vec::with_capacity(program_len(node) as usize);
     write_program(node, &mut v);
     v
 }
