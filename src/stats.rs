@@ -14,13 +14,18 @@ use crate::tensor::{WordBuf, Words};
 pub fn histogram(words: &Words, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
     let out = match words.buf() {
         WordBuf::U8(v) => dense_u8(v),
-        WordBuf::U16(v) if v.len() >= 4096 => dense_u16(v),
+        WordBuf::U16(v) if v.len() >= DENSE_U16_WORDS => dense_u16(v),
         WordBuf::U16(v) => radix_runs_u16(v),
         WordBuf::U32(v) => sparse(v.iter().map(|&x| u64::from(x)), v.len(), max_distinct)?,
         WordBuf::U64(v) => sparse(v.iter().copied(), v.len(), max_distinct)?,
     };
     (out.len() <= max_distinct).then_some(out)
 }
+
+/// 16-bit streams of at least this many words are counted in a table of 2^16 counters;
+/// shorter ones (the search's 4,096-word samples among them) are sorted: clearing and
+/// scanning the table costs more than two radix passes below about 2^15 words.
+const DENSE_U16_WORDS: usize = 1 << 15;
 
 fn dense_u8(v: &[u8]) -> Vec<(u64, u64)> {
     // Four interleaved tables so repeated bytes do not serialize on one counter.
