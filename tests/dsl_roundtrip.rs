@@ -3,7 +3,9 @@
 //! program bytes are refused without panicking.
 
 use brevis::dsl::exec::{map_words, merge_fields, scan, split_fields, unscan};
-use brevis::dsl::wire::{program_bytes, program_len, read_program, size_report};
+use brevis::dsl::wire::{
+    program_bytes, program_len, program_pieces, read_program, size_report, Piece,
+};
 use brevis::dsl::{execute, MapFn, MergeFn, Node, ScanFn, Ty};
 use brevis::tensor::{mask, Words};
 use proptest::prelude::*;
@@ -135,6 +137,23 @@ proptest! {
         prop_assert_eq!(report.len(), p.node_count());
         prop_assert_eq!(report.iter().map(|r| r.own_bytes).sum::<u64>(), bytes.len() as u64);
         prop_assert_eq!(report[0].subtree_bytes, bytes.len() as u64);
+        // The pieces of a vectored write are the same bytes, no two framing pieces in a
+        // row and no empty one.
+        let mut framing = Vec::new();
+        let mut pieces = Vec::new();
+        program_pieces(&p, &mut framing, &mut pieces);
+        let mut joined = Vec::new();
+        for (k, piece) in pieces.iter().enumerate() {
+            match piece {
+                Piece::Framing(r) => {
+                    prop_assert!(!r.is_empty());
+                    prop_assert!(k == 0 || matches!(pieces[k - 1], Piece::Body(_)));
+                    joined.extend_from_slice(&framing[r.clone()]);
+                }
+                Piece::Body(b) => joined.extend_from_slice(b),
+            }
+        }
+        prop_assert_eq!(joined, bytes);
     }
 
     #[test]

@@ -98,11 +98,18 @@ pub fn uleb_len(v: u64) -> u64 {
 /// Writes the node's own bytes: tag, parameters and framing, and for a `Lit` its body.
 /// Children are not written.
 fn write_own(node: &Node, sink: &mut impl Sink) {
+    write_framing(node, sink);
+    if let Op::Lit(lit) = node.op() {
+        sink.put(&lit.body);
+    }
+}
+
+/// The node's own bytes but a literal's body: what [`write_own`] writes before it.
+fn write_framing(node: &Node, sink: &mut impl Sink) {
     match node.op() {
         Op::Lit(lit) => {
             sink.put_u8(TAG_LIT | lit.codec as u8);
             sink.put_uleb(lit.body.len() as u64);
-            sink.put(&lit.body);
         }
         Op::Const(v) => {
             sink.put_u8(TAG_CONST);
@@ -148,6 +155,34 @@ pub fn write_program(node: &Node, sink: &mut impl Sink) {
     write_own(node, sink);
     for c in node.children() {
         write_program(c, sink);
+    }
+}
+
+/// One piece of a program's wire bytes (see [`program_pieces`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Bytes `start..end` of the framing buffer: tags, parameters and lengths.
+    Framing(std::ops::Range<usize>),
+    /// A literal's body, borrowed from the tree.
+    Body(&'a [u8]),
+}
+
+/// The program's wire bytes as pieces in order, without copying the literal bodies:
+/// everything else is appended to `framing`, which the [`Piece::Framing`] ranges index,
+/// and consecutive framing bytes make one piece. Concatenated, the pieces are
+/// [`program_bytes`]; for writing a program with one vectored write.
+pub fn program_pieces<'a>(node: &'a Node, framing: &mut Vec<u8>, pieces: &mut Vec<Piece<'a>>) {
+    let start = framing.len();
+    write_framing(node, framing);
+    match pieces.last_mut() {
+        Some(Piece::Framing(r)) if r.end == start => r.end = framing.len(),
+        _ => pieces.push(Piece::Framing(start..framing.len())),
+    }
+    if let Op::Lit(lit) = node.op() {
+        pieces.push(Piece::Body(&lit.body));
+    }
+    for c in node.children() {
+        program_pieces(c, framing, pieces);
     }
 }
 
