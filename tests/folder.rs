@@ -201,6 +201,47 @@ fn index_mapping_a_tensor_to_the_wrong_shard_is_refused_naming_it() {
     assert_eq!(left.len(), 1, "only the source folder remains");
 }
 
+/// An index naming a shard outside the folder, or a folder, is refused as an invalid
+/// index naming the shard and its tensor; one naming an absent file as a missing shard.
+#[test]
+fn index_naming_a_path_outside_or_a_folder_is_an_invalid_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    split_into_shards(&src, 3);
+    std::fs::create_dir(src.join("sub")).unwrap();
+    let index = src.join("model.safetensors.index.json");
+    let original: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    let out = tmp.path().join("out.brv");
+    for (shard, says) in [
+        (
+            "../x.safetensors",
+            "invalid shard index: shard \"../x.safetensors\" (of tensor \"extra\") is not a path inside the checkpoint folder",
+        ),
+        (
+            "/etc/passwd",
+            "invalid shard index: shard \"/etc/passwd\" (of tensor \"extra\") is not a path inside the checkpoint folder",
+        ),
+        (
+            "sub",
+            "invalid shard index: shard \"sub\" (of tensor \"extra\") is a folder, not a .safetensors file",
+        ),
+        (
+            "gone.safetensors",
+            "incomplete checkpoint: missing shard \"gone.safetensors\" (named by the index; tensors no shard holds: \"extra\")",
+        ),
+    ] {
+        let mut v = original.clone();
+        v["weight_map"]["extra"] = json!(shard);
+        std::fs::write(&index, serde_json::to_vec(&v).unwrap()).unwrap();
+        let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &out]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{shard}: {err}");
+        assert!(!out.exists());
+    }
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -507,10 +507,32 @@ pub fn check_index(folder: &Path, index: &Path) -> Result<()> {
         };
         by_shard.entry(shard).or_default().push(tensor);
     }
+    // A name that leaves the folder, or names a folder, is the index's fault, not a
+    // shard gone missing: said as such.
+    if let Some((shard, tensors)) = by_shard.iter().find(|(s, _)| !safe_relative(s)) {
+        return Err(other(
+            index,
+            "invalid shard index",
+            format!(
+                "shard {shard:?} (of tensor {}) is not a path inside the checkpoint folder",
+                quoted(tensors, 4)
+            ),
+        ));
+    }
+    if let Some((shard, tensors)) = by_shard.iter().find(|(s, _)| folder.join(s).is_dir()) {
+        return Err(other(
+            index,
+            "invalid shard index",
+            format!(
+                "shard {shard:?} (of tensor {}) is a folder, not a .safetensors file",
+                quoted(tensors, 4)
+            ),
+        ));
+    }
     let missing: Vec<&str> = by_shard
         .keys()
         .copied()
-        .filter(|s| !safe_relative(s) || !folder.join(s).is_file())
+        .filter(|s| !folder.join(s).is_file())
         .collect();
     if !missing.is_empty() {
         let tensors: Vec<&str> = missing
