@@ -432,6 +432,35 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
         "{e}"
     );
     assert!(!out.exists());
+    // `ls` and `show` still list what each archive holds, but warn and exit 3.
+    let l = brevis(&[Path::new("ls"), &archive]);
+    assert_eq!(l.status.code(), Some(3), "{}", stderr(&l));
+    let warned = format!(
+        "warning: {}: restores another file than \"model-00001-of-00003.safetensors\"",
+        a.display()
+    );
+    assert!(stderr(&l).contains(&warned), "{}", stderr(&l));
+    assert!(
+        stdout(&l).contains("# model-00001-of-00003.safetensors"),
+        "{}",
+        stdout(&l)
+    );
+    let name = "embeddings.position_ids";
+    let s = brevis(&[Path::new("show"), &archive, Path::new(name)]);
+    assert_eq!(s.status.code(), Some(3), "{}", stderr(&s));
+    assert!(
+        stderr(&s).contains("restores another file than"),
+        "{}",
+        stderr(&s)
+    );
+    assert!(stdout(&s).contains("scan"), "{}", stdout(&s));
+    // Put back, both are quiet and succeed.
+    for (from, to) in [(&a, &t), (&b, &a), (&t, &b)] {
+        std::fs::rename(from, to).unwrap();
+    }
+    let l = brevis(&[Path::new("ls"), &archive]);
+    assert_eq!(l.status.code(), Some(0), "{}", stderr(&l));
+    assert_eq!(stderr(&l), "");
 }
 
 /// The shared failure case `B28_shards_ok` (two shards, an index) compressed by the CLI

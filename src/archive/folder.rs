@@ -803,6 +803,23 @@ fn make_parent(root: &Path, path: &Path) -> Result<()> {
 
 /// A manifest whose length for `f` disagrees with a file (`len` bytes) that has the
 /// manifest's checksum: the length field is what is damaged.
+/// What is wrong when shard archive `a` does not restore the file its manifest entry `f`
+/// names (swapped or replaced shards): "restores another file than ...", with both
+/// lengths when they differ. `None` when its length and whole-file checksum agree with
+/// the manifest's. Reads only what [`Archive::open`] read.
+pub fn shard_mismatch(f: &FolderFile, a: &Archive) -> Option<String> {
+    let len = a.original_len();
+    if len == f.bytes && hex(a.file_checksum()) == f.xxh3 {
+        return None;
+    }
+    let sizes = if len == f.bytes {
+        String::new()
+    } else {
+        format!(", {len} bytes where the manifest says {}", f.bytes)
+    };
+    Some(format!("restores another file than {:?}{sizes}", f.path))
+}
+
 fn manifest_length(manifest: &Path, f: &FolderFile, len: u64) -> Error {
     other(
         manifest,
@@ -1007,6 +1024,11 @@ impl Folder {
         Archive::open(&self.stored_path(f))
     }
 
+    /// The manifest entry of the shard archive opened as `a` (by its stored path).
+    pub fn entry_of(&self, a: &Archive) -> Option<&FolderFile> {
+        self.shards().find(|f| self.stored_path(f) == a.path())
+    }
+
     /// Finds the shard holding tensor `name` (as given or as `ls` prints it, see
     /// [`Archive::find_as_printed`]), opening archives in path order. Returns the
     /// shard's archive and the tensor's index in it.
@@ -1155,15 +1177,10 @@ impl Folder {
                         if len != f.bytes && hex(a.file_checksum()) == f.xxh3 {
                             return Err(manifest_length(&self.root.join(MANIFEST_NAME), f, len));
                         }
-                        if len != f.bytes || hex(a.file_checksum()) != f.xxh3 {
-                            let sizes = if len == f.bytes {
-                                String::new()
-                            } else {
-                                format!(", {len} bytes where the manifest says {}", f.bytes)
-                            };
+                        if let Some(region) = shard_mismatch(f, &a) {
                             return Err(Error::Mismatch {
                                 path: a.path().to_path_buf(),
-                                region: format!("restores another file than {:?}{sizes}", f.path),
+                                region,
                                 expected: u64::from_str_radix(&f.xxh3, 16).unwrap_or(0),
                                 actual: a.file_checksum(),
                             });

@@ -40,7 +40,8 @@ names the file, the tensor and what is wrong); 2 usage error; 3 verification mis
 decoded bytes differ from the stored checksums (or, with verify --against, from the \
 original). verify exits 3 on any damage it finds in an archive it can open, decodable or \
 not; an archive too damaged to open (its header, index or a shard of a folder missing or \
-cut short) is an error, exit 1.";
+cut short) is an error, exit 1. ls and show on a folder whose shard archives do not \
+restore the files its manifest names warn and exit 3.";
 
 #[derive(Parser)]
 #[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -935,10 +936,11 @@ fn preorder<'n>(node: &'n Node, depth: usize, out: &mut Vec<(usize, &'n Node)>) 
 }
 
 fn show(a: ShowArgs) -> Result<Outcome> {
+    let mut outcome = Outcome::Ok;
     let (archive, i) = if let Some(dir) = folder::compressed_folder(&a.input) {
         // A folder: the shard that holds the tensor.
         let f = folder::Folder::open(&dir)?;
-        f.find_tensor(&a.tensor)?.ok_or_else(|| {
+        let found = f.find_tensor(&a.tensor)?.ok_or_else(|| {
             anyhow!(
                 "{}: no tensor named \"{}\" in its {} shards (list them with `brevis ls {}`)",
                 a.input.display(),
@@ -946,7 +948,11 @@ fn show(a: ShowArgs) -> Result<Outcome> {
                 f.shards().count(),
                 a.input.display()
             )
-        })?
+        })?;
+        if let Some(entry) = f.entry_of(&found.0) {
+            outcome = warn_shard_mismatch(entry, &found.0);
+        }
+        found
     } else {
         let archive = open_archive(&a.input)?;
         let i = archive.find_as_printed(&a.tensor).ok_or_else(|| {
@@ -1002,7 +1008,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
             "program": program.to_string(),
             "nodes": rows,
         }))?;
-        return Ok(Outcome::Ok);
+        return Ok(outcome);
     }
     let mut s = String::new();
     // In a folder, which shard archive holds the tensor.
@@ -1048,7 +1054,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         )?;
     }
     emit(&s)?;
-    Ok(Outcome::Ok)
+    Ok(outcome)
 }
 
 /// The files `bench` measures: each argument, with a checkpoint folder (or its shard
@@ -1484,6 +1490,7 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
             .collect();
         return emit_json(&json!({"folder": lossy(dir), "files": files})).map(|()| Outcome::Ok);
     }
+    let mut outcome = Outcome::Ok;
     for x in f.files() {
         match x.kind {
             folder::FileKind::Copy => {
@@ -1495,6 +1502,9 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
             }
             folder::FileKind::Archive => {
                 emit(&format!("# {} ({} bytes)\n", escape_name(&x.path), x.bytes))?;
+                if let Outcome::Mismatch = warn_shard_mismatch(x, &f.open_shard(x)?) {
+                    outcome = Outcome::Mismatch;
+                }
                 ls(LsArgs {
                     input: f.stored_path(x),
                     json: false,
@@ -1502,7 +1512,26 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
             }
         }
     }
-    Ok(Outcome::Ok)
+    Ok(outcome)
+}
+
+/// Warns on standard error when shard archive `a` does not restore the file its manifest
+/// entry names (swapped or replaced shards; `verify` and `decompress` refuse such a
+/// folder): [`Outcome::Mismatch`] then, so that `ls` and `show` exit 3 as `verify` would.
+fn warn_shard_mismatch(entry: &folder::FolderFile, a: &Archive) -> Outcome {
+    match folder::shard_mismatch(entry, a) {
+        None => Outcome::Ok,
+        Some(what) => {
+            eprintln!(
+                "warning: {}: {what} (whole-file checksum {:016x} where the manifest says {}); \
+                 `brevis verify` checks the folder",
+                a.path().display(),
+                a.file_checksum(),
+                entry.xxh3
+            );
+            Outcome::Mismatch
+        }
+    }
 }
 
 /// The prior a bench run uses for `src`: calibrated on it for `Auto` (when the budget
