@@ -301,6 +301,22 @@ fn exit_codes_usage_error_and_mismatch() {
         brevis(["verify", "/no/such/file.brv"]).status.code(),
         Some(1)
     );
+    // `-o nope/` names a folder: refused before the work, not at the final rename.
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
+    let nope = format!("{}/nope/", dir.path().display());
+    let o = brevis([
+        OsStr::new("compress"),
+        demo.as_os_str(),
+        OsStr::new("-o"),
+        OsStr::new(&nope),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("error: {nope}: cannot write: names a folder (it ends with a slash): give the file's name too\n")
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 
     let dir = tempfile::tempdir().unwrap();
     let (_, archive) = compressed(dir.path(), "B17_known_le_values.safetensors");

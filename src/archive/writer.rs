@@ -627,6 +627,20 @@ fn is_a_directory() -> io::Error {
 /// # Errors
 /// [`Error::SameFile`], [`Error::OutputExists`] or [`Error::Io`] naming `output`.
 pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
+    // `out/` names a folder even when none exists: say so before the work, rather than
+    // fail to rename the finished file into place after it.
+    if output
+        .as_os_str()
+        .as_encoded_bytes()
+        .last()
+        .is_some_and(|&b| std::path::is_separator(char::from(b)))
+    {
+        return Err(Error::io(
+            output,
+            "cannot write",
+            io::Error::other("names a folder (it ends with a slash): give the file's name too"),
+        ));
+    }
     let Ok(link_meta) = fs::symlink_metadata(output) else {
         return Ok(());
     };
