@@ -242,6 +242,35 @@ fn index_naming_a_path_outside_or_a_folder_is_an_invalid_index() {
     }
 }
 
+/// Folders with no file below them are not kept, and compress says so: the outermost
+/// such folder of each branch, once.
+#[test]
+fn empty_folders_are_named_in_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("ckpt");
+    std::fs::create_dir(&src).unwrap();
+    split_into_shards(&src, 2);
+    std::fs::create_dir_all(src.join("a/b")).unwrap();
+    std::fs::create_dir(src.join("logs")).unwrap();
+    std::fs::create_dir(src.join("keep")).unwrap();
+    std::fs::write(src.join("keep/notes.txt"), b"kept").unwrap();
+    let out = tmp.path().join("out.brv");
+    let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &out]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let warn = |d: &str| {
+        format!(
+            "warning: {}: empty folder \"{d}\" is not kept (an archive folder holds files only)\n",
+            src.display()
+        )
+    };
+    assert_eq!(stderr(&o), format!("{}{}", warn("a"), warn("logs")));
+    let back = tmp.path().join("back");
+    let d = brevis(&[Path::new("decompress"), &out, Path::new("-o"), &back]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    assert_eq!(std::fs::read(back.join("keep/notes.txt")).unwrap(), b"kept");
+    assert!(!back.join("logs").exists());
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -241,6 +241,9 @@ pub struct FolderSummary {
     pub shards: Vec<CompressSummary>,
     /// Files copied verbatim (relative paths).
     pub copied: Vec<String>,
+    /// Folders of the source with no file anywhere below them (relative paths), which
+    /// the archive folder does not keep: it holds files only.
+    pub empty_folders: Vec<String>,
 }
 
 fn other(path: &Path, what: &'static str, msg: String) -> Error {
@@ -316,6 +319,39 @@ fn list_files(root: &Path, walk: Walk) -> Result<Vec<String>> {
                 stack.push(child);
             } else {
                 let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
+                out.push(parts.join("/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The folders under `root` (relative, `/`-separated, sorted) that no file of `files`
+/// (as [`list_files`] gave them) lies in: what an archive of the folder does not keep.
+/// Only the outermost such folder of a branch is named.
+fn empty_folders(root: &Path, files: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        let entries = fs::read_dir(&dir).map_err(|e| Error::io(&dir, "cannot list", e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&dir, "cannot list", e))?;
+            // Links to folders were refused by `list_files`; a link is never walked.
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if !is_dir {
+                continue;
+            }
+            let child = rel.join(&name);
+            let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
+            let prefix = format!("{}/", parts.join("/"));
+            if files.iter().any(|f| f.starts_with(&prefix)) {
+                stack.push(child);
+            } else {
                 out.push(parts.join("/"));
             }
         }
@@ -778,6 +814,7 @@ pub fn compress_folder(
         archive_bytes,
         shards,
         copied,
+        empty_folders: empty_folders(input, &files)?,
     })
 }
 

@@ -1250,6 +1250,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
             "jobs": resolve_jobs(a.jobs),
             "shards": shards,
             "copied": s.copied,
+            "empty_folders": s.empty_folders,
         }))?;
     } else {
         let tensors: usize = s.shards.iter().map(|c| c.tensors().count()).sum();
@@ -1266,6 +1267,13 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
             secs,
             mb_per_s(s.original_bytes, secs),
         ))?;
+    }
+    for dir in &s.empty_folders {
+        eprintln!(
+            "warning: {}: empty folder \"{}\" is not kept (an archive folder holds files only)",
+            s.input.display(),
+            escape_name(dir)
+        );
     }
     Ok(Outcome::Ok)
 }
