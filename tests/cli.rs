@@ -317,6 +317,25 @@ fn exit_codes_usage_error_and_mismatch() {
         format!("error: {nope}: cannot write: names a folder (it ends with a slash): give the file's name too\n")
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // `-o afile/x.brv` with `afile` a file says which part is not a folder.
+    let afile = dir.path().join("afile");
+    std::fs::write(&afile, b"x").unwrap();
+    let inside = afile.join("x.brv");
+    let o = brevis([
+        OsStr::new("compress"),
+        demo.as_os_str(),
+        OsStr::new("-o"),
+        inside.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "cannot create a temporary file in its folder: {} is a file, not a folder",
+            afile.display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let (_, archive) = compressed(dir.path(), "B17_known_le_values.safetensors");

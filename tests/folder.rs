@@ -271,6 +271,60 @@ fn empty_folders_are_named_in_a_warning() {
     assert!(!back.join("logs").exists());
 }
 
+/// `--force` does not delete what the archive would not restore, an empty folder
+/// included, when compressing onto a previous archive folder or decompressing onto a
+/// previous restore. An index may spell a shard `./name`.
+#[test]
+fn force_keeps_empty_folders_and_index_names_may_start_with_dot_slash() {
+    let (tmp, src, archive) = compressed_three_shards();
+    std::fs::create_dir(archive.join("mine")).unwrap();
+    let o = brevis(&[
+        Path::new("compress"),
+        &src,
+        Path::new("-o"),
+        &archive,
+        Path::new("--force"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("holds the empty folder \"mine\", which is not part of the archive folder"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(archive.join("mine").is_dir());
+    std::fs::remove_dir(archive.join("mine")).unwrap();
+    let back = tmp.path().join("back");
+    let d = brevis(&[Path::new("decompress"), &archive, Path::new("-o"), &back]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    std::fs::create_dir_all(back.join("notes/old")).unwrap();
+    let d = brevis(&[
+        Path::new("decompress"),
+        &archive,
+        Path::new("-o"),
+        &back,
+        Path::new("--force"),
+    ]);
+    assert_eq!(d.status.code(), Some(1), "{}", stderr(&d));
+    assert!(
+        stderr(&d)
+            .contains("holds the empty folder \"notes\", which this archive does not restore"),
+        "{}",
+        stderr(&d)
+    );
+    assert!(back.join("notes/old").is_dir());
+    // `./model-00001-of-00003.safetensors` names the shard beside the index.
+    let index = src.join("model.safetensors.index.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    for (_, shard) in v["weight_map"].as_object_mut().unwrap().iter_mut() {
+        *shard = json!(format!("./{}", shard.as_str().unwrap()));
+    }
+    std::fs::write(&index, serde_json::to_vec(&v).unwrap()).unwrap();
+    let again = tmp.path().join("again.brv");
+    let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &again]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -483,6 +537,37 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
         stderr(&s)
     );
     assert!(stdout(&s).contains("scan"), "{}", stdout(&s));
+    // `ls --json` too: the same warning, exit 3, and which files do not match.
+    let j = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    assert_eq!(j.status.code(), Some(3), "{}", stderr(&j));
+    assert!(stderr(&j).contains(&warned), "{}", stderr(&j));
+    let v: Value = serde_json::from_slice(&j.stdout).unwrap();
+    let matches: Vec<(String, bool)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "archive")
+        .map(|f| {
+            let path = f["path"].as_str().unwrap().to_string();
+            (path, f["matches_manifest"].as_bool().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        matches,
+        [
+            ("model-00001-of-00003.safetensors".to_string(), false),
+            ("model-00002-of-00003.safetensors".to_string(), false),
+            ("model-00003-of-00003.safetensors".to_string(), true),
+        ]
+    );
+    // A tensor no shard holds now: the swap is the likely cause, said as such, exit 3.
+    let n = brevis(&[Path::new("show"), &archive, Path::new("no.such.tensor")]);
+    assert_eq!(n.status.code(), Some(3), "{}", stderr(&n));
+    assert!(
+        stderr(&n).contains("no tensor named \"no.such.tensor\" in its 3 shards, and a shard archive does not restore the file its manifest names"),
+        "{}",
+        stderr(&n)
+    );
     // Put back, both are quiet and succeed.
     for (from, to) in [(&a, &t), (&b, &a), (&t, &b)] {
         std::fs::rename(from, to).unwrap();
@@ -490,6 +575,21 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     let l = brevis(&[Path::new("ls"), &archive]);
     assert_eq!(l.status.code(), Some(0), "{}", stderr(&l));
     assert_eq!(stderr(&l), "");
+    let j = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    assert_eq!(j.status.code(), Some(0), "{}", stderr(&j));
+    // A shard archive gone: an error, with or without --json.
+    std::fs::remove_file(&b).unwrap();
+    for args in [vec![], vec![Path::new("--json")]] {
+        let mut all = vec![Path::new("ls"), archive.as_path()];
+        all.extend(args);
+        let o = brevis(&all);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("model-00002-of-00003.brv: cannot open"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
 
 /// The shared failure case `B28_shards_ok` (two shards, an index) compressed by the CLI

@@ -327,6 +327,20 @@ fn list_files(root: &Path, walk: Walk) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The first thing in folder `dir` that `--force` must not delete: a file that is not one
+/// of `ours` (relative paths), or a folder with no file below it (no archive folder and
+/// no restore holds one), quoted for a refusal.
+fn first_stranger(dir: &Path, ours: &BTreeSet<&str>) -> Result<Option<String>> {
+    let files = list_files(dir, Walk::Replace)?;
+    if let Some(f) = files.iter().find(|f| !ours.contains(f.as_str())) {
+        return Ok(Some(format!("{f:?}")));
+    }
+    Ok(empty_folders(dir, &files)?
+        .into_iter()
+        .next()
+        .map(|d| format!("the empty folder {d:?}")))
+}
+
 /// The folders under `root` (relative, `/`-separated, sorted) that no file of `files`
 /// (as [`list_files`] gave them) lies in: what an archive of the folder does not keep.
 /// Only the outermost such folder of a branch is named.
@@ -545,7 +559,15 @@ pub fn check_index(folder: &Path, index: &Path) -> Result<()> {
     }
     // A name that leaves the folder, or names a folder, is the index's fault, not a
     // shard gone missing: said as such.
-    if let Some((shard, tensors)) = by_shard.iter().find(|(s, _)| !safe_relative(s)) {
+    // `./x` is inside too (some writers spell names so); `..`, a root or a prefix is not.
+    let inside = |s: &str| {
+        let parts = Path::new(s).components();
+        parts
+            .clone()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+            && parts.into_iter().any(|c| matches!(c, Component::Normal(_)))
+    };
+    if let Some((shard, tensors)) = by_shard.iter().find(|(s, _)| !inside(s)) {
         return Err(other(
             index,
             "invalid shard index",
@@ -705,13 +727,10 @@ pub fn compress_folder(
             .map(|f| f.archive.as_deref().unwrap_or(&f.path))
             .chain([MANIFEST_NAME])
             .collect();
-        match list_files(dir, Walk::Replace)?
-            .into_iter()
-            .find(|f| !ours.contains(f.as_str()))
-        {
+        match first_stranger(dir, &ours)? {
             None => Ok(()),
             Some(f) => refuse(format!(
-                "holds {f:?}, which is not part of the archive folder its manifest describes"
+                "holds {f}, which is not part of the archive folder its manifest describes"
             )),
         }
     })?;
@@ -1183,16 +1202,13 @@ impl Folder {
         // restores (a previous restore of it, say).
         check_folder_output(&self.root, output, opts.force, |dir| {
             let ours: BTreeSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
-            match list_files(dir, Walk::Replace)?
-                .into_iter()
-                .find(|f| !ours.contains(f.as_str()))
-            {
+            match first_stranger(dir, &ours)? {
                 None => Ok(()),
                 Some(f) => Err(other(
                     dir,
                     "cannot replace",
                     format!(
-                        "holds {f:?}, which this archive does not restore; --force replaces \
+                        "holds {f}, which this archive does not restore; --force replaces \
                          only a folder of the archive's own files, so remove it first if you \
                          mean to"
                     ),

@@ -852,6 +852,15 @@ fn temp_error(output: &Path, what: &'static str, e: io::Error) -> Error {
     } else {
         what
     };
+    // `afile/x.brv` with `afile` a file: name the part that is not a folder.
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent.filter(|p| p.exists() && !p.is_dir()) {
+        return Error::io(
+            output,
+            what,
+            io::Error::new(kind, format!("{} is a file, not a folder", p.display())),
+        );
+    }
     Error::io(output, what, io::Error::new(kind, text))
 }
 

@@ -940,15 +940,32 @@ fn show(a: ShowArgs) -> Result<Outcome> {
     let (archive, i) = if let Some(dir) = folder::compressed_folder(&a.input) {
         // A folder: the shard that holds the tensor.
         let f = folder::Folder::open(&dir)?;
-        let found = f.find_tensor(&a.tensor)?.ok_or_else(|| {
-            anyhow!(
-                "{}: no tensor named \"{}\" in its {} shards (list them with `brevis ls {}`)",
+        let Some(found) = f.find_tensor(&a.tensor)? else {
+            let missing = format!(
+                "{}: no tensor named \"{}\" in its {} shards",
                 a.input.display(),
                 escape_name(&a.tensor),
                 f.shards().count(),
+            );
+            // A shard archive that restores another file may be why: say so, exit 3.
+            let mut swapped = false;
+            for x in f.shards() {
+                if let Outcome::Mismatch = warn_shard_mismatch(x, &f.open_shard(x)?) {
+                    swapped = true;
+                }
+            }
+            if swapped {
+                eprintln!(
+                    "error: {missing}, and a shard archive does not restore the file its \
+                     manifest names (see the warnings above)"
+                );
+                return Ok(Outcome::Mismatch);
+            }
+            return Err(anyhow!(
+                "{missing} (list them with `brevis ls {}`)",
                 a.input.display()
-            )
-        })?;
+            ));
+        };
         if let Some(entry) = f.entry_of(&found.0) {
             outcome = warn_shard_mismatch(entry, &found.0);
         }
@@ -1483,42 +1500,57 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
 
 fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
     let f = folder::Folder::open(dir)?;
-    if a.json {
-        let files: Vec<Value> = f
-            .files()
-            .iter()
-            .map(|x| {
-                json!({
-                    "path": x.path,
-                    "kind": if x.kind == folder::FileKind::Archive { "archive" } else { "copy" },
-                    "archive": x.archive,
-                    "original_bytes": x.bytes,
-                })
-            })
-            .collect();
-        return emit_json(&json!({"folder": lossy(dir), "files": files})).map(|()| Outcome::Ok);
-    }
     let mut outcome = Outcome::Ok;
+    let mut rows = Vec::new();
     for x in f.files() {
         match x.kind {
             folder::FileKind::Copy => {
-                emit(&format!(
-                    "# {} (copied, {} bytes)\n",
-                    escape_name(&x.path),
-                    x.bytes
-                ))?;
+                if a.json {
+                    rows.push(json!({
+                        "path": x.path,
+                        "kind": "copy",
+                        "original_bytes": x.bytes,
+                    }));
+                } else {
+                    emit(&format!(
+                        "# {} (copied, {} bytes)\n",
+                        escape_name(&x.path),
+                        x.bytes
+                    ))?;
+                }
             }
             folder::FileKind::Archive => {
-                emit(&format!("# {} ({} bytes)\n", escape_name(&x.path), x.bytes))?;
-                if let Outcome::Mismatch = warn_shard_mismatch(x, &f.open_shard(x)?) {
-                    outcome = Outcome::Mismatch;
+                // Opened (so a missing or damaged shard archive is an error here too)
+                // and checked against the manifest, with or without --json.
+                let shard = f.open_shard(x)?;
+                let matches = match warn_shard_mismatch(x, &shard) {
+                    Outcome::Ok => true,
+                    Outcome::Mismatch => {
+                        outcome = Outcome::Mismatch;
+                        false
+                    }
+                };
+                if a.json {
+                    rows.push(json!({
+                        "path": x.path,
+                        "kind": "archive",
+                        "archive": x.archive,
+                        "original_bytes": x.bytes,
+                        "tensors": shard.tensors().len(),
+                        "matches_manifest": matches,
+                    }));
+                } else {
+                    emit(&format!("# {} ({} bytes)\n", escape_name(&x.path), x.bytes))?;
+                    ls(LsArgs {
+                        input: f.stored_path(x),
+                        json: false,
+                    })?;
                 }
-                ls(LsArgs {
-                    input: f.stored_path(x),
-                    json: false,
-                })?;
             }
         }
+    }
+    if a.json {
+        emit_json(&json!({"folder": lossy(dir), "files": rows}))?;
     }
     Ok(outcome)
 }
