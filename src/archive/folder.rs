@@ -297,7 +297,13 @@ impl Walk {
 /// # Errors
 /// As [`entry_kind`], worded for `walk`; [`Error::Io`] if a folder cannot be listed.
 fn list_files(root: &Path, walk: Walk) -> Result<Vec<String>> {
+    Ok(list_tree(root, walk)?.0)
+}
+
+/// [`list_files`], and the folders under `root` (relative, `/`-separated, sorted).
+fn list_tree(root: &Path, walk: Walk) -> Result<(Vec<String>, Vec<String>)> {
     let mut out = Vec::new();
+    let mut dirs = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
         let dir = root.join(&rel);
@@ -315,63 +321,50 @@ fn list_files(root: &Path, walk: Walk) -> Result<Vec<String>> {
                 ));
             };
             let child = rel.join(name);
+            let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
             if meta.is_dir() {
+                dirs.push(parts.join("/"));
                 stack.push(child);
             } else {
-                let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
                 out.push(parts.join("/"));
             }
         }
     }
     out.sort();
-    Ok(out)
+    dirs.sort();
+    Ok((out, dirs))
 }
 
 /// The first thing in folder `dir` that `--force` must not delete: a file that is not one
 /// of `ours` (relative paths), or a folder with no file below it (no archive folder and
 /// no restore holds one), quoted for a refusal.
 fn first_stranger(dir: &Path, ours: &BTreeSet<&str>) -> Result<Option<String>> {
-    let files = list_files(dir, Walk::Replace)?;
+    let (files, dirs) = list_tree(dir, Walk::Replace)?;
     if let Some(f) = files.iter().find(|f| !ours.contains(f.as_str())) {
         return Ok(Some(format!("{f:?}")));
     }
-    Ok(empty_folders(dir, &files)?
+    Ok(empty_folders(&files, &dirs)
         .into_iter()
         .next()
         .map(|d| format!("the empty folder {d:?}")))
 }
 
-/// The folders under `root` (relative, `/`-separated, sorted) that no file of `files`
-/// (as [`list_files`] gave them) lies in: what an archive of the folder does not keep.
-/// Only the outermost such folder of a branch is named.
-fn empty_folders(root: &Path, files: &[String]) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let dir = root.join(&rel);
-        let entries = fs::read_dir(&dir).map_err(|e| Error::io(&dir, "cannot list", e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(&dir, "cannot list", e))?;
-            // Links to folders were refused by `list_files`; a link is never walked.
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            if !is_dir {
-                continue;
-            }
-            let child = rel.join(&name);
-            let parts: Vec<&str> = child.iter().filter_map(|c| c.to_str()).collect();
-            let prefix = format!("{}/", parts.join("/"));
-            if files.iter().any(|f| f.starts_with(&prefix)) {
-                stack.push(child);
-            } else {
-                out.push(parts.join("/"));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+/// Of the folders `dirs` (as [`list_tree`] gave them), those no file of `files` lies in:
+/// what an archive of the folder does not keep. Only the outermost such folder of a
+/// branch is named.
+fn empty_folders(files: &[String], dirs: &[String]) -> Vec<String> {
+    let holds_files = |d: &str| {
+        let prefix = format!("{d}/");
+        files.iter().any(|f| f.starts_with(&prefix))
+    };
+    dirs.iter()
+        .filter(|d| {
+            !holds_files(d)
+                && d.rsplit_once('/')
+                    .is_none_or(|(parent, _)| holds_files(parent))
+        })
+        .cloned()
+        .collect()
 }
 
 /// The metadata of a folder entry, for [`list_files`]: a folder (not a link to one), a
@@ -681,7 +674,7 @@ pub fn compress_folder(
     if !input.is_dir() {
         return Err(other(input, "cannot read", "not a folder".to_string()));
     }
-    let files = list_files(input, Walk::Archive)?;
+    let (files, dirs) = list_tree(input, Walk::Archive)?;
     if !files.iter().any(|f| is_shard(f)) {
         return Err(other(
             input,
@@ -833,7 +826,7 @@ pub fn compress_folder(
         archive_bytes,
         shards,
         copied,
-        empty_folders: empty_folders(input, &files)?,
+        empty_folders: empty_folders(&files, &dirs),
     })
 }
 
