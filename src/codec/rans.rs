@@ -449,11 +449,11 @@ pub(crate) fn top_scale(layout: Layout, m: usize) -> u32 {
 
 /// Bytes an rANS body for a histogram (`n` words, at least two distinct) can never
 /// be smaller than, given its count and set fields (`head` bits): the precision and mode
-/// fields, at least a bit per frequency, and the payload bound of [`payload_lower_bound_in`]
-/// from [`floor_ideal_bits`] at the highest precision the encoder plans (a lower
-/// precision only costs more). The one table with no bit per frequency (fixed width 0:
-/// every frequency 1, so `2^s = m`) is bounded by its payload of `log2 m` bits per word.
-/// `sorted` holds the histogram's counts in ascending order; no quantizing.
+/// fields, at least a bit per frequency, and the payload bound of
+/// [`payload_lower_bound_in`] from [`floor_ideal_bits`] at the highest precision the
+/// encoder plans (a lower precision only costs more). The one table with no bit per
+/// frequency (fixed width 0: every frequency 1, so `2^s = m`) is bounded by its payload
+/// of `log2 m` bits per word. `sorted` holds the histogram's counts in ascending order; no quantizing.
 pub(crate) fn body_lower_bound(sorted: &[u64], n: usize, head: u64) -> u64 {
     let layout = Layout::for_len(n);
     let m = sorted.len();
@@ -471,8 +471,8 @@ pub(crate) fn body_lower_bound(sorted: &[u64], n: usize, head: u64) -> u64 {
     }
 }
 
-/// Bytes the payload (states included) of `n` words in `layout` can never be smaller than, when the
-/// ideal code length under the model is `ideal` bits at precision `scale`.
+/// Bytes the payload (states included) of `n` words in `layout` can never be smaller
+/// than, when the ideal code length under the model is `ideal` bits at precision `scale`.
 ///
 /// Per state, `log2(x) + 8 * (bytes emitted)` starts at 23 and ends below
 /// `31 + 8 * (bytes emitted)`. Each step adds at least `log2(M / f)` minus
