@@ -105,8 +105,12 @@ impl RootLit {
     /// Exact bytes of the `Lit(target)` node (`target` is the root's stream): the codec
     /// [`codec::encode_best`] would choose, with the rANS coder run without output.
     fn exact_len(&self, target: &Words) -> u64 {
-        let rans = self.rans.size(target);
-        let sizes = [Some(self.plain), None, Some(self.huff), Some(rans), None];
+        // The rANS coder runs only when its bound leaves it a chance: at or above the
+        // smaller of the plain and Huffman bodies it can change neither the size chosen
+        // nor, under `chosen_size`'s bar, whether a table codec is chosen.
+        let others = self.plain.min(self.huff);
+        let rans = (self.rans.lower_bound() < others).then(|| self.rans.size(target));
+        let sizes = [Some(self.plain), None, Some(self.huff), rans, None];
         let body = codec::select::chosen_size(&sizes);
         1 + uleb_len(body) + body
     }
