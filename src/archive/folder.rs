@@ -850,8 +850,6 @@ fn make_parent(root: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A manifest whose length for `f` disagrees with a file (`len` bytes) that has the
-/// manifest's checksum: the length field is what is damaged.
 /// What is wrong when shard archive `a` does not restore the file its manifest entry `f`
 /// names (swapped or replaced shards): "restores another file than ...", with both
 /// lengths when they differ. `None` when its length and whole-file checksum agree with
@@ -869,6 +867,8 @@ pub fn shard_mismatch(f: &FolderFile, a: &Archive) -> Option<String> {
     Some(format!("restores another file than {:?}{sizes}", f.path))
 }
 
+/// A manifest whose length for `f` disagrees with a file (`len` bytes) that has the
+/// manifest's checksum: the length field is what is damaged.
 fn manifest_length(manifest: &Path, f: &FolderFile, len: u64) -> Error {
     other(
         manifest,
