@@ -38,6 +38,7 @@ pub fn encode_k(words: &Words, k: u32, out: &mut Vec<u8>) {
     out.reserve(size_for(k, words.len()) as usize);
     match (k, words.buf()) {
         (1, WordBuf::U8(v)) => pack_bits_u8(v, out),
+        (4, WordBuf::U8(v)) => pack_nibbles_u8(v, out),
         _ => with_buf!(words.buf(), v => pack(v, k, out)),
     }
 }
@@ -52,6 +53,26 @@ fn pack_bits_u8(v: &[u8], out: &mut Vec<u8>) {
         (x.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
     }));
     pack(&v[whole..], 1, out);
+}
+
+/// [`pack`] for four-bit words held in bytes (low mantissa nibbles): each group of eight
+/// becomes four bytes by three shift-or-mask folds of one 64-bit load (pairs of bytes,
+/// then pairs of pairs; every byte is below 16, so no fold spills into a neighbour), the
+/// rest through [`pack`], which starts byte-aligned after them.
+fn pack_nibbles_u8(v: &[u8], out: &mut Vec<u8>) {
+    let whole = v.len() / 8 * 8;
+    let start = out.len();
+    out.resize(start + whole / 2, 0);
+    for (o, c) in out[start..]
+        .chunks_exact_mut(4)
+        .zip(v[..whole].chunks_exact(8))
+    {
+        let x = u64::from_le_bytes(c.try_into().expect("chunks of 8"));
+        let y = (x | x >> 4) & 0x00FF_00FF_00FF_00FF;
+        let z = (y | y >> 8) & 0x0000_FFFF_0000_FFFF;
+        o.copy_from_slice(&((z | z >> 16) as u32).to_le_bytes());
+    }
+    pack(&v[whole..], 4, out);
 }
 
 fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
@@ -427,6 +448,15 @@ mod tests {
             // And back, by the multiply path and the generic one.
             assert_eq!(unpack_bits_u8(&fast, v.len()), v, "n {n}");
             assert_eq!(unpack::<u8>(&fast, 1, v.len()), v, "n {n}");
+            // Nibbles in bytes take the fold path, with the same bytes both ways.
+            let v: Vec<u8> = (0..n)
+                .map(|i| ((i * 2_654_435_761u64) >> 11) as u8 & 0xF)
+                .collect();
+            let (mut fast, mut generic) = (Vec::new(), Vec::new());
+            pack_nibbles_u8(&v, &mut fast);
+            pack(&v, 4, &mut generic);
+            assert_eq!(fast, generic, "n {n}");
+            assert_eq!(unpack::<u8>(&fast, 4, v.len()), v, "n {n}");
         }
         for (k, width) in [(1, 1), (2, 2), (4, 4), (1, 12), (2, 16), (4, 9)] {
             for n in [0, 1, 7, 8, 9, 63, 64, 1001] {
