@@ -58,6 +58,21 @@ fn exact_repeats_become_repeat() {
     );
 }
 
+/// A period that does not divide the length (3,000 copies of three words, then two more)
+/// becomes whole periods then the head of one more, at the default budget of one
+/// expansion: 1,815 bytes of rANS literal before, 27 now (both exact program sizes).
+#[test]
+fn partial_repeats_become_concat_of_repeat_and_head() {
+    let t = Words::from_fn(32, 9002, |i| [7, 300, (-5i32) as u32 as u64][i % 3]);
+    let s = synthesize(&t, Some(Dtype::I32), &SearchOptions::default());
+    assert_eq!(
+        shape(&s.program.to_string()),
+        "concat : u32[9002]\n  repeat 3000 : u32[9000]\n    lit raw : u32[3]\n  lit bitpack : u32[2]"
+    );
+    assert_eq!(execute(&s.program, u64::MAX).unwrap(), t);
+    assert_eq!((s.bytes, program_len(&Node::lit(&t))), (27, 1815));
+}
+
 #[test]
 fn arithmetic_sequence_becomes_scan_of_const() {
     let t = Words::from_fn(32, 2000, |i| 5 + 7 * i as u64);

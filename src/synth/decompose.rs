@@ -264,6 +264,16 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
             Shell::Repeat((n / p) as u64),
             vec![t.slice(0, p)],
         ));
+    } else if let Some(p) = smallest_partial_period(t, 64) {
+        // A period that does not divide n: whole periods, then the head of one more,
+        // as one finished program (as two holes, the whole periods would be sized as a
+        // literal before any expansion could find their `Repeat`).
+        let whole = n / p * p;
+        let program = Node::repeat((n / p) as u64, Node::lit(&t.slice(0, p)))
+            .and_then(|r| Node::concat(vec![r, Node::lit(&t.slice(whole, n))]));
+        if let Ok(node) = program {
+            out.push(Cand::Leaf(ProdKind::Concat, node));
+        }
     }
     // Concat at the boundary of a long constant run at either end.
     if let Some(cut) = run_boundary(t) {
@@ -352,6 +362,24 @@ pub fn smallest_period(t: &Words, max_tries: usize) -> Option<usize> {
     }
     None
 }
+
+/// The smallest period `p` with `2p <= n`, `n % p != 0` and `t[i] == t[i - p]` for every
+/// `i >= p` (the stream is whole copies of its first `p` words, then the start of one
+/// more), trying the first `max_tries` candidates in ascending order (those where
+/// `t[p] == t[0]`) up to [`MAX_PARTIAL_PERIOD`] words. Periods that divide `n` are
+/// [`smallest_period`]'s.
+pub fn smallest_partial_period(t: &Words, max_tries: usize) -> Option<usize> {
+    let n = t.len();
+    let first = t.get(0);
+    (1..=(n / 2).min(MAX_PARTIAL_PERIOD))
+        .filter(|&p| n % p != 0 && t.get(p) == first)
+        .take(max_tries)
+        .find(|&p| (p..n).all(|i| t.get(i) == t.get(i - p)))
+}
+
+/// Longest period [`smallest_partial_period`] looks for: finding the candidates takes
+/// a pass over this many words of every stream, periodic or not.
+const MAX_PARTIAL_PERIOD: usize = 4096;
 
 /// Where a run of at least `max(MIN_RUN, n/16)` equal words at the start or end of the
 /// stream ends (or begins); `None` if there is none or it covers everything.
@@ -472,6 +500,25 @@ fn scan_candidates(t: &Words) -> Vec<ScanFn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whole copies of a period and the head of one more: the smallest such period, not
+    /// one that divides the length (those are `smallest_period`'s), nor a near copy.
+    #[test]
+    fn partial_period_found_only_on_exact_copies() {
+        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2]);
+        assert_eq!(smallest_partial_period(&t, 64), Some(3));
+        let t = Words::from_u64s(8, &[1, 1, 2, 1, 1, 2, 1, 1]);
+        assert_eq!(smallest_partial_period(&t, 64), Some(3));
+        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 3]);
+        assert_eq!(smallest_partial_period(&t, 64), None);
+        // Period 3 divides 9: not a partial period (4 = 9 - 5 would be one only if the
+        // stream repeated every 4 words).
+        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(smallest_partial_period(&t, 64), None);
+        // Every candidate tried counts; none left: not found.
+        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2]);
+        assert_eq!(smallest_partial_period(&t, 0), None);
+    }
 
     #[test]
     fn period_found_only_on_exact_copies() {
