@@ -290,6 +290,7 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
     }
     let buf = match container_bytes(width) {
         1 if k == 1 => WordBuf::U8(unpack_bits_u8(data, n)),
+        1 if k == 4 => WordBuf::U8(unpack_nibbles_u8(data, n)),
         1 => WordBuf::U8(unpack(data, k, n)),
         2 => WordBuf::U16(unpack(data, k, n)),
         4 => WordBuf::U32(unpack(data, k, n)),
@@ -305,17 +306,27 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
 /// bit `j`, then each lane's nonzero turned into 1 by a carry into its top bit).
 fn unpack_bits_u8(data: &[u8], n: usize) -> Vec<u8> {
     const LANES: u64 = 0x0101_0101_0101_0101;
-    let mut out = vec![0u8; n];
-    let mut groups = out.chunks_exact_mut(8);
-    for (o, &b) in (&mut groups).zip(data) {
+    // Whole groups as arrays of eight, written once (no zeroing pass first).
+    let mut groups: Vec<[u8; 8]> = Vec::with_capacity(n.div_ceil(8));
+    groups.extend(data[..n / 8].iter().map(|&b| {
         let bit = (u64::from(b) * LANES) & 0x8040_2010_0804_0201;
-        let one = ((bit + 0x7F7F_7F7F_7F7F_7F7F) >> 7) & LANES;
-        o.copy_from_slice(&one.to_le_bytes());
-    }
+        (((bit + 0x7F7F_7F7F_7F7F_7F7F) >> 7) & LANES).to_le_bytes()
+    }));
+    let mut out = groups.into_flattened();
     if let Some(&last) = data.get(n / 8) {
-        for (j, o) in groups.into_remainder().iter_mut().enumerate() {
-            *o = (last >> j) & 1;
-        }
+        out.extend((0..n % 8).map(|j| (last >> j) & 1));
+    }
+    out
+}
+
+/// `n` four-bit words into bytes (low mantissa nibbles) from `data`, which holds them:
+/// each byte becomes its low then its high nibble, written once (no zeroing pass).
+fn unpack_nibbles_u8(data: &[u8], n: usize) -> Vec<u8> {
+    let mut pairs: Vec<[u8; 2]> = Vec::with_capacity(n.div_ceil(2));
+    pairs.extend(data[..n / 2].iter().map(|&b| [b & 0xF, b >> 4]));
+    let mut out = pairs.into_flattened();
+    if n % 2 == 1 {
+        out.push(data[n / 2] & 0xF);
     }
     out
 }
@@ -456,6 +467,7 @@ mod tests {
             pack_nibbles_u8(&v, &mut fast);
             pack(&v, 4, &mut generic);
             assert_eq!(fast, generic, "n {n}");
+            assert_eq!(unpack_nibbles_u8(&fast, v.len()), v, "n {n}");
             assert_eq!(unpack::<u8>(&fast, 4, v.len()), v, "n {n}");
         }
         for (k, width) in [(1, 1), (2, 2), (4, 4), (1, 12), (2, 16), (4, 9)] {
