@@ -42,13 +42,16 @@ const PRIMARY_BITS: u32 = 12;
 
 /// Bytes a Huffman body for `counts` (of `n` words, at least two distinct) can never be
 /// smaller than, given its count and set fields (`head` bits): the mode bit, at least 4
-/// bits and a bit per later length, and a payload of at least
-/// [`super::rans::floor_ideal_bits`] at [`MAX_CODE_LEN`]. The one table with no bit per
-/// length (fixed width 0: every length equal, so `m` is a power of two) is bounded by its
-/// payload of `log2 m` bits per word. `sorted`: the counts in ascending order.
+/// bits and a bit per later length, and a payload of at least the larger of
+/// [`super::rans::floor_ideal_bits`] at [`MAX_CODE_LEN`] and the payload of the
+/// unlimited Huffman code ([`unlimited_payload_bits`]; no code, limited or not, codes the
+/// counts in fewer bits). The one table with no bit per length (fixed width 0: every
+/// length equal, so `m` is a power of two) is bounded by its payload of `log2 m` bits per
+/// word. `sorted`: the counts in ascending order.
 pub(crate) fn body_lower_bound(sorted: &[u64], n: usize, head: u64) -> u64 {
     let m = sorted.len();
-    let payload = super::rans::floor_ideal_bits(sorted, MAX_CODE_LEN) * (1.0 - 1e-9);
+    let payload = (super::rans::floor_ideal_bits(sorted, MAX_CODE_LEN) * (1.0 - 1e-9))
+        .max(unlimited_payload_bits(sorted) as f64);
     let general = head as f64 + 1.0 + 4.0 + (m as f64 - 1.0) + payload;
     let bits = if m.is_power_of_two() {
         let flat = head as f64 + 1.0 + 7.0 + n as f64 * f64::from(m.trailing_zeros());
@@ -92,6 +95,36 @@ pub fn code_lengths(counts: &[u64], limit: u32) -> Vec<u8> {
         lens[i as usize] = depth[k];
     }
     lens
+}
+
+/// Payload bits of the unlimited Huffman code for the ascending weights `w`: the sum of
+/// its internal nodes' weights (each word pays a bit per node above its leaf), by the
+/// two-queue method without the tree, O(m). The least payload of any prefix code for
+/// these counts (Huffman 1952), so a bound on every length-limited one. Saturates.
+pub(crate) fn unlimited_payload_bits(w: &[u64]) -> u64 {
+    debug_assert!(w.is_sorted());
+    let m = w.len();
+    if m < 2 {
+        return 0;
+    }
+    let mut iw = Vec::with_capacity(m - 1);
+    let (mut li, mut ni) = (0usize, 0usize);
+    let mut total = 0u64;
+    for _ in 0..m - 1 {
+        let mut pick = || {
+            if li < m && (ni >= iw.len() || w[li] <= iw[ni]) {
+                li += 1;
+                w[li - 1]
+            } else {
+                ni += 1;
+                iw[ni - 1]
+            }
+        };
+        let node = pick().saturating_add(pick());
+        iw.push(node);
+        total = total.saturating_add(node);
+    }
+    total
 }
 
 /// Unlimited Huffman code lengths of ascending weights (two-queue method, O(m)).
@@ -639,6 +672,10 @@ mod tests {
         out
     }
 
+    fn plan_syms(hist: &[(u64, u64)]) -> Vec<u64> {
+        hist.iter().map(|&(s, _)| s).collect()
+    }
+
     #[test]
     fn lengths_are_optimal_and_limited() {
         assert_eq!(code_lengths(&[5], 16), vec![0]);
@@ -670,6 +707,44 @@ mod tests {
             }
         }
         assert_eq!(cost(&limited), best);
+        // The unlimited code's payload, without the tree: 363 bits for the Fibonacci
+        // chain (sum of weight times depth), no more than any limited code's.
+        assert_eq!(unlimited_payload_bits(&fib), cost(&plain));
+        assert_eq!(cost(&plain), 363);
+        assert!(unlimited_payload_bits(&fib) <= cost(&limited));
+        assert_eq!(unlimited_payload_bits(&[1, 2, 4, 8]), 3 + 6 + 8 + 8);
+        assert_eq!(unlimited_payload_bits(&[7]), 0);
+        assert_eq!(unlimited_payload_bits(&[]), 0);
+    }
+
+    /// The body bound never exceeds a body: streams whose unlimited Huffman code is
+    /// deeper than the limit (rare words), and flat ones.
+    #[test]
+    fn body_lower_bound_holds() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for (m, skew) in [(3usize, 1u32), (40, 3), (700, 9), (3000, 14), (256, 0)] {
+            let values: Vec<u64> = (0..20_000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Geometric-ish skew: low symbols far more frequent.
+                    (x % m as u64) >> ((x >> 40) % u64::from(skew + 1))
+                })
+                .collect();
+            let words = Words::from_u64s(16, &values);
+            let hist = crate::stats::histogram(&words, MAX_TABLE_SYMBOLS).unwrap();
+            let mut counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
+            counts.sort_unstable();
+            let plan = Plan::new(&hist, 16, values.len());
+            let head = count_bits(16, values.len()) + plan_set(&plan_syms(&hist), 16).bits;
+            let lb = body_lower_bound(&counts, values.len(), head);
+            assert!(
+                lb <= plan.size(),
+                "m {m}: bound {lb} > body {}",
+                plan.size()
+            );
+        }
     }
 
     #[test]

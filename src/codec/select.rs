@@ -104,10 +104,14 @@ pub fn encode_best_with_histogram(words: &Words, hist: Vec<(u64, u64)>) -> Encod
 /// highest precision; rANS's renormalization losses too). A codec whose bound does not
 /// come under the best so far need not be planned.
 pub(crate) struct TableBounds {
-    syms: Vec<u64>,
-    set: super::table::SetPlan,
-    huff_lb: u64,
-    rans_lb: u64,
+    /// The distinct words, ascending.
+    pub(crate) syms: Vec<u64>,
+    /// Their set encoding, shared by both codecs.
+    pub(crate) set: super::table::SetPlan,
+    /// Bytes no Huffman body can come under.
+    pub(crate) huff_lb: u64,
+    /// Bytes no rANS body can come under.
+    pub(crate) rans_lb: u64,
 }
 
 impl TableBounds {

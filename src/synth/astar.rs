@@ -97,9 +97,28 @@ struct RootLit {
 impl RootLit {
     /// Plans the tables for histogram `h` of the root's `n` words of `width` bits, whose
     /// plain body is `plain` bytes.
+    #[cfg(test)]
     fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> RootLit {
         let (huff, rans) = table_plans(h, width, n);
         RootLit { plain, huff, rans }
+    }
+
+    /// Whether the `Lit(target)` node takes more than `bytes` bytes (`target`: the root's
+    /// `n` words of `width` bits, histogram `h`, plain body `plain` bytes). Decided by
+    /// bounds where they suffice: the rANS table is planned first, and its plan's lower
+    /// bound with the Huffman bound ([`codec::select::TableBounds`]) often puts the
+    /// literal above `bytes` already; only otherwise is Huffman planned (package-merge
+    /// on deep codes) and the size made exact ([`RootLit::exact_len`]).
+    fn exceeds(h: &[(u64, u64)], target: &Words, plain: u64, bytes: u64) -> bool {
+        let (width, n) = (target.width(), target.len());
+        let b = codec::select::TableBounds::of(h, width, n);
+        let rans = codec::rans::Plan::with_set(h, width, n, b.syms.clone(), b.set);
+        let least = plain.min(b.huff_lb).min(rans.lower_bound());
+        if 1 + uleb_len(least) + least > bytes {
+            return true;
+        }
+        let huff = codec::huffman::Plan::with_set(h, width, n, b.syms, b.set).size();
+        RootLit { plain, huff, rans }.exact_len(target) > bytes
     }
 
     /// Exact bytes of the `Lit(target)` node (`target` is the root's stream): the codec
@@ -1143,12 +1162,12 @@ pub fn search_shared(
         // and then its exact size (from the root's plans, when there are any) leave it
         // a chance; ties go to the literal.
         let lb = root_lb.unwrap_or_else(|| lit_lower_bound(target, None));
-        let exact = || {
-            root_lit.as_ref().map(|(h, plain)| {
-                RootLit::plan(h, target.width(), target.len(), *plain).exact_len(target)
-            })
+        let exceeds = || {
+            root_lit
+                .as_ref()
+                .is_some_and(|(h, plain)| RootLit::exceeds(h, target, *plain, bytes))
         };
-        if lb > bytes || exact().is_some_and(|len| len > bytes) {
+        if lb > bytes || exceeds() {
             winner = Some((bytes, program, false));
         } else {
             let lit = Node::lit(target);

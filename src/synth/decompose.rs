@@ -372,7 +372,7 @@ pub fn smallest_partial_period(t: &Words, max_tries: usize) -> Option<usize> {
     let n = t.len();
     let first = t.get(0);
     (1..=(n / 2).min(MAX_PARTIAL_PERIOD))
-        .filter(|&p| n % p != 0 && t.get(p) == first)
+        .filter(|&p| !n.is_multiple_of(p) && t.get(p) == first)
         .take(max_tries)
         .find(|&p| (p..n).all(|i| t.get(i) == t.get(i - p)))
 }
