@@ -27,7 +27,7 @@
 //!
 //! The codes themselves are defined in [`super::bitio`].
 
-use super::bitio::{bits_for_count, rice_len, BitReader, BitWriter};
+use super::bitio::{bits_for_count, BitReader, BitWriter};
 use super::{CodecError, MAX_TABLE_SYMBOLS};
 use crate::stats::U64Map;
 use crate::tensor::{bits_needed, mask};
@@ -254,18 +254,31 @@ pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (
 }
 
 /// The Rice parameter in `0..=63` giving the fewest bits for `vals` among those near the
-/// log of their mean, and that exact (saturating) total.
-fn best_rice_k(vals: impl Iterator<Item = u64> + Clone) -> (u32, u64) {
-    let (sum, count) = vals
-        .clone()
-        .fold((0u128, 0u128), |(s, c), v| (s + u128::from(v), c + 1));
+/// log of their mean (`k0 - 2 ..= k0 + 1`, the first on ties), and that exact
+/// (saturating) total: the four totals in one pass.
+fn best_rice_k(vals: &[u64]) -> (u32, u64) {
+    let sum: u128 = vals.iter().map(|&v| u128::from(v)).sum();
+    let count = vals.len() as u128;
     let mean = (sum / count.max(1)) as u64;
     let k0 = bits_needed(mean);
+    let lo = k0.saturating_sub(2);
+    let hi = (k0 + 1).min(63);
+    // `rice_len(v, k)` is `(v >> k) + 1 + k`: sum the quotients (in 128 bits, which
+    // cannot overflow for fewer than 2^64 values), then add the rest and saturate.
+    let ks: [u32; 4] = std::array::from_fn(|i| (lo + i as u32).min(hi));
+    let q = vals.iter().fold([0u128; 4], |mut q, &v| {
+        for (acc, &k) in q.iter_mut().zip(&ks) {
+            *acc += u128::from(v >> k);
+        }
+        q
+    });
     let mut best = (0u32, u64::MAX);
-    for k in k0.saturating_sub(2)..=(k0 + 1).min(63) {
-        let bits = vals
-            .clone()
-            .fold(0u64, |acc, v| acc.saturating_add(rice_len(v, k)));
+    for (i, &k) in ks.iter().enumerate() {
+        if k != lo + i as u32 {
+            break;
+        }
+        let total = q[i] + count * u128::from(1 + k);
+        let bits = u64::try_from(total).unwrap_or(u64::MAX);
         if bits < best.1 {
             best = (k, bits);
         }
@@ -288,12 +301,13 @@ pub(crate) fn plan_set(syms: &[u64], width: u32) -> SetPlan {
             bits: u64::from(width),
         };
     }
-    let (kr, rice) = best_rice_k(gaps(syms));
+    let g: Vec<u64> = gaps(syms).collect();
+    let (kr, rice) = best_rice_k(&g);
     let mut best = SetPlan {
         mode: SetMode::Rice(kr),
         bits: 2 + 6 + rice,
     };
-    let (ke, eg) = best_eg_k(gaps(syms), 63);
+    let (ke, eg) = best_eg_k(g.iter().copied(), 63);
     if 2 + 6 + eg < best.bits {
         best = SetPlan {
             mode: SetMode::ExpGolomb(ke),
@@ -461,6 +475,42 @@ mod tests {
     /// total as sizing each of the three orders around the estimate with [`eg_len`] (the
     /// rule archives were written with): on small values, spread values and the extremes
     /// of `u64` (where `v + 2^k` needs 65 bits).
+    /// The fused pass of [`best_rice_k`] picks the same order with the same total as
+    /// sizing each order near the mean's log with [`rice_len`] (the rule archives were
+    /// written with), saturating, on small, spread and extreme values.
+    #[test]
+    fn best_rice_k_matches_per_order_exact_sizing() {
+        use super::super::bitio::rice_len;
+        fn reference(vals: &[u64]) -> (u32, u64) {
+            let sum: u128 = vals.iter().map(|&v| u128::from(v)).sum();
+            let mean = (sum / (vals.len() as u128).max(1)) as u64;
+            let k0 = bits_needed(mean);
+            let mut best = (0u32, u64::MAX);
+            for k in k0.saturating_sub(2)..=(k0 + 1).min(63) {
+                let bits = vals
+                    .iter()
+                    .fold(0u64, |acc, &v| acc.saturating_add(rice_len(v, k)));
+                if bits < best.1 {
+                    best = (k, bits);
+                }
+            }
+            best
+        }
+        let sets: Vec<Vec<u64>> = vec![
+            vec![0, 0, 1, 0, 2, 0],
+            (0..500).map(|i| (i * 37) % 300).collect(),
+            (0..64).map(|i| 1u64 << i).collect(),
+            vec![u64::MAX, u64::MAX - 1, 0, 1 << 63],
+            vec![u64::MAX; 3],
+            vec![1 << 62; 5],
+            vec![7; 100],
+            vec![5],
+        ];
+        for vals in sets {
+            assert_eq!(best_rice_k(&vals), reference(&vals), "{vals:?}");
+        }
+    }
+
     #[test]
     fn best_eg_k_matches_per_order_exact_sizing() {
         fn reference(vals: &[u64], kmax: u32) -> (u32, u64) {

@@ -379,7 +379,7 @@ pub fn smallest_partial_period(t: &Words, max_tries: usize) -> Option<usize> {
 
 /// Longest period [`smallest_partial_period`] looks for: finding the candidates takes
 /// a pass over this many words of every stream, periodic or not.
-const MAX_PARTIAL_PERIOD: usize = 4096;
+const MAX_PARTIAL_PERIOD: usize = 1024;
 
 /// Where a run of at least `max(MIN_RUN, n/16)` equal words at the start or end of the
 /// stream ends (or begins); `None` if there is none or it covers everything.
