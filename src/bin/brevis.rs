@@ -238,7 +238,7 @@ struct VerifyArgs {
     /// The .brv archive, or compressed checkpoint folder, to check
     input: PathBuf,
     /// Also compare the decoded file byte for byte with this file (for a compressed
-    /// folder: every file with the original folder)
+    /// folder: every file with the original folder, or its model.safetensors.index.json)
     #[arg(long, value_name = "ORIGINAL")]
     against: Option<PathBuf>,
     /// Worker threads (0 = all cores, at most 256) [default: all cores]
