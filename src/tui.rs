@@ -636,6 +636,19 @@ fn test_hold() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis(ms.min(10_000)))
 }
 
+/// The message of `e`, an error of compressing into the staging file `staged`: when the
+/// archive is to be published as `target`, an error about `staged` names `target`, the
+/// file the user asked for, not the staging folder, which is gone by the time the
+/// message is read (a full disk was reported as `.brevis-tui-XXXX/x.brv: cannot write`;
+/// found by a tester). Every archive error's message begins with the path it is about.
+fn staged_error(e: &crate::Error, staged: &Path, target: Option<&Path>) -> String {
+    let text = e.to_string();
+    match (target, text.strip_prefix(&staged.display().to_string())) {
+        (Some(t), Some(rest)) => format!("{}{rest}", t.display()),
+        _ => text,
+    }
+}
+
 fn compress_and_open(
     input: &Path,
     staged: &Path,
@@ -655,7 +668,7 @@ fn compress_and_open(
             }
         }
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| staged_error(&e, staged, target))?;
     // Moving the archive into place cannot be undone: a cancel either comes before it
     // (nothing is published, the staging folder goes) or learns it came too late and
     // waits for the archive to open (`JobHandle::cancel_unless_committed`).
@@ -673,4 +686,32 @@ fn compress_and_open(
         })
         .ok_or_else(|| "cancelled".to_string())??;
     Ok(Arc::new(ArchiveSource::open(&path)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_staged_write_error_names_the_archive_to_publish() {
+        let staged = Path::new("/d/.brevis-tui-AbCdEf/demo.brv");
+        let full = io::Error::from_raw_os_error(28);
+        let e = crate::Error::io(staged, "cannot write", full);
+        assert_eq!(
+            staged_error(&e, staged, Some(Path::new("./demo.brv"))),
+            "./demo.brv: cannot write: No space left on device (os error 28)"
+        );
+        // With no target (the demo, a read-only folder) the staged file is the archive.
+        assert_eq!(
+            staged_error(&e, staged, None),
+            "/d/.brevis-tui-AbCdEf/demo.brv: cannot write: No space left on device (os error 28)"
+        );
+        // An error about another file (the input) is left as it is.
+        let input = Path::new("/d/demo.safetensors");
+        let e = crate::Error::io(input, "cannot open", io::Error::from_raw_os_error(13));
+        assert_eq!(
+            staged_error(&e, staged, Some(Path::new("./demo.brv"))),
+            "/d/demo.safetensors: cannot open: Permission denied (os error 13)"
+        );
+    }
 }

@@ -434,6 +434,49 @@ fn verify_against_compares_every_file_of_a_folder() {
 }
 
 #[test]
+fn verify_against_takes_the_shard_index_as_its_folder() {
+    let (tmp, src, archive) = compressed_three_shards();
+    let index = src.join("model.safetensors.index.json");
+    let o = brevis(&[
+        Path::new("verify"),
+        &archive,
+        Path::new("--against"),
+        &index,
+        Path::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["against"]["identical"], true);
+    let files = v["against"]["files"].as_array().unwrap();
+    assert_eq!(
+        files.len(),
+        5,
+        "3 shards, the index and the config: {files:?}"
+    );
+    assert!(
+        files.iter().all(|f| f["status"] == "identical"),
+        "{files:?}"
+    );
+
+    // The index of a folder that differs stands for that folder: exit 3, as for it.
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), other.join(e.file_name())).unwrap();
+    }
+    std::fs::write(other.join("config.json"), b"{\"hidden_size\": 385}\n").unwrap();
+    let o = brevis(&[
+        Path::new("verify"),
+        &archive,
+        Path::new("--against"),
+        &other.join("model.safetensors.index.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("config.json differs"), "{}", stdout(&o));
+}
+
+#[test]
 fn show_and_ls_work_on_a_folder_archive() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("ckpt");

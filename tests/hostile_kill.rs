@@ -2,8 +2,9 @@
 //! are killed at seeded random moments. SIGKILL cannot be caught: afterwards the final
 //! output must not exist (or, if the run had already finished, be complete and correct),
 //! the input must be unchanged, and anything left must be a recognizable `.brevis-*.tmp`
-//! temporary. SIGTERM and SIGINT are caught: the temporary file is removed too, and the
-//! exit code is 128 + the signal.
+//! temporary named with the killed process's id, which the next run into that folder
+//! removes with a warning. SIGTERM and SIGINT are caught: the temporary file is removed
+//! too, and the exit code is 128 + the signal.
 
 #![cfg(feature = "cli")]
 
@@ -74,6 +75,7 @@ fn interrupt(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let child_pid = child.id();
     std::thread::sleep(after);
     let finished = child.try_wait().unwrap().is_some();
     match stop {
@@ -115,10 +117,12 @@ fn interrupt(
             "{stop:?}: exit {code:?}: {stderr}"
         );
     }
+    let pid = child_pid;
     for name in entries(outdir) {
         assert!(
-            name.starts_with(".brevis-") && name.ends_with(".tmp"),
-            "{stop:?} after {after:?}: unexpected file {name:?} (left: {left:?})"
+            name.starts_with(&format!(".brevis-{pid}-")) && name.ends_with(".tmp"),
+            "{stop:?} after {after:?}: unexpected file {name:?} (left: {left:?}), not a \
+             temporary of process {pid}"
         );
         if !matches!(stop, Stop::Kill) && out.status.code().is_some() {
             panic!("{stop:?} after {after:?}: temporary {name:?} not removed: {stderr}");
@@ -204,6 +208,145 @@ fn kill_runs(name: &str, seed: u64, rounds: usize) {
 #[test]
 fn killed_runs_on_minilm_layer0_leave_no_output() {
     kill_runs("minilm-l6-v2-bf16-layer0.safetensors", 0x00c0_ffee, 12);
+}
+
+/// The id of a process that has ended (a `true` that was waited for).
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+/// A run killed by SIGKILL leaves `.brevis-PID-X.tmp` beside its output; the next
+/// compress or decompress into that folder removes it, naming it and the process in a
+/// warning, and removes nothing else: not the temporaries of a live process (this
+/// test's), unnumbered or malformed names, a link, or other files.
+#[test]
+fn the_next_run_removes_what_a_killed_run_left_and_nothing_else() {
+    let Some((dir, input, original)) = stage("minilm-l6-v2-bf16-layer0.safetensors") else {
+        eprintln!("skipped: the corpus is missing");
+        return;
+    };
+    let outdir = tempfile::tempdir().unwrap();
+    let out = outdir.path().join("out.brv");
+    let o = Path::new("-o");
+    let args = [Path::new("compress"), &input, o, &out, Path::new("-j1")];
+    let t = run_to_end(&args);
+    std::fs::remove_file(&out).unwrap();
+
+    // SIGKILL at moments spread over the run until one leaves its temporary file.
+    let mut rng = Rng(0x5ca1_ab1e);
+    let (left, pid) = (0..200)
+        .find_map(|_| {
+            let after = t * ((rng.next() % 1000) as u32) / 1000;
+            let mut child = Command::new(BIN)
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(after);
+            let _ = child.kill();
+            child.wait().unwrap();
+            let _ = std::fs::remove_file(&out);
+            let left = entries(outdir.path());
+            (!left.is_empty()).then(|| (left, child.id()))
+        })
+        .expect("no SIGKILL in 200 landed while the temporary file existed");
+    assert_eq!(left.len(), 1, "{left:?}");
+    let stale = &left[0];
+    assert!(
+        stale.starts_with(&format!(".brevis-{pid}-")) && stale.ends_with(".tmp"),
+        "{stale:?} does not record process {pid}"
+    );
+
+    // What must stay, beside a stale folder made as a killed folder job would leave it.
+    let dead = dead_pid();
+    let me = std::process::id();
+    let d = outdir.path();
+    let keep = [
+        format!(".brevis-{me}-Live01.tmp"),
+        ".brevis-Old123.tmp".to_string(),
+        format!(".brevis-0{dead}-Zero01.tmp"),
+        format!(".brevis-{dead}-.tmp"),
+        format!(".brevis-{dead}-Dash-1.tmp"),
+        format!("x.brevis-{dead}-Name01.tmp"),
+        format!(".brevis-{dead}-Name01.tmp.bak"),
+    ];
+    for k in &keep {
+        std::fs::write(d.join(k), b"keep").unwrap();
+    }
+    let link = format!(".brevis-{dead}-Link01.tmp");
+    std::os::unix::fs::symlink(d.join(&keep[1]), d.join(&link)).unwrap();
+    let stale_dir = format!(".brevis-{dead}-Fold01.tmp");
+    std::fs::create_dir_all(d.join(&stale_dir).join("sub")).unwrap();
+    std::fs::write(d.join(&stale_dir).join("sub/s.brv"), b"partial").unwrap();
+
+    let o2 = Command::new(BIN).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o2.stderr);
+    assert_eq!(o2.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    let shown = |name: &str| d.join(name).display().to_string();
+    // In path order: the folder's name or the file's, whichever records the lower pid.
+    let mut expected = [
+        (
+            d.join(stale),
+            format!(
+                "warning: {}: removed a temporary file left by brevis process {pid}, which \
+                 no longer runs",
+                shown(stale)
+            ),
+        ),
+        (
+            d.join(&stale_dir),
+            format!(
+                "warning: {}: removed a temporary folder left by brevis process {dead}, \
+                 which no longer runs",
+                shown(&stale_dir)
+            ),
+        ),
+    ];
+    expected.sort();
+    let expected: Vec<String> = expected.into_iter().map(|(_, w)| w).collect();
+    assert_eq!(warnings, expected, "{stderr}");
+    let mut want: Vec<String> = keep.to_vec();
+    want.push(link);
+    want.push("out.brv".to_string());
+    want.sort();
+    assert_eq!(entries(d), want);
+    assert_eq!(std::fs::read(d.join(&keep[1])).unwrap(), b"keep");
+
+    // decompress clears its output's folder the same way.
+    let back = d.join("back.safetensors");
+    let stale_file = format!(".brevis-{dead}-File01.tmp");
+    std::fs::write(d.join(&stale_file), b"partial").unwrap();
+    let o3 = Command::new(BIN)
+        .args([Path::new("decompress"), &out, o, &back])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o3.stderr);
+    assert_eq!(o3.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .collect::<Vec<_>>(),
+        [format!(
+            "warning: {}: removed a temporary file left by brevis process {dead}, which no \
+             longer runs",
+            shown(&stale_file)
+        )]
+    );
+    assert!(!d.join(&stale_file).exists());
+    assert!(
+        std::fs::read(&back).unwrap() == original,
+        "restored bytes differ"
+    );
+    drop(dir);
 }
 
 /// Slow (compresses 75 MB several times): `cargo test --test hostile_kill -- --ignored`.

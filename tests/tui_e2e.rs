@@ -342,6 +342,36 @@ fn safetensors_is_compressed_next_to_it_never_clobbering_and_cancel_leaves_nothi
     assert_eq!(files_in(cdir.path()), ["big.safetensors"]);
 }
 
+/// A write error while compressing (here a file-size limit, as a full disk would): the
+/// message names the archive the user gets, `./demo.brv`, not the staging folder
+/// `.brevis-tui-XXXX/` it was being written in, and nothing is left behind.
+#[test]
+fn a_write_error_names_the_archive_not_the_staging_folder() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
+    std::fs::copy(&demo, dir.path().join("demo.safetensors")).unwrap();
+    let p = Pane::new("efbig", dir.path());
+    // SIGXFSZ ignored, so a write past the 1 MiB limit fails with EFBIG (an ignored
+    // signal stays ignored across exec).
+    p.line(&format!(
+        "trap '' XFSZ; (ulimit -f 1024; exec {BIN} demo.safetensors); echo EXIT=$?"
+    ));
+    let s = p.wait_for("EXIT=", Duration::from_secs(60));
+    assert!(s.contains("EXIT=1"), "{s}");
+    let line = s.lines().find(|l| l.starts_with("error:")).unwrap_or("");
+    assert_eq!(
+        line.trim_end(),
+        "error: ./demo.brv: cannot write: File too large (os error 27)",
+        "{s}"
+    );
+    p.assert_restored();
+    assert_eq!(files_in(dir.path()), ["demo.safetensors"]);
+}
+
 /// SIGTERM from outside (a shell's `kill`, a closed session manager) while compressing:
 /// the terminal is put back as after `q`, the staging folder and its temporary file are
 /// removed, and the exit code is 128 + 15.

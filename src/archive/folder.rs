@@ -1131,12 +1131,15 @@ impl Folder {
 
     /// Compares every file the compressed folder restores, byte for byte, with the file
     /// at the same relative path under `original` (shards are decoded, copies read), and
-    /// lists the files of `original` that the compressed folder does not hold. Files are
-    /// read in order alongside the decoding, so memory stays bounded as for
-    /// [`Archive::write_original`]; `progress` gets each shard's events with its path.
+    /// lists the files of `original` that the compressed folder does not hold. `original`
+    /// is a folder or its shard index (`*.index.json`), which stands for the folder
+    /// holding it, as for `compress` ([`source_folder`]). Files are read in order
+    /// alongside the decoding, so memory stays bounded as for [`Archive::write_original`];
+    /// `progress` gets each shard's events with its path.
     ///
     /// # Errors
-    /// [`Error::Io`] if `original` is not a folder or cannot be listed or read; as
+    /// [`Error::Io`] if `original` is neither a folder nor a shard index, or cannot be
+    /// listed or read; as
     /// [`Archive::open`] for a shard; [`Error::Archive`] if a shard's program cannot be
     /// decoded (a difference is reported, not an error).
     pub fn verify_against(
@@ -1145,13 +1148,15 @@ impl Folder {
         jobs: Option<usize>,
         progress: &dyn Fn(&str, ProgressEvent<'_>),
     ) -> Result<Vec<(String, FileComparison)>> {
-        if !original.is_dir() {
+        let Some(original) = source_folder(original) else {
             return Err(other(
                 original,
                 "cannot compare with",
-                "not a folder (a folder archive is compared with the original folder)".to_string(),
+                "not a folder or shard index (a folder archive is compared with the original folder)"
+                    .to_string(),
             ));
-        }
+        };
+        let original = original.as_path();
         let theirs = list_files(original, Walk::Compare)?;
         let mut out = Vec::new();
         for f in &self.files {

@@ -809,14 +809,131 @@ impl Write for SyncAhead<'_> {
     }
 }
 
+/// The start of the names of this process's temporary files and folders,
+/// `.brevis-PID-`: a run killed by SIGKILL leaves `.brevis-PID-XXXXXX.tmp`, which a
+/// later run can prove stale, its process gone ([`remove_stale_temporaries`]).
+fn temp_prefix() -> String {
+    format!(".brevis-{}-", std::process::id())
+}
+
+/// The process id recorded in `name` when it is the name of a temporary file or folder
+/// made by [`temp_prefix`]: `.brevis-PID-X.tmp` with PID a decimal number without
+/// leading zeros and X one or more ASCII letters and digits (tempfile's random part).
+/// `None` for any other name, including the unnumbered `.brevis-X.tmp` of older
+/// versions and of the folder that holds a replaced output ([`rename_temp_dir`]).
+fn temp_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(".brevis-")?.strip_suffix(".tmp")?;
+    let (pid, random) = rest.split_once('-')?;
+    let digits =
+        !pid.is_empty() && !pid.starts_with('0') && pid.bytes().all(|b| b.is_ascii_digit());
+    let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !(digits && random_ok) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether no process `pid` exists: `kill(pid, 0)` fails with `ESRCH`. Any other
+/// answer (the process runs, belongs to another user, or the pid does not fit) is
+/// `false`; on systems without `kill` it is always `false`.
+#[cfg(unix)]
+fn process_is_gone(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+}
+
+#[cfg(not(unix))]
+fn process_is_gone(_pid: u32) -> bool {
+    false
+}
+
+/// Whether `meta` is of a file or folder this process's user owns (always true where
+/// files have no owner id).
+fn owned_by_us(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.uid() == rustix::process::geteuid().as_raw()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        true
+    }
+}
+
+/// A temporary file or folder of a killed run, removed by [`remove_stale_temporaries`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleTemporary {
+    /// Its path.
+    pub path: PathBuf,
+    /// The process id its name records, of a process that no longer exists.
+    pub pid: u32,
+    /// Whether it was a folder (of a folder job) rather than a file.
+    pub folder: bool,
+}
+
+/// Removes the temporary files and folders that runs killed by SIGKILL (which cannot be
+/// caught) left in the folder of `output`, and returns them: only entries named
+/// `.brevis-PID-X.tmp` (the names this crate gives its temporaries) that are a file or a
+/// folder (never a link), owned by this process's user, whose PID is of no running
+/// process. Anything else is left alone: other names, the unnumbered temporaries of
+/// older versions, those of a run still going (its process exists), and the folder
+/// holding a replaced output until the new one is in place (unnumbered, it may hold the
+/// only copy). A PID is only known dead on this machine: a folder shared with another
+/// machine or PID namespace could hold a live run's temporary under a PID unused here.
+///
+/// Best effort: a folder that cannot be listed, or an entry that cannot be removed, is
+/// skipped silently (the run's own write reports a folder it cannot use).
+pub fn remove_stale_temporaries(output: &Path) -> Vec<StaleTemporary> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_pid) else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let folder = meta.is_dir();
+        if !(meta.is_file() || folder) || !owned_by_us(&meta) || !process_is_gone(pid) {
+            continue;
+        }
+        let gone = if folder {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        if gone.is_ok() {
+            removed.push(StaleTemporary { path, pid, folder });
+        }
+    }
+    removed.sort_by(|a, b| a.path.cmp(&b.path));
+    removed
+}
+
 /// A temporary file in the folder of `output`, removed on drop unless persisted.
 pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    let prefix = temp_prefix();
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".brevis-").suffix(".tmp");
+    builder.prefix(&prefix).suffix(".tmp");
     // Temporary files are private (0600) by default; the finished file should get the
     // usual permissions of a new file, which the umask then narrows.
     #[cfg(unix)]
@@ -891,8 +1008,8 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// Removes every temporary output file and folder (`.brevis-*.tmp`) this process is
 /// still writing and returns how many it removed. For a signal handler (SIGINT,
 /// SIGTERM) that ends the process: an interrupted run then leaves nothing behind. A run
-/// killed with SIGKILL cannot clean up; its temporary file or folder is recognizable by
-/// the name pattern.
+/// killed with SIGKILL cannot clean up; its temporary file or folder, named with its
+/// process id, is removed by the next run's [`remove_stale_temporaries`].
 ///
 /// Both lists stay locked from then on, so no thread of this process creates another
 /// temporary file or folder, or renames one into place, before the caller exits (a
@@ -929,7 +1046,7 @@ pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
     // Created while holding the list (see `temp_beside`).
     let mut live = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::Builder::new()
-        .prefix(".brevis-")
+        .prefix(&temp_prefix())
         .suffix(".tmp")
         .tempdir_in(dir)
         .map_err(|e| temp_error(output, "cannot create a temporary folder beside it", e))?;
@@ -958,6 +1075,9 @@ pub(crate) fn rename_temp_dir(
     let path = tmp.keep();
     let aside = if replace && fs::symlink_metadata(output).is_ok() {
         let parent = path.parent().unwrap_or(Path::new("."));
+        // Unnumbered, unlike the other temporaries: after a SIGKILL between the two
+        // renames it holds the only copy of the old output, which
+        // `remove_stale_temporaries` must never take for a stale temporary.
         let moved = tempfile::Builder::new()
             .prefix(".brevis-")
             .suffix(".tmp")
@@ -1067,6 +1187,26 @@ pub fn write_output_file(input: &Path, output: &Path, force: bool, bytes: &[u8])
 mod tests {
     use super::*;
     use crate::dsl::{execute, Op};
+
+    #[test]
+    fn temporary_names_record_the_process_id() {
+        let name = format!("{}AbC123.tmp", temp_prefix());
+        assert_eq!(temp_pid(&name), Some(std::process::id()));
+        assert_eq!(temp_pid(".brevis-4242-x9.tmp"), Some(4242));
+        for other in [
+            ".brevis-AbC123.tmp",
+            ".brevis-042-AbC123.tmp",
+            ".brevis--AbC123.tmp",
+            ".brevis-42-.tmp",
+            ".brevis-42-a-b.tmp",
+            ".brevis-42-AbC123.tmpx",
+            "x.brevis-42-AbC123.tmp",
+            ".brevis-99999999999-AbC123.tmp",
+        ] {
+            assert_eq!(temp_pid(other), None, "{other}");
+        }
+        assert!(!process_is_gone(std::process::id()));
+    }
 
     #[test]
     fn large_regions_become_an_explicit_concat_that_round_trips() {

@@ -238,7 +238,7 @@ struct VerifyArgs {
     /// The .brv archive, or compressed checkpoint folder, to check
     input: PathBuf,
     /// Also compare the decoded file byte for byte with this file (for a compressed
-    /// folder: every file with the original folder)
+    /// folder: every file with the original folder, or its model.safetensors.index.json)
     #[arg(long, value_name = "ORIGINAL")]
     against: Option<PathBuf>,
     /// Worker threads (0 = all cores, at most 256) [default: all cores]
@@ -353,7 +353,8 @@ fn main() -> ExitCode {
 
 /// On SIGINT, SIGTERM or SIGHUP: remove the temporary output file, say so in one line
 /// and exit with 128 + the signal number. (SIGKILL cannot be caught; its leftover is a
-/// `.brevis-*.tmp` file, never a partial output under the final name.)
+/// `.brevis-PID-*.tmp` file, never a partial output under the final name, which the next
+/// compress or decompress into that folder removes.)
 fn remove_temporary_files_on_signal() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
@@ -380,6 +381,20 @@ fn remove_temporary_files_on_signal() {
             std::process::exit(128 + sig);
         }
     });
+}
+
+/// Removes what runs killed by SIGKILL left beside `output` (temporaries whose name
+/// records a process that no longer exists) and names each in a warning on stderr.
+fn clear_stale_temporaries(output: &Path) {
+    for t in brevis::archive::writer::remove_stale_temporaries(output) {
+        let kind = if t.folder { "folder" } else { "file" };
+        eprintln!(
+            "warning: {}: removed a temporary {kind} left by brevis process {}, which no \
+             longer runs",
+            t.path.display(),
+            t.pid
+        );
+    }
 }
 
 fn run(cli: Cli) -> Result<Outcome> {
@@ -581,6 +596,7 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_archive_name(&a.input));
     let opts = a.options()?;
+    clear_stale_temporaries(&output);
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = archive::compress_file(&a.input, &output, &opts, &|ev| progress.event(ev))?;
@@ -664,6 +680,7 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_restored_name(&a.input));
     let archive = open_archive(&a.input)?;
+    clear_stale_temporaries(&output);
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {
@@ -1234,6 +1251,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| folder::default_folder_archive_name(dir));
     let opts = a.options()?;
+    clear_stale_temporaries(&output);
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = folder::compress_folder(dir, &output, &opts, &folder_progress(&progress))?;
@@ -1301,6 +1319,7 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_restored_folder(dir));
     let f = folder::Folder::open(dir)?;
+    clear_stale_temporaries(&output);
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {

@@ -4,9 +4,9 @@
 use super::super::app::App;
 use super::super::inspect::{share, thousands, thousands_signed, Histogram, Inspection};
 use super::{fit_end, fit_name_and_rest, inspected, text_width, ACCENT};
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span as TextSpan};
 use ratatui::widgets::{Bar, BarChart, Block, Borders, Paragraph};
 use ratatui::Frame;
 
@@ -303,26 +303,54 @@ fn node_bytes(frame: &mut Frame, area: Rect, ins: &Inspection) {
     if inner.width == 0 || inner.height == 0 {
         return;
     }
-    let bars: Vec<Bar> = ins
+    let rows: Vec<(String, u64)> = ins
         .nodes
         .iter()
         .enumerate()
-        .take(inner.height as usize)
-        .map(|(i, n)| {
-            Bar::default()
-                .value(n.own_bytes)
-                .text_value(thousands(n.own_bytes))
-                .label(Line::from(format!("#{i} {}", n.label)))
-        })
+        .take(usize::from(inner.height))
+        .map(|(i, n)| (format!("#{i} {}", n.label), n.own_bytes))
         .collect();
-    let chart = BarChart::default()
-        .direction(Direction::Horizontal)
-        .data(ratatui::widgets::BarGroup::default().bars(&bars))
-        .bar_width(1)
-        .bar_gap(0)
-        .bar_style(Style::default().fg(ACCENT))
-        .value_style(Style::default().fg(Color::Black).bg(ACCENT));
-    frame.render_widget(chart, inner);
+    frame.render_widget(Paragraph::new(node_rows(&rows, inner.width)), inner);
+}
+
+/// The rows of the bytes-per-node chart, `width` columns wide: each `(label, bytes)` as
+/// its label padded to the longest, a space, a bar of whole cells in proportion to the
+/// largest count, a space and the count, so that a count never touches its bar. An empty
+/// bar leaves its count right after the label's space. Rows wider than `width` (labels
+/// too long for it) are left for the paragraph to cut.
+fn node_rows(rows: &[(String, u64)], width: u16) -> Vec<Line<'static>> {
+    let label_width = rows.iter().map(|(l, _)| text_width(l)).max().unwrap_or(0);
+    let value_width = rows
+        .iter()
+        .map(|(_, b)| text_width(&thousands(*b)))
+        .max()
+        .unwrap_or(0);
+    // Columns left for a bar: the width less the labels, the counts and a space before
+    // and after the bar.
+    let room = usize::from(width).saturating_sub(label_width + value_width + 2);
+    let most = rows.iter().map(|(_, b)| *b).max().unwrap_or(0);
+    rows.iter()
+        .map(|(label, bytes)| {
+            let cells = if most == 0 {
+                0
+            } else {
+                // At most `room` (bytes <= most), so the conversion cannot fail.
+                usize::try_from(u128::from(*bytes) * room as u128 / u128::from(most))
+                    .unwrap_or(room)
+            };
+            let pad = " ".repeat(label_width.saturating_sub(text_width(label)) + 1);
+            let mut spans = vec![TextSpan::raw(format!("{label}{pad}"))];
+            if cells > 0 {
+                spans.push(TextSpan::styled(
+                    "█".repeat(cells),
+                    Style::default().fg(ACCENT),
+                ));
+                spans.push(TextSpan::raw(" "));
+            }
+            spans.push(TextSpan::raw(thousands(*bytes)));
+            Line::from(spans)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -404,6 +432,32 @@ mod tests {
         assert_eq!(short_value(1_124_640), "1.1M");
         assert_eq!(short_value(i128::from(i64::MIN)), "-9.2E");
         assert_eq!(short_value(i128::from(u64::MAX)), "18E");
+    }
+
+    #[test]
+    fn node_counts_stand_one_space_after_their_bars() {
+        let rows = [
+            ("#0 merge fields[11,5]".to_string(), 3),
+            ("#1 lit huffman".to_string(), 600),
+            ("#2 lit bitpack".to_string(), 1_083),
+        ];
+        // 40 columns: 21 of labels, 5 of counts, 2 spaces: bars of up to 12 cells.
+        let text: Vec<String> = node_rows(&rows, 40).iter().map(Line::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "#0 merge fields[11,5] 3",
+                "#1 lit huffman        ██████ 600",
+                "#2 lit bitpack        ████████████ 1,083",
+            ]
+        );
+        // Too narrow for any bar: label, space, count.
+        let text: Vec<String> = node_rows(&rows, 20).iter().map(Line::to_string).collect();
+        assert_eq!(text[2], "#2 lit bitpack        1,083");
+        assert_eq!(
+            node_rows(&[("#0 const".to_string(), 0)], 20)[0].to_string(),
+            "#0 const 0"
+        );
     }
 
     #[test]
