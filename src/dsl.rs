@@ -8,4 +8,6 @@ pub mod wire;
 
 pub use exec::{execute, matches, ExecError};
 pub use program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty, TypeError};
-pub use wire::{program_bytes, program_len, read_program, size_report, NodeSize, WireError};
+pub use wire::{
+    program_bytes, program_end, program_len, read_program, size_report, NodeSize, WireError,
+};

@@ -4,7 +4,7 @@
 
 use brevis::dsl::exec::{map_words, merge_fields, scan, split_fields, unscan};
 use brevis::dsl::wire::{
-    program_bytes, program_len, program_pieces, read_program, size_report, Piece,
+    program_bytes, program_end, program_len, program_pieces, read_program, size_report, Piece,
 };
 use brevis::dsl::{execute, MapFn, MergeFn, Node, ScanFn, Ty};
 use brevis::tensor::{mask, Words};
@@ -130,6 +130,16 @@ proptest! {
         prop_assert_eq!(bytes.len() as u64, program_len(&p));
         let back = read_program(&bytes, ty).unwrap();
         prop_assert_eq!(&back, &p);
+        // Its extent is found without copying bodies, with anything after it, and a
+        // program cut short is refused there as by the full reader.
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(&[0xAB, 0xCD]);
+        prop_assert_eq!(program_end(&longer, ty).unwrap(), bytes.len());
+        prop_assert_eq!(program_end(&bytes, ty).unwrap(), bytes.len());
+        if !bytes.is_empty() {
+            let cut = &bytes[..bytes.len() - 1];
+            prop_assert_eq!(program_end(cut, ty).unwrap_err(), read_program(cut, ty).unwrap_err());
+        }
         // Executing the read program gives the same words.
         prop_assert_eq!(execute(&back, 1 << 20).unwrap(), execute(&p, 1 << 20).unwrap());
         // The per-node report sums to the serialized length.

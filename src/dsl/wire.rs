@@ -278,6 +278,9 @@ struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     nodes: usize,
+    /// Whether literal bodies are copied into the tree ([`read_program`]) or only
+    /// stepped over ([`program_end`], whose tree is dropped).
+    copy_bodies: bool,
 }
 
 impl Reader<'_> {
@@ -353,7 +356,9 @@ impl Reader<'_> {
             TAG_LIT => {
                 let codec = CodecId::from_u8(fam).ok_or(unknown)?;
                 let len = self.uleb()?;
-                let body = self.take(len)?.to_vec();
+                let copy = self.copy_bodies;
+                let body = self.take(len)?;
+                let body = if copy { body.to_vec() } else { Vec::new() };
                 let lit = Lit { codec, body };
                 typed(self, Node::lit_encoded(ty, lit))?
             }
@@ -500,6 +505,7 @@ pub fn read_program(bytes: &[u8], ty: Ty) -> Result<Node, WireError> {
         bytes,
         pos: 0,
         nodes: 0,
+        copy_bodies: true,
     };
     let node = r.node(ty, 1)?;
     if r.pos != bytes.len() {
@@ -509,4 +515,25 @@ pub fn read_program(bytes: &[u8], ty: Ty) -> Result<Node, WireError> {
         });
     }
     Ok(node)
+}
+
+/// Where the program of type `ty` at the start of `bytes` ends (its length in bytes), by
+/// the checks of [`read_program`] on its tags, lengths, limits and types, without
+/// copying its literal bodies (what finding a child's extent needs; nothing is decoded).
+///
+/// # Errors
+/// As [`read_program`], except trailing bytes, which are the rest of `bytes`.
+pub fn program_end(bytes: &[u8], ty: Ty) -> Result<usize, WireError> {
+    ty.check().map_err(|e| WireError::Type {
+        offset: 0,
+        what: e.0,
+    })?;
+    let mut r = Reader {
+        bytes,
+        pos: 0,
+        nodes: 0,
+        copy_bodies: false,
+    };
+    r.node(ty, 1)?;
+    Ok(r.pos)
 }
