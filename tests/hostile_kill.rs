@@ -218,12 +218,13 @@ fn dead_pid() -> u32 {
     pid
 }
 
-/// A run killed by SIGKILL leaves `.brevis-PID-X.tmp` beside its output; the next
-/// compress or decompress into that folder removes it, naming it and the process in a
-/// warning, and removes nothing else: not the temporaries of a live process (this
-/// test's), unnumbered or malformed names, a link, or other files.
+/// A run killed by SIGKILL leaves `.brevis-PID-XXXXXX.tmp` beside its output; the next
+/// compress or decompress into that folder names it and the process in a warning and
+/// removes nothing (a name proves nothing about what a file holds); no warning names
+/// the temporaries of a live process (this test's), unnumbered or malformed names, a
+/// link, other files, or the run's own input even when it is named like a temporary.
 #[test]
-fn the_next_run_removes_what_a_killed_run_left_and_nothing_else() {
+fn the_next_run_names_what_a_killed_run_left_and_removes_nothing() {
     let Some((dir, input, original)) = stage("minilm-l6-v2-bf16-layer0.safetensors") else {
         eprintln!("skipped: the corpus is missing");
         return;
@@ -291,41 +292,45 @@ fn the_next_run_removes_what_a_killed_run_left_and_nothing_else() {
         .filter(|l| l.starts_with("warning:"))
         .collect();
     let shown = |name: &str| d.join(name).display().to_string();
+    let warning = |name: &str, kind: &str, pid: u32| {
+        format!(
+            "warning: {}: a temporary {kind} left by brevis process {pid}, which no longer \
+             runs (killed); nothing reads it, delete it if you do not need it",
+            shown(name)
+        )
+    };
     // In path order: the folder's name or the file's, whichever records the lower pid.
     let mut expected = [
-        (
-            d.join(stale),
-            format!(
-                "warning: {}: removed a temporary file left by brevis process {pid}, which \
-                 no longer runs",
-                shown(stale)
-            ),
-        ),
-        (
-            d.join(&stale_dir),
-            format!(
-                "warning: {}: removed a temporary folder left by brevis process {dead}, \
-                 which no longer runs",
-                shown(&stale_dir)
-            ),
-        ),
+        (d.join(stale), warning(stale, "file", pid)),
+        (d.join(&stale_dir), warning(&stale_dir, "folder", dead)),
     ];
     expected.sort();
     let expected: Vec<String> = expected.into_iter().map(|(_, w)| w).collect();
     assert_eq!(warnings, expected, "{stderr}");
     let mut want: Vec<String> = keep.to_vec();
-    want.push(link);
+    want.push(link.clone());
+    want.push(stale.clone());
+    want.push(stale_dir.clone());
     want.push("out.brv".to_string());
     want.sort();
     assert_eq!(entries(d), want);
     assert_eq!(std::fs::read(d.join(&keep[1])).unwrap(), b"keep");
+    assert_eq!(
+        std::fs::read(d.join(&stale_dir).join("sub/s.brv")).unwrap(),
+        b"partial"
+    );
 
-    // decompress clears its output's folder the same way.
+    // decompress reports its output's folder the same way, and never its own input,
+    // named like a killed run's temporary here: it is read, restored and kept.
+    std::fs::remove_file(d.join(stale)).unwrap();
+    std::fs::remove_dir_all(d.join(&stale_dir)).unwrap();
     let back = d.join("back.safetensors");
     let stale_file = format!(".brevis-{dead}-File01.tmp");
     std::fs::write(d.join(&stale_file), b"partial").unwrap();
+    let odd_input = format!(".brevis-{dead}-Input1.tmp");
+    std::fs::copy(&out, d.join(&odd_input)).unwrap();
     let o3 = Command::new(BIN)
-        .args([Path::new("decompress"), &out, o, &back])
+        .args([Path::new("decompress"), &d.join(&odd_input), o, &back])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o3.stderr);
@@ -335,13 +340,13 @@ fn the_next_run_removes_what_a_killed_run_left_and_nothing_else() {
             .lines()
             .filter(|l| l.starts_with("warning:"))
             .collect::<Vec<_>>(),
-        [format!(
-            "warning: {}: removed a temporary file left by brevis process {dead}, which no \
-             longer runs",
-            shown(&stale_file)
-        )]
+        [warning(&stale_file, "file", dead)]
     );
-    assert!(!d.join(&stale_file).exists());
+    assert_eq!(std::fs::read(d.join(&stale_file)).unwrap(), b"partial");
+    assert_eq!(
+        std::fs::read(d.join(&odd_input)).unwrap(),
+        std::fs::read(&out).unwrap()
+    );
     assert!(
         std::fs::read(&back).unwrap() == original,
         "restored bytes differ"

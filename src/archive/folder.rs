@@ -1195,7 +1195,7 @@ impl Folder {
         output: &Path,
         opts: &DecompressOptions,
         progress: &dyn Fn(&str, ProgressEvent<'_>),
-    ) -> Result<u64> {
+    ) -> Result<FolderRestore> {
         // `--force` replaces a folder only if every file in it is one this archive
         // restores (a previous restore of it, say).
         check_folder_output(&self.root, output, opts.force, |dir| {
@@ -1214,7 +1214,8 @@ impl Folder {
             }
         })?;
         let tmp = temp_beside_dir(output)?;
-        let fill = || -> Result<()> {
+        let mut damaged_records = Vec::new();
+        let mut fill = || -> Result<()> {
             for f in &self.files {
                 let dst = tmp.path().join(&f.path);
                 make_parent(tmp.path(), &dst)?;
@@ -1240,7 +1241,10 @@ impl Folder {
                             force: false,
                             ..opts.clone()
                         };
-                        a.decompress_to(&dst, &o, &|ev| progress(&f.path, ev))?;
+                        let s = a.decompress_to(&dst, &o, &|ev| progress(&f.path, ev))?;
+                        if !s.records_intact {
+                            damaged_records.push((a.path().to_path_buf(), f.path.clone()));
+                        }
                     }
                     FileKind::Copy => {
                         let src = self.stored_path(f);
@@ -1273,6 +1277,20 @@ impl Folder {
         };
         fill().map_err(|e| e.relocated(tmp.path(), output))?;
         persist_dir(tmp, output, opts.force)?;
-        Ok(self.original_len())
+        Ok(FolderRestore {
+            original_bytes: self.original_len(),
+            damaged_records,
+        })
     }
+}
+
+/// What [`Folder::decompress_to`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FolderRestore {
+    /// Bytes of every restored file together.
+    pub original_bytes: u64,
+    /// The shard archives whose records do not hash to their stored checksum
+    /// ([`Archive::records_intact`]), though the files they restored matched theirs:
+    /// each archive's path with the folder path of the file it restored.
+    pub damaged_records: Vec<(PathBuf, String)>,
 }

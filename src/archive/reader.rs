@@ -129,6 +129,10 @@ pub struct DecompressSummary {
     pub output: PathBuf,
     /// Its length in bytes.
     pub original_bytes: u64,
+    /// Whether the archive's records hash to their stored checksum
+    /// ([`Archive::records_intact`]); damage there (a name, a shape) can leave the
+    /// restored bytes, which their own checksums prove, untouched.
+    pub records_intact: bool,
 }
 
 /// An opened, structurally validated archive.
@@ -597,15 +601,26 @@ impl Archive {
     ) -> Result<DecompressSummary> {
         check_output(&self.path, output, opts.force)?;
         let mut tmp = temp_beside(output)?;
-        {
+        // The records are hashed on a thread of their own while the file is restored
+        // (one more pass over the archive, which at the end took 5% of a decompression).
+        let records_intact = std::thread::scope(|scope| -> Result<bool> {
+            let hashing = std::thread::Builder::new()
+                .name("brevis-records".into())
+                .spawn_scoped(scope, || self.records_intact())
+                .ok();
             let mut w = SyncAhead::new(tmp.as_file_mut());
             self.write_original(&mut w, opts.jobs, progress, output)?;
             w.finish(output)?;
-        }
+            Ok(match hashing.map(|h| h.join()) {
+                Some(Ok(intact)) => intact,
+                _ => self.records_intact(),
+            })
+        })?;
         persist(tmp, output, opts.force)?;
         Ok(DecompressSummary {
             output: output.to_path_buf(),
             original_bytes: self.original_len,
+            records_intact,
         })
     }
 }

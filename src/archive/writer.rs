@@ -809,24 +809,28 @@ impl Write for SyncAhead<'_> {
     }
 }
 
+/// Random letters and digits in a temporary's name (after [`temp_prefix`]).
+const TEMP_RANDOM_CHARS: usize = 6;
+
 /// The start of the names of this process's temporary files and folders,
 /// `.brevis-PID-`: a run killed by SIGKILL leaves `.brevis-PID-XXXXXX.tmp`, which a
-/// later run can prove stale, its process gone ([`remove_stale_temporaries`]).
+/// later run can tell is stale, its process gone ([`stale_temporaries`]).
 fn temp_prefix() -> String {
     format!(".brevis-{}-", std::process::id())
 }
 
 /// The process id recorded in `name` when it is the name of a temporary file or folder
-/// made by [`temp_prefix`]: `.brevis-PID-X.tmp` with PID a decimal number without
-/// leading zeros and X one or more ASCII letters and digits (tempfile's random part).
-/// `None` for any other name, including the unnumbered `.brevis-X.tmp` of older
-/// versions and of the folder that holds a replaced output ([`rename_temp_dir`]).
+/// made by [`temp_prefix`]: `.brevis-PID-XXXXXX.tmp` with PID a decimal number without
+/// leading zeros and six ASCII letters and digits (tempfile's random part). `None` for
+/// any other name, including the unnumbered `.brevis-X.tmp` of older versions and of
+/// the folder that holds a replaced output ([`rename_temp_dir`]).
 fn temp_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(".brevis-")?.strip_suffix(".tmp")?;
     let (pid, random) = rest.split_once('-')?;
     let digits =
         !pid.is_empty() && !pid.starts_with('0') && pid.bytes().all(|b| b.is_ascii_digit());
-    let random_ok = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
+    let random_ok =
+        random.len() == TEMP_RANDOM_CHARS && random.bytes().all(|b| b.is_ascii_alphanumeric());
     if !(digits && random_ok) {
         return None;
     }
@@ -867,30 +871,26 @@ fn owned_by_us(meta: &fs::Metadata) -> bool {
     }
 }
 
-/// A temporary file or folder of a killed run, removed by [`remove_stale_temporaries`].
+/// A temporary file or folder of a killed run, found by [`stale_temporaries`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StaleTemporary {
     /// Its path.
     pub path: PathBuf,
     /// The process id its name records, of a process that no longer exists.
     pub pid: u32,
-    /// Whether it was a folder (of a folder job) rather than a file.
+    /// Whether it is a folder (of a folder job) rather than a file.
     pub folder: bool,
 }
 
-/// Removes the temporary files and folders that runs killed by SIGKILL (which cannot be
-/// caught) left in the folder of `output`, and returns them: only entries named
-/// `.brevis-PID-X.tmp` (the names this crate gives its temporaries) that are a file or a
-/// folder (never a link), owned by this process's user, whose PID is of no running
-/// process. Anything else is left alone: other names, the unnumbered temporaries of
-/// older versions, those of a run still going (its process exists), and the folder
-/// holding a replaced output until the new one is in place (unnumbered, it may hold the
-/// only copy). A PID is only known dead on this machine: a folder shared with another
-/// machine or PID namespace could hold a live run's temporary under a PID unused here.
-///
-/// Best effort: a folder that cannot be listed, or an entry that cannot be removed, is
-/// skipped silently (the run's own write reports a folder it cannot use).
-pub fn remove_stale_temporaries(output: &Path) -> Vec<StaleTemporary> {
+/// The temporary files and folders that runs killed by SIGKILL (which cannot be caught)
+/// left in the folder of `output`, for the caller to report; nothing is removed (a name
+/// is no proof of what a file holds, and a folder shared with another machine can hold a
+/// live run's temporary under a process id unused here). Only entries named exactly
+/// `.brevis-PID-XXXXXX.tmp` (PID without leading zeros, six ASCII letters or digits:
+/// the names this crate gives its temporaries) that are a file or a folder (never a
+/// link), owned by this process's user, whose process no longer exists; never `input`
+/// or a folder holding it. Best effort: a folder that cannot be listed gives nothing.
+pub fn stale_temporaries(output: &Path, input: &Path) -> Vec<StaleTemporary> {
     let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -898,7 +898,8 @@ pub fn remove_stale_temporaries(output: &Path) -> Vec<StaleTemporary> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut removed = Vec::new();
+    let input = fs::canonicalize(input).ok();
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(temp_pid) else {
@@ -912,17 +913,16 @@ pub fn remove_stale_temporaries(output: &Path) -> Vec<StaleTemporary> {
         if !(meta.is_file() || folder) || !owned_by_us(&meta) || !process_is_gone(pid) {
             continue;
         }
-        let gone = if folder {
-            fs::remove_dir_all(&path)
-        } else {
-            fs::remove_file(&path)
+        let holds_input = match (&input, fs::canonicalize(&path)) {
+            (Some(i), Ok(p)) => i.starts_with(p),
+            _ => false,
         };
-        if gone.is_ok() {
-            removed.push(StaleTemporary { path, pid, folder });
+        if !holds_input {
+            found.push(StaleTemporary { path, pid, folder });
         }
     }
-    removed.sort_by(|a, b| a.path.cmp(&b.path));
-    removed
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
 }
 
 /// A temporary file in the folder of `output`, removed on drop unless persisted.
@@ -933,7 +933,10 @@ pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
     };
     let prefix = temp_prefix();
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
+    builder
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .rand_bytes(TEMP_RANDOM_CHARS);
     // Temporary files are private (0600) by default; the finished file should get the
     // usual permissions of a new file, which the umask then narrows.
     #[cfg(unix)]
@@ -1009,7 +1012,7 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// still writing and returns how many it removed. For a signal handler (SIGINT,
 /// SIGTERM) that ends the process: an interrupted run then leaves nothing behind. A run
 /// killed with SIGKILL cannot clean up; its temporary file or folder, named with its
-/// process id, is removed by the next run's [`remove_stale_temporaries`].
+/// process id, is reported by the next run's [`stale_temporaries`].
 ///
 /// Both lists stay locked from then on, so no thread of this process creates another
 /// temporary file or folder, or renames one into place, before the caller exits (a
@@ -1048,6 +1051,7 @@ pub(crate) fn temp_beside_dir(output: &Path) -> Result<tempfile::TempDir> {
     let tmp = tempfile::Builder::new()
         .prefix(&temp_prefix())
         .suffix(".tmp")
+        .rand_bytes(TEMP_RANDOM_CHARS)
         .tempdir_in(dir)
         .map_err(|e| temp_error(output, "cannot create a temporary folder beside it", e))?;
     live.retain(|p| p.exists());
@@ -1077,7 +1081,7 @@ pub(crate) fn rename_temp_dir(
         let parent = path.parent().unwrap_or(Path::new("."));
         // Unnumbered, unlike the other temporaries: after a SIGKILL between the two
         // renames it holds the only copy of the old output, which
-        // `remove_stale_temporaries` must never take for a stale temporary.
+        // `stale_temporaries` must never report as a stale temporary.
         let moved = tempfile::Builder::new()
             .prefix(".brevis-")
             .suffix(".tmp")
@@ -1192,8 +1196,10 @@ mod tests {
     fn temporary_names_record_the_process_id() {
         let name = format!("{}AbC123.tmp", temp_prefix());
         assert_eq!(temp_pid(&name), Some(std::process::id()));
-        assert_eq!(temp_pid(".brevis-4242-x9.tmp"), Some(4242));
+        assert_eq!(temp_pid(".brevis-4242-x9Yz01.tmp"), Some(4242));
         for other in [
+            ".brevis-4242-x9.tmp",
+            ".brevis-4242-x9Yz012.tmp",
             ".brevis-AbC123.tmp",
             ".brevis-042-AbC123.tmp",
             ".brevis--AbC123.tmp",

@@ -385,12 +385,14 @@ fn remove_temporary_files_on_signal() {
 
 /// Removes what runs killed by SIGKILL left beside `output` (temporaries whose name
 /// records a process that no longer exists) and names each in a warning on stderr.
-fn clear_stale_temporaries(output: &Path) {
-    for t in brevis::archive::writer::remove_stale_temporaries(output) {
+/// Warns about the temporaries runs killed by SIGKILL left beside `output` (never
+/// `input`): nothing removes them, as a name proves nothing about what a file holds.
+fn warn_stale_temporaries(output: &Path, input: &Path) {
+    for t in brevis::archive::writer::stale_temporaries(output, input) {
         let kind = if t.folder { "folder" } else { "file" };
         eprintln!(
-            "warning: {}: removed a temporary {kind} left by brevis process {}, which no \
-             longer runs",
+            "warning: {}: a temporary {kind} left by brevis process {}, which no longer runs \
+             (killed); nothing reads it, delete it if you do not need it",
             t.path.display(),
             t.pid
         );
@@ -596,7 +598,7 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_archive_name(&a.input));
     let opts = a.options()?;
-    clear_stale_temporaries(&output);
+    warn_stale_temporaries(&output, &a.input);
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = archive::compress_file(&a.input, &output, &opts, &|ev| progress.event(ev))?;
@@ -680,7 +682,7 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_restored_name(&a.input));
     let archive = open_archive(&a.input)?;
-    clear_stale_temporaries(&output);
+    warn_stale_temporaries(&output, &a.input);
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {
@@ -692,7 +694,7 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
     let secs = start.elapsed().as_secs_f64();
     // The restored bytes are proved by the per-tensor and whole-file checksums; damage to
     // names or shapes in the records does not change them but is worth saying.
-    let records_intact = archive.records_intact();
+    let records_intact = s.records_intact;
     if !records_intact {
         eprintln!(
             "warning: {}: the archive's records (names, shapes, programs) do not match \
@@ -1251,7 +1253,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| folder::default_folder_archive_name(dir));
     let opts = a.options()?;
-    clear_stale_temporaries(&output);
+    warn_stale_temporaries(&output, dir);
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = folder::compress_folder(dir, &output, &opts, &folder_progress(&progress))?;
@@ -1319,30 +1321,26 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_restored_folder(dir));
     let f = folder::Folder::open(dir)?;
-    clear_stale_temporaries(&output);
+    warn_stale_temporaries(&output, dir);
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {
         jobs: a.jobs,
         force: a.force,
     };
-    let bytes = f.decompress_to(&output, &opts, &folder_progress(&progress))?;
+    let restored = f.decompress_to(&output, &opts, &folder_progress(&progress))?;
+    let bytes = restored.original_bytes;
     drop(progress);
     let secs = start.elapsed().as_secs_f64();
     // As for one archive: damaged records that did not change the restored bytes are
     // worth saying (found by a tester: the folder stayed silent).
-    let mut records_intact = true;
-    for shard in f.shards() {
-        let archive = f.open_shard(shard)?;
-        if !archive.records_intact() {
-            records_intact = false;
-            eprintln!(
-                "warning: {}: the archive's records (names, shapes, programs) do not match \
-                 their stored checksum; the restored {:?} matches its whole-file checksum",
-                archive.path().display(),
-                shard.path
-            );
-        }
+    let records_intact = restored.damaged_records.is_empty();
+    for (archive, file) in &restored.damaged_records {
+        eprintln!(
+            "warning: {}: the archive's records (names, shapes, programs) do not match \
+             their stored checksum; the restored {file:?} matches its whole-file checksum",
+            archive.display(),
+        );
     }
     if a.json {
         emit_json(&json!({
