@@ -473,7 +473,30 @@ fn verify_against_takes_the_shard_index_as_its_folder() {
         &other.join("model.safetensors.index.json"),
     ]);
     assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("config.json differs"), "{}", stdout(&o));
+    // The difference is named in the folder, not under the index file's name.
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("config.json differs"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    let mut named = other.display().to_string();
+    named.push_str("/config.json at byte ");
+    assert!(line.contains(&named), "{line}");
+    assert!(!line.contains("index.json/"), "{line}");
+
+    // A path that does not exist is said to be missing.
+    let o = brevis(&[
+        Path::new("verify"),
+        &archive,
+        Path::new("--against"),
+        &tmp.path().join("gone/model.safetensors.index.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot compare with: No such file or directory"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -1148,6 +1148,9 @@ impl Folder {
         jobs: Option<usize>,
         progress: &dyn Fn(&str, ProgressEvent<'_>),
     ) -> Result<Vec<(String, FileComparison)>> {
+        if let Err(e) = fs::metadata(original) {
+            return Err(Error::io(original, "cannot compare with", e));
+        }
         let Some(original) = source_folder(original) else {
             return Err(other(
                 original,

@@ -1416,6 +1416,12 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
         None => None,
     };
     drop(progress);
+    // Differences are named in the original folder, also when it was given by its shard
+    // index.
+    let against_dir = a
+        .against
+        .as_ref()
+        .map(|p| folder::source_folder(p).unwrap_or_else(|| p.clone()));
     let checks_ok = checks.iter().all(|(_, c)| c.is_ok());
     let identical = against
         .as_ref()
@@ -1433,7 +1439,7 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
                 json!({"path": path, "ok": c.is_ok(), "failures": failures})
             })
             .collect();
-        let against = against.as_ref().zip(a.against.as_ref()).map(|(v, path)| {
+        let against = against.as_ref().zip(against_dir.as_ref()).map(|(v, path)| {
             let files: Vec<Value> = v
                 .iter()
                 .map(|(p, c)| match c {
@@ -1478,7 +1484,7 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
                 f.original_len()
             )?;
         }
-        if let (Some(v), Some(original)) = (&against, &a.against) {
+        if let (Some(v), Some(original)) = (&against, &against_dir) {
             let orig = original.display();
             for (path, c) in v {
                 let path = escape_name(path);
