@@ -316,15 +316,22 @@ fn node_bytes(frame: &mut Frame, area: Rect, ins: &Inspection) {
 /// The rows of the bytes-per-node chart, `width` columns wide: each `(label, bytes)` as
 /// its label padded to the longest, a space, a bar of whole cells in proportion to the
 /// largest count, a space and the count, so that a count never touches its bar. An empty
-/// bar leaves its count right after the label's space. Rows wider than `width` (labels
-/// too long for it) are left for the paragraph to cut.
+/// bar leaves its count right after the label's space. When the labels and counts do not
+/// fit, the labels are cut at their end (`…`), never the counts; only a width too narrow
+/// for the counts themselves leaves rows for the paragraph to cut.
 fn node_rows(rows: &[(String, u64)], width: u16) -> Vec<Line<'static>> {
-    let label_width = rows.iter().map(|(l, _)| text_width(l)).max().unwrap_or(0);
     let value_width = rows
         .iter()
         .map(|(_, b)| text_width(&thousands(*b)))
         .max()
         .unwrap_or(0);
+    // A label may take what the count, the two spaces and one bar cell leave.
+    let label_room = usize::from(width).saturating_sub(value_width + 3);
+    let rows: Vec<(String, u64)> = rows
+        .iter()
+        .map(|(l, b)| (fit_end(l, label_room), *b))
+        .collect();
+    let label_width = rows.iter().map(|(l, _)| text_width(l)).max().unwrap_or(0);
     // Columns left for a bar: the width less the labels, the counts and a space before
     // and after the bar.
     let room = usize::from(width).saturating_sub(label_width + value_width + 2);
@@ -451,9 +458,14 @@ mod tests {
                 "#2 lit bitpack        ████████████ 1,083",
             ]
         );
-        // Too narrow for any bar: label, space, count.
+        // Too narrow for the labels: they are cut, never the counts (12 columns of
+        // label, a bar cell for the largest count, then the count).
         let text: Vec<String> = node_rows(&rows, 20).iter().map(Line::to_string).collect();
-        assert_eq!(text[2], "#2 lit bitpack        1,083");
+        assert_eq!(
+            text,
+            ["#0 merge fi… 3", "#1 lit huff… 600", "#2 lit bitp… █ 1,083",]
+        );
+        assert!(text.iter().all(|t| text_width(t) <= 20));
         assert_eq!(
             node_rows(&[("#0 const".to_string(), 0)], 20)[0].to_string(),
             "#0 const 0"
