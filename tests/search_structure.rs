@@ -71,6 +71,20 @@ fn partial_repeats_become_concat_of_repeat_and_head() {
     );
     assert_eq!(execute(&s.program, u64::MAX).unwrap(), t);
     assert_eq!((s.bytes, program_len(&Node::lit(&t))), (27, 1815));
+    // A tail that is not the period's head is a literal of its own all the same.
+    let t = Words::from_fn(32, 9002, |i| {
+        if i < 9000 {
+            [7, 300, (-5i32) as u32 as u64][i % 3]
+        } else {
+            [1, 2][i - 9000]
+        }
+    });
+    let s = synthesize(&t, Some(Dtype::I32), &SearchOptions::default());
+    assert_eq!(
+        shape(&s.program.to_string()),
+        "concat : u32[9002]\n  repeat 3000 : u32[9000]\n    lit raw : u32[3]\n  lit bitpack : u32[2]"
+    );
+    assert_eq!(execute(&s.program, u64::MAX).unwrap(), t);
 }
 
 #[test]

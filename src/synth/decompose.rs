@@ -264,12 +264,11 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
             Shell::Repeat((n / p) as u64),
             vec![t.slice(0, p)],
         ));
-    } else if let Some(p) = smallest_partial_period(t, 64) {
-        // A period that does not divide n: whole periods, then the head of one more,
-        // as one finished program (as two holes, the whole periods would be sized as a
-        // literal before any expansion could find their `Repeat`).
-        let whole = n / p * p;
-        let program = Node::repeat((n / p) as u64, Node::lit(&t.slice(0, p)))
+    } else if let Some((p, whole)) = smallest_partial_period(t, 64) {
+        // Whole periods, then a short tail (the head of one more period, or other
+        // words), as one finished program (as two holes, the whole periods would be
+        // sized as a literal before any expansion could find their `Repeat`).
+        let program = Node::repeat((whole / p) as u64, Node::lit(&t.slice(0, p)))
             .and_then(|r| Node::concat(vec![r, Node::lit(&t.slice(whole, n))]));
         if let Ok(node) = program {
             out.push(Cand::Leaf(ProdKind::Concat, node));
@@ -363,18 +362,23 @@ pub fn smallest_period(t: &Words, max_tries: usize) -> Option<usize> {
     None
 }
 
-/// The smallest period `p` with `2p <= n`, `n % p != 0` and `t[i] == t[i - p]` for every
-/// `i >= p` (the stream is whole copies of its first `p` words, then the start of one
-/// more), trying the first `max_tries` candidates in ascending order (those where
-/// `t[p] == t[0]`) up to [`MAX_PARTIAL_PERIOD`] words. Periods that divide `n` are
-/// [`smallest_period`]'s.
-pub fn smallest_partial_period(t: &Words, max_tries: usize) -> Option<usize> {
+/// The smallest period `p` whose whole copies start the stream and cover all but a
+/// tail of at most a quarter of it: `t[i] == t[i - p]` for `p <= i < w`, with `w` the
+/// largest multiple of `p` (at least `2p`) that holds for, `n - w <= n / 4`, and `w < n`
+/// (periods that divide `n` and cover it all are [`smallest_period`]'s). Returns
+/// `(p, w)`. Tries the first `max_tries` candidates in ascending order (those where
+/// `t[p] == t[0]`) up to [`MAX_PARTIAL_PERIOD`] words.
+pub fn smallest_partial_period(t: &Words, max_tries: usize) -> Option<(usize, usize)> {
     let n = t.len();
     let first = t.get(0);
     (1..=(n / 2).min(MAX_PARTIAL_PERIOD))
-        .filter(|&p| !n.is_multiple_of(p) && t.get(p) == first)
+        .filter(|&p| t.get(p) == first)
         .take(max_tries)
-        .find(|&p| (p..n).all(|i| t.get(i) == t.get(i - p)))
+        .find_map(|p| {
+            let run = (p..n).find(|&i| t.get(i) != t.get(i - p)).unwrap_or(n);
+            let whole = run / p * p;
+            (whole >= 2 * p && whole < n && n - whole <= n / 4).then_some((p, whole))
+        })
 }
 
 /// Longest period [`smallest_partial_period`] looks for: finding the candidates takes
@@ -506,13 +510,20 @@ mod tests {
     #[test]
     fn partial_period_found_only_on_exact_copies() {
         let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2]);
-        assert_eq!(smallest_partial_period(&t, 64), Some(3));
+        assert_eq!(smallest_partial_period(&t, 64), Some((3, 6)));
         let t = Words::from_u64s(8, &[1, 1, 2, 1, 1, 2, 1, 1]);
-        assert_eq!(smallest_partial_period(&t, 64), Some(3));
-        let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 3]);
-        assert_eq!(smallest_partial_period(&t, 64), None);
-        // Period 3 divides 9: not a partial period (4 = 9 - 5 would be one only if the
-        // stream repeated every 4 words).
+        assert_eq!(smallest_partial_period(&t, 64), Some((3, 6)));
+        // Any tail of at most a quarter: 12 words of period 3, then 4 others.
+        let mut v = [1u64, 2, 3].repeat(4);
+        v.extend([9, 8, 7, 6]);
+        assert_eq!(
+            smallest_partial_period(&Words::from_u64s(8, &v), 64),
+            Some((3, 12))
+        );
+        // A longer tail is not proposed.
+        v.push(5);
+        assert_eq!(smallest_partial_period(&Words::from_u64s(8, &v), 64), None);
+        // Period 3 divides 9 and covers it all: not a partial period.
         let t = Words::from_u64s(8, &[1, 2, 3, 1, 2, 3, 1, 2, 3]);
         assert_eq!(smallest_partial_period(&t, 64), None);
         // Every candidate tried counts; none left: not found.
