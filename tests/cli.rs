@@ -173,6 +173,57 @@ fn ls_escapes_control_characters_in_names() {
     }
 }
 
+/// A record whose tensor name was damaged after writing (a byte of it changed) is still
+/// listed, but `ls` warns, naming the record and what the stored header says, and exits
+/// 3; `--json` says so in `records_match_header` and `disagreements`. A sound archive
+/// lists with exit 0 and `records_match_header: true`.
+#[test]
+fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
+    let o = brevis([OsStr::new("ls"), OsStr::new("--json"), archive.as_os_str()]);
+    let v = json_of(&o);
+    assert_eq!(v["records_match_header"], true);
+    assert_eq!(v["disagreements"], serde_json::json!([]));
+    let name = v["tensors"][0]["name"].as_str().unwrap().to_string();
+
+    // Change the first byte of the first record's copy of that name.
+    // The stored header comes first, the tensor records after it: the last copy.
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let at = bytes
+        .windows(name.len())
+        .rposition(|w| w == name.as_bytes())
+        .expect("the name is in the archive");
+    bytes[at] ^= 0x20;
+    let damaged = dir.path().join("damaged.brv");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let mut changed = name.clone().into_bytes();
+    changed[0] ^= 0x20;
+    let changed = String::from_utf8(changed).unwrap();
+
+    let o = brevis([OsStr::new("ls"), damaged.as_os_str()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&changed));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "warning: {}: record of tensor {changed:?}: the header names it {name:?}; the \
+             archive is damaged (`brevis verify` checks every record)\n",
+            damaged.display()
+        )
+    );
+    let o = brevis([OsStr::new("ls"), OsStr::new("--json"), damaged.as_os_str()]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["records_match_header"], false);
+    assert_eq!(
+        v["disagreements"],
+        serde_json::json!([format!(
+            "record of tensor {changed:?}: the header names it {name:?}"
+        )])
+    );
+}
+
 /// A tensor that grows by a few bytes (every 16-bit value once: nothing to gain) shows
 /// its change with two decimals, not as "-0.0%" (found by a tester).
 #[test]

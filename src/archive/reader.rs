@@ -344,6 +344,68 @@ impl Archive {
         self.decode_checked(Item::Header)
     }
 
+    /// Where the tensor records disagree with the source header the archive restores:
+    /// each record's name, dtype, shape and data offsets against the header's entry at
+    /// its index, one message per record that differs (empty when all agree). Decodes
+    /// only the header (small), so listing can tell a damaged record (a name changed
+    /// after writing) from a sound one without hashing the archive.
+    ///
+    /// # Errors
+    /// As [`Archive::header_bytes`] (a damaged header record is a checksum mismatch);
+    /// [`Error::Archive`] if the restored header is not a `.safetensors` header.
+    pub fn header_disagreements(&self) -> Result<Vec<String>> {
+        let header = self.header_bytes()?;
+        let entries = std::str::from_utf8(&header)
+            .ok()
+            .and_then(|text| super::safetensors::header_tensors(text).ok())
+            .ok_or_else(|| {
+                Error::archive(
+                    &self.path,
+                    ArchiveError::Decode {
+                        region: "header".to_string(),
+                        what: "the restored header is not a .safetensors header".to_string(),
+                    },
+                )
+            })?;
+        let mut out = Vec::new();
+        for t in &self.tensors {
+            let i = t.header_index;
+            let Some((name, dtype, shape, offsets)) =
+                usize::try_from(i).ok().and_then(|i| entries.get(i))
+            else {
+                out.push(format!(
+                    "record of tensor {:?}: the header has no entry #{i}",
+                    t.name
+                ));
+                continue;
+            };
+            let mut what = Vec::new();
+            if *name != t.name {
+                what.push(format!("the header names it {name:?}"));
+            }
+            if dtype != t.dtype.name() {
+                what.push(format!("dtype {} in the header", dtype));
+            }
+            if *shape != t.shape {
+                what.push(format!("shape {shape:?} in the header"));
+            }
+            if *offsets != (t.begin, t.end) {
+                what.push(format!(
+                    "offsets [{}, {}] in the header",
+                    offsets.0, offsets.1
+                ));
+            }
+            if !what.is_empty() {
+                out.push(format!(
+                    "record of tensor {:?}: {}",
+                    t.name,
+                    what.join(", ")
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     fn header_ty(&self) -> Ty {
         Ty::new(8, self.header_len)
     }

@@ -435,6 +435,25 @@ struct RawEntry {
     unknown_fields: Vec<String>,
 }
 
+/// A tensor entry of a header as written: `(name, dtype, shape, data_offsets)`.
+pub(crate) type HeaderTensor = (String, String, Vec<u64>, (u64, u64));
+
+/// The tensor entries of the JSON header `text`, in the header's order (metadata
+/// skipped), as written: no check of dtypes, sizes or bounds.
+///
+/// # Errors
+/// As [`parse`] for a header that is not the JSON of a `.safetensors` header.
+pub(crate) fn header_tensors(text: &str) -> Result<Vec<HeaderTensor>, SourceError> {
+    Ok(parse_json(text)?
+        .entries
+        .into_iter()
+        .filter_map(|(name, v)| match v {
+            RawValue::Tensor(e) => Some((name, e.dtype, e.shape, e.offsets)),
+            RawValue::Metadata(_) => None,
+        })
+        .collect())
+}
+
 fn parse_json(text: &str) -> Result<RawHeader, SourceError> {
     let context = RefCell::new(None::<String>);
     let mut de = serde_json::Deserializer::from_str(text);

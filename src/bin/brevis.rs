@@ -850,6 +850,23 @@ fn ls(a: LsArgs) -> Result<Outcome> {
     let tensors = archive.tensors();
     let total_original: u64 = archive.original_len();
     let total_archive = archive.archive_len();
+    // The records against the header they restore (cheap: the header only): a listing
+    // of a damaged record says so and exits 3, as `verify` would.
+    let disagreements = match archive.header_disagreements() {
+        Ok(d) => d,
+        Err(e) => vec![format!("the header cannot be checked: {e}")],
+    };
+    for d in &disagreements {
+        eprintln!(
+            "warning: {}: {d}; the archive is damaged (`brevis verify` checks every record)",
+            a.input.display()
+        );
+    }
+    let outcome = if disagreements.is_empty() {
+        Outcome::Ok
+    } else {
+        Outcome::Mismatch
+    };
     if a.json {
         let list: Vec<Value> = tensors
             .iter()
@@ -891,8 +908,10 @@ fn ls(a: LsArgs) -> Result<Outcome> {
             },
             "tensors": list,
             "gaps": gaps,
+            "records_match_header": disagreements.is_empty(),
+            "disagreements": disagreements,
         }))?;
-        return Ok(Outcome::Ok);
+        return Ok(outcome);
     }
     let headings = ["DTYPE", "SHAPE", "ORIGINAL", "ARCHIVE", "REDUCTION", "ROOT"];
     let rows: Vec<[String; 6]> = tensors
@@ -944,7 +963,7 @@ fn ls(a: LsArgs) -> Result<Outcome> {
         fmt_change(percent_smaller(total_original, total_archive))
     )?;
     emit(&s)?;
-    Ok(Outcome::Ok)
+    Ok(outcome)
 }
 
 fn preorder<'n>(node: &'n Node, depth: usize, out: &mut Vec<(usize, &'n Node)>) {
