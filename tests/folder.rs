@@ -729,3 +729,54 @@ fn folder_decompress_names_a_damaged_manifest_length_and_warns_on_damaged_record
         stderr(&d)
     );
 }
+
+/// `ls` of a folder whose shard archive has a damaged tensor record (its name changed
+/// after writing) warns, naming the shard and the record, and exits 3, with or without
+/// `--json` (whose entry for that file says `records_match_header: false`), as `ls` of
+/// the shard alone does; the sound folder lists with exit 0.
+#[test]
+fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (archive, _) = compressed_b28(tmp.path());
+    let o = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let shards: Vec<&Value> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "archive")
+        .collect();
+    assert!(shards.iter().all(|f| f["records_match_header"] == true));
+
+    let shard = archive.join("model-00001-of-00002.brv");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let at = bytes
+        .windows(b"model.embed_tokens".len())
+        .rposition(|w| w == b"model.embed_tokens")
+        .expect("the name is in the shard");
+    bytes[at + 6] = b'E';
+    std::fs::write(&shard, &bytes).unwrap();
+    let warning = format!(
+        "warning: {}: record of tensor \"model.Embed_tokens.weight\": the header names it \
+         \"model.embed_tokens.weight\"; the archive is damaged (`brevis verify` checks every \
+         record)\n",
+        shard.display()
+    );
+
+    let o = brevis(&[Path::new("ls"), &archive]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stderr(&o), warning);
+    let o = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stderr(&o), warning);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let entry = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "model-00001-of-00002.safetensors")
+        .unwrap();
+    assert_eq!(entry["records_match_header"], false);
+    assert_eq!(entry["matches_manifest"], true);
+}

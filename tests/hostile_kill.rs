@@ -295,7 +295,7 @@ fn the_next_run_names_what_a_killed_run_left_and_removes_nothing() {
     let warning = |name: &str, kind: &str, pid: u32| {
         format!(
             "warning: {}: a temporary {kind} left by brevis process {pid}, which no longer \
-             runs (killed); nothing reads it, delete it if you do not need it",
+             runs; nothing reads it, delete it if you do not need it",
             shown(name)
         )
     };

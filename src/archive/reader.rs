@@ -384,15 +384,15 @@ impl Archive {
                 what.push(format!("the header names it {name:?}"));
             }
             if dtype != t.dtype.name() {
-                what.push(format!("dtype {} in the header", dtype));
+                what.push(format!("dtype {}, the header says {dtype}", t.dtype.name()));
             }
             if *shape != t.shape {
-                what.push(format!("shape {shape:?} in the header"));
+                what.push(format!("shape {:?}, the header says {shape:?}", t.shape));
             }
             if *offsets != (t.begin, t.end) {
                 what.push(format!(
-                    "offsets [{}, {}] in the header",
-                    offsets.0, offsets.1
+                    "offsets [{}, {}], the header says [{}, {}]",
+                    t.begin, t.end, offsets.0, offsets.1
                 ));
             }
             if !what.is_empty() {

@@ -391,8 +391,8 @@ fn warn_stale_temporaries(output: &Path, input: &Path) {
     for t in brevis::archive::writer::stale_temporaries(output, input) {
         let kind = if t.folder { "folder" } else { "file" };
         eprintln!(
-            "warning: {}: a temporary {kind} left by brevis process {}, which no longer runs \
-             (killed); nothing reads it, delete it if you do not need it",
+            "warning: {}: a temporary {kind} left by brevis process {}, which no longer runs; \
+             nothing reads it, delete it if you do not need it",
             t.path.display(),
             t.pid
         );
@@ -850,18 +850,7 @@ fn ls(a: LsArgs) -> Result<Outcome> {
     let tensors = archive.tensors();
     let total_original: u64 = archive.original_len();
     let total_archive = archive.archive_len();
-    // The records against the header they restore (cheap: the header only): a listing
-    // of a damaged record says so and exits 3, as `verify` would.
-    let disagreements = match archive.header_disagreements() {
-        Ok(d) => d,
-        Err(e) => vec![format!("the header cannot be checked: {e}")],
-    };
-    for d in &disagreements {
-        eprintln!(
-            "warning: {}: {d}; the archive is damaged (`brevis verify` checks every record)",
-            a.input.display()
-        );
-    }
+    let disagreements = warn_header_disagreements(&archive);
     let outcome = if disagreements.is_empty() {
         Outcome::Ok
     } else {
@@ -1573,6 +1562,10 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
                     }
                 };
                 if a.json {
+                    let disagreements = warn_header_disagreements(&shard);
+                    if !disagreements.is_empty() {
+                        outcome = Outcome::Mismatch;
+                    }
                     rows.push(json!({
                         "path": x.path,
                         "kind": "archive",
@@ -1580,13 +1573,18 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
                         "original_bytes": x.bytes,
                         "tensors": shard.tensors().len(),
                         "matches_manifest": matches,
+                        "records_match_header": disagreements.is_empty(),
+                        "disagreements": disagreements,
                     }));
                 } else {
                     emit(&format!("# {} ({} bytes)\n", escape_name(&x.path), x.bytes))?;
-                    ls(LsArgs {
+                    // The shard's own listing, which also checks its records.
+                    if let Outcome::Mismatch = ls(LsArgs {
                         input: f.stored_path(x),
                         json: false,
-                    })?;
+                    })? {
+                        outcome = Outcome::Mismatch;
+                    }
                 }
             }
         }
@@ -1595,6 +1593,26 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
         emit_json(&json!({"folder": lossy(dir), "files": rows}))?;
     }
     Ok(outcome)
+}
+
+/// The records of `archive` against the header they restore (cheap: the header only),
+/// each disagreement warned about on standard error: a listing of a damaged record says
+/// so (and `ls` exits 3, as `verify` would).
+fn warn_header_disagreements(archive: &Archive) -> Vec<String> {
+    let disagreements = match archive.header_disagreements() {
+        Ok(d) => d,
+        Err(brevis::Error::Archive { source, .. }) => {
+            vec![format!("the stored header cannot be checked: {source}")]
+        }
+        Err(e) => vec![format!("the stored header cannot be checked: {e}")],
+    };
+    for d in &disagreements {
+        eprintln!(
+            "warning: {}: {d}; the archive is damaged (`brevis verify` checks every record)",
+            archive.path().display()
+        );
+    }
+    disagreements
 }
 
 /// Warns on standard error when shard archive `a` does not restore the file its manifest
