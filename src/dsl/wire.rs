@@ -497,21 +497,11 @@ impl Reader<'_> {
 /// Any [`WireError`]: truncation, trailing bytes, unknown tags, overflow, limits, or a
 /// broken type rule. Never panics; allocates at most in proportion to `bytes.len()`.
 pub fn read_program(bytes: &[u8], ty: Ty) -> Result<Node, WireError> {
-    ty.check().map_err(|e| WireError::Type {
-        offset: 0,
-        what: e.0,
-    })?;
-    let mut r = Reader {
-        bytes,
-        pos: 0,
-        nodes: 0,
-        copy_bodies: true,
-    };
-    let node = r.node(ty, 1)?;
-    if r.pos != bytes.len() {
+    let (node, end) = read_first(bytes, ty, true)?;
+    if end != bytes.len() {
         return Err(WireError::Trailing {
-            offset: r.pos,
-            extra: bytes.len() - r.pos,
+            offset: end,
+            extra: bytes.len() - end,
         });
     }
     Ok(node)
@@ -524,6 +514,12 @@ pub fn read_program(bytes: &[u8], ty: Ty) -> Result<Node, WireError> {
 /// # Errors
 /// As [`read_program`], except trailing bytes, which are the rest of `bytes`.
 pub fn program_end(bytes: &[u8], ty: Ty) -> Result<usize, WireError> {
+    read_first(bytes, ty, false).map(|(_, end)| end)
+}
+
+/// The program of type `ty` at the start of `bytes` and where it ends; literal bodies
+/// copied into the tree or left empty (`copy_bodies`).
+fn read_first(bytes: &[u8], ty: Ty, copy_bodies: bool) -> Result<(Node, usize), WireError> {
     ty.check().map_err(|e| WireError::Type {
         offset: 0,
         what: e.0,
@@ -532,8 +528,8 @@ pub fn program_end(bytes: &[u8], ty: Ty) -> Result<usize, WireError> {
         bytes,
         pos: 0,
         nodes: 0,
-        copy_bodies: false,
+        copy_bodies,
     };
-    r.node(ty, 1)?;
-    Ok(r.pos)
+    let node = r.node(ty, 1)?;
+    Ok((node, r.pos))
 }
