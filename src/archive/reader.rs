@@ -19,6 +19,7 @@ use std::fs::File;
 use std::io::Write;
 use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// Most bytes one region (the header, a tensor or a gap) may decode to: 64 GiB, well
@@ -241,18 +242,29 @@ impl Archive {
     /// Whether the archive's record bytes (names, shapes, programs: everything but the
     /// index) still hash to the checksum stored when it was written. Reads every record.
     pub fn records_intact(&self) -> bool {
+        self.records_intact_unless(&AtomicBool::new(false))
+            .unwrap_or(false)
+    }
+
+    /// [`Archive::records_intact`], given up (`None`) once `stop` is set: checked
+    /// between chunks, so that a failed decompression does not wait for the hash of a
+    /// large archive.
+    fn records_intact_unless(&self, stop: &AtomicBool) -> Option<bool> {
         // In chunks whose mapped pages are released once hashed: memory does not grow
         // with the archive.
         const CHUNK: usize = 8 << 20;
         let mut hasher = Xxh3Default::new();
         let mut at = format::FILE_HEADER_LEN;
         while at < self.records_end {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
             let end = self.records_end.min(at + CHUNK);
             hasher.update(&self.bytes[at..end]);
             self.release(&(at..end));
             at = end;
         }
-        hasher.digest() == self.records_checksum
+        Some(hasher.digest() == self.records_checksum)
     }
 
     /// Length of the source's JSON header in bytes (its 8-byte length field's value).
@@ -665,18 +677,24 @@ impl Archive {
         let mut tmp = temp_beside(output)?;
         // The records are hashed on a thread of their own while the file is restored
         // (one more pass over the archive, which at the end took 5% of a decompression).
+        let stop = AtomicBool::new(false);
         let records_intact = std::thread::scope(|scope| -> Result<bool> {
             let hashing = std::thread::Builder::new()
                 .name("brevis-records".into())
-                .spawn_scoped(scope, || self.records_intact())
+                .spawn_scoped(scope, || self.records_intact_unless(&stop))
                 .ok();
-            let mut w = SyncAhead::new(tmp.as_file_mut());
-            self.write_original(&mut w, opts.jobs, progress, output)?;
-            w.finish(output)?;
-            Ok(match hashing.map(|h| h.join()) {
-                Some(Ok(intact)) => intact,
-                _ => self.records_intact(),
-            })
+            let restored = (|| {
+                let mut w = SyncAhead::new(tmp.as_file_mut());
+                self.write_original(&mut w, opts.jobs, progress, output)?;
+                w.finish(output)
+            })();
+            if restored.is_err() {
+                // Nothing waits for the hash of an archive that did not restore.
+                stop.store(true, Ordering::Relaxed);
+            }
+            let hashed = hashing.and_then(|h| h.join().ok().flatten());
+            restored?;
+            Ok(hashed.unwrap_or_else(|| self.records_intact()))
         })?;
         persist(tmp, output, opts.force)?;
         Ok(DecompressSummary {
