@@ -1009,6 +1009,10 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         })?;
         (archive, i)
     };
+    // As `ls`: a record that disagrees with the stored header is damage, exit 3.
+    if !warn_header_disagreements(&archive).is_empty() {
+        outcome = Outcome::Mismatch;
+    }
     let t = &archive.tensors()[i];
     let program = archive.program(i)?;
     let record = t.archive_bytes();
