@@ -201,17 +201,15 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     changed[0] ^= 0x20;
     let changed = String::from_utf8(changed).unwrap();
 
+    let warning = format!(
+        "warning: {}: record of tensor {changed:?}: the header names it {name:?}; the \
+         archive is damaged (`brevis verify` checks every record)\n",
+        damaged.display()
+    );
     let o = brevis([OsStr::new("ls"), damaged.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).contains(&changed));
-    assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
-        format!(
-            "warning: {}: record of tensor {changed:?}: the header names it {name:?}; the \
-             archive is damaged (`brevis verify` checks every record)\n",
-            damaged.display()
-        )
-    );
+    assert_eq!(String::from_utf8_lossy(&o.stderr), warning);
     // `show` of any tensor of the damaged archive says the same, exit 3.
     let o = brevis([
         OsStr::new("show"),
@@ -220,14 +218,7 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     ]);
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).contains(&changed));
-    assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
-        format!(
-            "warning: {}: record of tensor {changed:?}: the header names it {name:?}; the \
-             archive is damaged (`brevis verify` checks every record)\n",
-            damaged.display()
-        )
-    );
+    assert_eq!(String::from_utf8_lossy(&o.stderr), warning);
     let o = brevis([OsStr::new("ls"), OsStr::new("--json"), damaged.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
