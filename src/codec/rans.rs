@@ -952,9 +952,14 @@ fn enc_entries(index: &[u32], enc: &[EncSym], scale: u32) -> Vec<simd::EncEntry>
     index
         .iter()
         .map(|&i| {
-            enc.get(i as usize).map_or([0; 4], |e| {
-                let freq = (1u32 << scale) - e.cmpl;
-                [freq | e.shift << 16, e.rcp, e.bias, 0]
+            enc.get(i as usize).map_or([0; 2], |e| {
+                let m = 1u32 << scale;
+                let freq = m - e.cmpl;
+                // The bias is the start of the symbol's slots, plus M - 1 for a frequency
+                // of 1 (see `EncSym::new`); the SIMD encoder adds that back.
+                let cum = if freq < 2 { e.bias - (m - 1) } else { e.bias };
+                debug_assert!(freq < 1 << 16 && cum < 1 << 16);
+                [freq | cum << 16, e.rcp]
             })
         })
         .collect()

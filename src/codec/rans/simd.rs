@@ -5,9 +5,10 @@
 //!   byte load widened to 8 lanes and permuted into the lanes that need a byte (Giesen,
 //!   "Interleaved entropy coders", 2014, §4; his `rans_sse` decodes 16-bit words, this
 //!   one bytes). [`wide_u8`] and [`wide_u16`].
-//! * Encoding: each step three gathers of the word's constants (frequency and shift,
-//!   reciprocal, bias), the renormalization decided for 8 lanes by two compares, the
-//!   division by a 32x32 high multiply; each round's shed bytes packed to the front by a
+//! * Encoding: each step two gathers of the word's constants (frequency and slot start,
+//!   reciprocal; the reciprocal's shift and the bias derived from them), the
+//!   renormalization decided for 8 lanes by two compares, the division by a 32x32 high
+//!   multiply; each round's shed bytes packed to the front by a
 //!   256-entry shuffle table and stored 8 at a time. [`encoder`].
 //!
 //! Chosen at run time: only when the processor has AVX2 (and POPCNT). The results are
@@ -27,10 +28,12 @@ pub(super) fn wide_u16() -> Option<WideFn<u16>> {
     imp::available().then_some(imp::run_checked::<2, u16> as WideFn<u16>)
 }
 
-/// Per word value, the encoder's constants of its symbol: `freq | shift << 16`, the
-/// reciprocal, the bias, and a zero (Giesen's `RansEncSymbol`, see `EncSym`); entries of
-/// values that are not symbols are never read for a valid stream.
-pub(super) type EncEntry = [u32; 4];
+/// Per word value, the encoder's constants of its symbol: `freq | cum << 16` (its
+/// frequency and the start of its slots, each below `2^16`) and the reciprocal of the
+/// frequency (Giesen's `RansEncSymbol`, see `EncSym`; the encoder derives the shift and
+/// the bias from the first); entries of values that are not symbols are never read for
+/// a valid stream. Eight bytes, so that an 11-bit stream's table fits the L1 cache.
+pub(super) type EncEntry = [u32; 2];
 
 /// An AVX2 encoder of whole wide-layout groups: encodes `groups` (a multiple of
 /// [`WIDE_LANES`] words, last group first) into the states `x` with the per-value table
@@ -302,7 +305,10 @@ mod imp {
     ) -> usize {
         let wmask = _mm256_set1_epi32(tab.len() as i32 - 1);
         let low16 = _mm256_set1_epi32(0xFFFF);
+        let one = _mm256_set1_epi32(1);
         let total = _mm256_set1_epi32(1 << scale);
+        let total_less_one = _mm256_set1_epi32((1 << scale) - 1);
+        let exp_bias = _mm256_set1_epi32(127);
         // x_max = ((L >> s) << 8) f = f << (31 - s): a state at or above it sheds a byte.
         let to_max = _mm_cvtsi32_si128(31 - scale as i32);
         // Byte 0 of each lane to the front of its 128-bit half, then the halves together.
@@ -317,7 +323,7 @@ mod imp {
         // SAFETY (every load, gather and store below): `x` holds 32 states, read and
         // written as four vectors of 8; a group `g < groups.len() / 32` reads the 32 words
         // at `32 g`, 8 at a time (`8 W` bytes each); gathers read word `i` of an entry at
-        // `4 (w & (tab.len() - 1)) + i`, `i < 3`, inside `tab`; each store writes 8 bytes
+        // `2 (w & (tab.len() - 1)) + i`, `i < 2`, inside `tab`; each store writes 8 bytes
         // at the count of bytes shed so far, at most `2 * groups.len()`, and `out` has 16
         // more.
         let xp = x.as_mut_ptr().cast::<__m256i>();
@@ -340,11 +346,21 @@ mod imp {
                 } else {
                     _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(at.cast()) })
                 };
-                let i = _mm256_slli_epi32::<2>(_mm256_and_si256(w, wmask));
-                let a = unsafe { _mm256_i32gather_epi32::<4>(tabp, i) };
-                let rcp = unsafe { _mm256_i32gather_epi32::<4>(tabp.add(1), i) };
-                let bias = unsafe { _mm256_i32gather_epi32::<4>(tabp.add(2), i) };
+                let i = _mm256_and_si256(w, wmask);
+                let a = unsafe { _mm256_i32gather_epi32::<8>(tabp, i) };
+                let rcp = unsafe { _mm256_i32gather_epi32::<8>(tabp.add(1), i) };
                 let freq = _mm256_and_si256(a, low16);
+                // The reciprocal's shift, ceil(log2 f) - 1 (0 for f = 1): floor(log2(f - 1))
+                // read from the exponent of f - 1 as a float (exact below 2^24; f - 1 = 0
+                // reads -127, clamped to 0).
+                let fm1 = _mm256_castps_si256(_mm256_cvtepi32_ps(_mm256_sub_epi32(freq, one)));
+                let shift = _mm256_max_epi32(
+                    _mm256_sub_epi32(_mm256_srli_epi32::<23>(fm1), exp_bias),
+                    _mm256_setzero_si256(),
+                );
+                // The bias: the slot start, plus M - 1 for a frequency of 1.
+                let rare = _mm256_and_si256(_mm256_cmpeq_epi32(freq, one), total_less_one);
+                let bias = _mm256_add_epi32(_mm256_srli_epi32::<16>(a), rare);
                 let xmax = _mm256_sll_epi32(freq, to_max);
                 // States are below 2^31 and x_max below 2^31: signed compares are exact.
                 let x8 = _mm256_srli_epi32::<8>(*xv);
@@ -363,7 +379,7 @@ mod imp {
                 let odd =
                     _mm256_mul_epu32(_mm256_srli_epi64::<32>(y), _mm256_srli_epi64::<32>(rcp));
                 let hi = _mm256_blend_epi32::<0b1010_1010>(even, odd);
-                let q = _mm256_srlv_epi32(hi, _mm256_srli_epi32::<16>(a));
+                let q = _mm256_srlv_epi32(hi, shift);
                 let cmpl = _mm256_sub_epi32(total, freq);
                 *xv = _mm256_add_epi32(_mm256_add_epi32(y, bias), _mm256_mullo_epi32(q, cmpl));
             }
