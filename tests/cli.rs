@@ -229,6 +229,23 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
             "record of tensor {changed:?}: the header names it {name:?}"
         )])
     );
+    // `verify` names the record and says the data itself decodes right (it printed
+    // "FAILED: 0 of N regions differ"), exit 3.
+    let o = brevis([OsStr::new("verify"), damaged.as_os_str()]);
+    assert_eq!(o.status.code(), Some(3));
+    let d = damaged.display();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with(&format!("{d}: FAILED: the archive's records")));
+    assert_eq!(
+        lines[1],
+        format!("{d}: FAILED: record of tensor {changed:?}: the header names it {name:?}")
+    );
+    assert!(
+        lines[2].starts_with(&format!("{d}: the data decodes right: all ")),
+        "{text}"
+    );
 }
 
 /// A tensor that grows by a few bytes (every 16-bit value once: nothing to gain) shows

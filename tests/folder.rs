@@ -397,6 +397,20 @@ fn verify_against_compares_every_file_of_a_folder() {
         !text.contains("model-00001-of-00003.safetensors differs"),
         "{text}"
     );
+    // The original's paths are joined, so `other/` names `other/notes.txt` (it printed
+    // `other//notes.txt`).
+    let slashed = PathBuf::from(format!("{}/", other.display()));
+    let text = stdout(&against(&slashed, false));
+    let inside = |f: &str| other.join(f).display().to_string();
+    assert!(
+        text.contains(&format!("{} is not in the archive", inside("notes.txt")))
+            && text.contains(&format!(
+                "differs from {} at byte {at}",
+                inside("model-00002-of-00003.safetensors")
+            ))
+            && !text.contains("//"),
+        "{text}"
+    );
 
     let o = against(&other, true);
     assert_eq!(o.status.code(), Some(3));

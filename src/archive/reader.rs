@@ -750,12 +750,18 @@ fn describe_foreign(bytes: &[u8]) -> String {
 
 fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
     let len = bytes.len();
+    let min = format::FILE_HEADER_LEN + format::TRAILER_LEN;
+    // A file cut inside the magic bytes is an archive cut short, not a foreign file.
+    if len > 0 && len < format::MAGIC.len() && format::MAGIC.starts_with(bytes) {
+        return Err(corrupt(format!(
+            "truncated: {len} bytes, fewer than the {min} of an empty archive"
+        )));
+    }
     if !bytes.starts_with(&format::MAGIC) {
         return Err(ArchiveError::NotArchive {
             what: describe_foreign(bytes),
         });
     }
-    let min = format::FILE_HEADER_LEN + format::TRAILER_LEN;
     if len < min {
         return Err(corrupt(format!(
             "truncated: {len} bytes, fewer than the {min} of an empty archive"
@@ -1001,6 +1007,13 @@ mod tests {
             what(b"PK\x03\x04zipfile"),
             "wrong magic bytes [50 4b 03 04 7a 69 70 66] (expected \"BREVIS\\0\\0\")"
         );
+        // A file cut inside the magic is a truncated archive (a tester saw "wrong magic
+        // bytes" for the first 5 bytes of one); other short files are still foreign.
+        assert!(matches!(
+            parse_structure(b"BREVI"),
+            Err(ArchiveError::Corrupt { what }) if what == "truncated: 5 bytes, fewer than the 48 of an empty archive"
+        ));
+        assert!(what(b"BREVX").starts_with("wrong magic bytes [42 52 45 56 58]"));
     }
 
     /// A small source with a leading gap, an empty tensor, two dtypes and trailing bytes.

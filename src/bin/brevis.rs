@@ -804,12 +804,30 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
         for line in failure_lines(&report) {
             writeln!(s, "{name}: FAILED: {line}")?;
         }
+        let data_ok = report.failures().count() == 0 && report.file_checksum_ok;
+        if !report.records_intact {
+            // Which record disagrees with the stored header, when one does (a changed
+            // name, dtype, shape or offsets; a changed program shows as a region).
+            for d in archive.header_disagreements().unwrap_or_default() {
+                writeln!(s, "{name}: FAILED: {d}")?;
+            }
+        }
         if report.is_ok() {
             writeln!(
                 s,
                 "{name}: ok: {}, {}, header and whole file ({} bytes) match their checksums",
                 plural(archive.tensors().len(), "tensor"),
                 plural(archive.gaps().len(), "gap"),
+                report.original_bytes
+            )?;
+        } else if data_ok {
+            // Only the records are damaged: say that the data itself decodes right
+            // (it printed "FAILED: 0 of 10 regions differ").
+            writeln!(
+                s,
+                "{name}: the data decodes right: all {} regions and the whole file ({} bytes) \
+                 match their checksums",
+                report.regions.len(),
                 report.original_bytes
             )?;
         } else {
@@ -1498,6 +1516,8 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
         }
         if let (Some(v), Some(original)) = (&against, &against_dir) {
             let orig = original.display();
+            // `join`, not "{orig}/{path}": an original given as `dir/` printed `dir//file`.
+            let inside = |path: &str| original.join(path).display().to_string();
             for (path, c) in v {
                 let path = escape_name(path);
                 match c {
@@ -1505,9 +1525,11 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
                         if let Some(at) = c.first_difference {
                             writeln!(
                                 s,
-                                "{name}: FAILED: {path} differs from {orig}/{path} at byte {at} \
+                                "{name}: FAILED: {path} differs from {} at byte {at} \
                                  (decoded {} bytes, file {} bytes)",
-                                c.decoded_bytes, c.file_bytes
+                                inside(&path),
+                                c.decoded_bytes,
+                                c.file_bytes
                             )?;
                         }
                     }
@@ -1515,7 +1537,7 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
                         writeln!(s, "{name}: FAILED: {path} is missing from {orig}")?;
                     }
                     folder::FileComparison::Extra => {
-                        writeln!(s, "{name}: FAILED: {orig}/{path} is not in the archive")?;
+                        writeln!(s, "{name}: FAILED: {} is not in the archive", inside(&path))?;
                     }
                 }
             }
