@@ -53,8 +53,8 @@ use std::collections::BinaryHeap;
 
 use super::bitio::{eg_len, BitReader, BitWriter};
 use super::table::{
-    best_eg_k, check_width, count_bits, plan_set, read_count, read_set, try_constant, try_filled,
-    write_count, write_set, SetPlan, SymbolIndex, Word,
+    check_width, count_bits, plan_set, read_count, read_set, try_constant, try_filled, write_count,
+    write_set, SetPlan, SmallEg, SymbolIndex, Word,
 };
 use super::{CodecError, CodecId, MAX_TABLE_SYMBOLS};
 use crate::tensor::{bits_needed, container_bytes, WordBuf, Words};
@@ -179,16 +179,16 @@ fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
 
 /// The shortest way to write `freqs`, and its size in bits (mode field included).
 fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
-    // The values each mode writes, made once in one pass (each Exp-Golomb sizing reads
-    // its values twice): `f - 1`, and their differences as the table writes them
-    // ([`freq_deltas`]); with the largest value and the adaptive code's total on the way.
+    // Every mode's size from one pass: `f - 1` and their differences as the table writes
+    // them ([`freq_deltas`]) counted for the Exp-Golomb orders ([`SmallEg`]), with the
+    // largest value and the adaptive code's total on the way.
     let m = freqs.len();
-    let (mut vals, mut deltas) = (Vec::with_capacity(m), Vec::with_capacity(m));
+    let (mut vals, mut deltas) = (SmallEg::new(), SmallEg::new());
     let (mut max, mut adaptive, mut prev) = (0u64, 0u64, 0u64);
     for (&f, z) in freqs.iter().zip(freq_deltas(freqs)) {
         let v = u64::from(f - 1);
-        vals.push(v);
-        deltas.push(z);
+        vals.add(v);
+        deltas.add(z);
         adaptive += eg_len(v, adaptive_k(prev));
         max = max.max(v);
         prev = v;
@@ -200,10 +200,10 @@ fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
             best = (mode, bits);
         }
     };
-    let (k, eg) = best_eg_k(vals.iter().copied(), 15);
+    let (k, eg) = vals.best(15);
     consider(FreqMode::ExpGolomb(k), 2 + 4 + eg);
     consider(FreqMode::Adaptive, 2 + adaptive);
-    let (k, delta) = best_eg_k(deltas.iter().copied(), 15);
+    let (k, delta) = deltas.best(15);
     consider(FreqMode::Delta(k), 2 + 4 + delta);
     best
 }

@@ -253,6 +253,90 @@ pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (
     best
 }
 
+/// Values [`SmallEg`] takes: below `2^17` (the `f - 1` of a frequency table at
+/// precision up to 2^16, and their zigzag differences).
+pub(crate) const SMALL_EG_BITS: usize = 17;
+
+/// [`best_eg_k`] of values below `2^17`, counted in one pass with nothing stored: a
+/// histogram of (bit length, leading ones), from which the exact total of every order
+/// follows. A value `v` of `l > k` bits takes `l` bits as `v + 2^k`, or `l + 1` when the
+/// addition carries out of its top bit, which happens exactly when its bits from the top
+/// down to bit `k` are all ones (its leading ones number at least `l - k`); a value of at
+/// most `k` bits takes `k + 1`. Chooses the order [`best_eg_k`] chooses.
+#[derive(Clone)]
+pub(crate) struct SmallEg {
+    /// `h[l][r]`: values of `l` bits whose top `r` bits are ones.
+    h: [[u32; SMALL_EG_BITS + 1]; SMALL_EG_BITS + 1],
+    n: u64,
+}
+
+impl SmallEg {
+    pub(crate) fn new() -> SmallEg {
+        SmallEg {
+            h: [[0; SMALL_EG_BITS + 1]; SMALL_EG_BITS + 1],
+            n: 0,
+        }
+    }
+
+    /// Counts `v`, which must be below `2^17` (larger values are counted as their low 17
+    /// bits' would be, in release builds).
+    #[inline(always)]
+    pub(crate) fn add(&mut self, v: u64) {
+        debug_assert!(v < 1 << SMALL_EG_BITS);
+        let v = v & ((1 << SMALL_EG_BITS) - 1);
+        let l = 64 - v.leading_zeros();
+        // The top bit to bit 63, then count the ones from there (0 for v = 0: the shift
+        // by 64 wraps to 0).
+        let r = (!v.wrapping_shl(64 - l)).leading_zeros();
+        self.h[l as usize][r as usize] += 1;
+        self.n += 1;
+    }
+
+    /// The order in `0..=kmax` and the exact total in bits, as [`best_eg_k`] gives them.
+    pub(crate) fn best(&self, kmax: u32) -> (u32, u64) {
+        let hist: [u64; SMALL_EG_BITS + 1] =
+            std::array::from_fn(|l| self.h[l][..=l].iter().map(|&c| u64::from(c)).sum());
+        let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0) as u32;
+        let kmax = kmax.min(top);
+        let approx = |k: u64| -> u64 {
+            hist[..=top as usize]
+                .iter()
+                .enumerate()
+                .map(|(l, &h)| {
+                    let l = l as u64;
+                    h * if l <= k { k + 1 } else { 2 * l - k + 1 }
+                })
+                .sum()
+        };
+        let k0 = (0..=u64::from(kmax))
+            .min_by_key(|&k| (approx(k), k))
+            .unwrap_or(0) as u32;
+        let ks = [k0, k0.wrapping_sub(1), k0 + 1].map(|k| if k <= kmax { k } else { k0 });
+        let exact = |k: u32| -> u64 {
+            let k = k as usize;
+            let mut bits = 0u64;
+            for (l, row) in self.h.iter().enumerate().take(top as usize + 1) {
+                if l <= k {
+                    bits += hist[l] * (k as u64 + 1);
+                } else {
+                    // Leading ones never exceed the length.
+                    let carry: u64 = row[l - k..=l].iter().map(|&c| u64::from(c)).sum();
+                    bits += hist[l] * l as u64 + carry;
+                }
+            }
+            2 * bits - self.n * (k as u64 + 1)
+        };
+        let mut best = (k0, exact(k0));
+        for &k in &ks[1..] {
+            let e = exact(k);
+            if e < best.1 || (e == best.1 && k < best.0) {
+                best = (k, e);
+            }
+        }
+        best
+    }
+}
+
 /// The Rice parameter in `0..=63` giving the fewest bits for `vals` among those near the
 /// log of their mean (`k0 - 2 ..= k0 + 1`, the first on ties), and that exact
 /// (saturating) total: the four totals in one pass.
@@ -554,6 +638,46 @@ mod tests {
                 assert_eq!(got, reference(&vals, kmax), "kmax {kmax} {vals:?}");
                 let exact: u64 = vals.iter().map(|&v| eg_len(v, got.0)).sum();
                 assert_eq!(got.1, exact);
+            }
+        }
+    }
+
+    /// [`SmallEg`] (one pass, nothing stored) chooses the order [`best_eg_k`] chooses and
+    /// gives its exact total, on sets of values below 2^17 whose carries differ by order:
+    /// runs of ones at the top (`2^l - 2^j`), every value up to 2^17 - 1, skewed and
+    /// constant sets.
+    #[test]
+    fn small_eg_matches_best_eg_k() {
+        let mut sets: Vec<Vec<u64>> = vec![
+            vec![0, 0, 1, 0, 2, 0],
+            (0..500).map(|i| (i * 37) % 300).collect(),
+            (0..17).map(|i| 1u64 << i).collect(),
+            (1..=17u32)
+                .flat_map(|l| (0..l).map(move |j| (1u64 << l) - (1u64 << j)))
+                .collect(),
+            (0..1u64 << 17).step_by(7).collect(),
+            vec![(1 << 17) - 1; 9],
+            vec![7; 100],
+            vec![0; 3],
+        ];
+        let mut x = 0x9E37_79B9u64;
+        for spread in [3, 40, 900, 70_000] {
+            sets.push(
+                (0..2000)
+                    .map(|_| {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        (x >> 40) % spread * ((x >> 20) % 3) % (1 << 17)
+                    })
+                    .collect(),
+            );
+        }
+        for vals in sets {
+            let mut eg = SmallEg::new();
+            vals.iter().for_each(|&v| eg.add(v));
+            for kmax in [0, 1, 3, 15, 31] {
+                let want = best_eg_k(vals.iter().copied(), kmax);
+                assert_eq!(eg.best(kmax), want, "kmax {kmax} {vals:?}");
+                assert_eq!(want.1, vals.iter().map(|&v| eg_len(v, want.0)).sum::<u64>());
             }
         }
     }
