@@ -333,9 +333,10 @@ pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
         // `c << scale` could overflow 64 bits: the exact quantizer handles it.
         return quantize(counts, scale);
     }
+    let by_n = Divider::new(n);
     let mut f: Vec<u32> = counts
         .iter()
-        .map(|&c| ((c << scale) + n / 2) / n)
+        .map(|&c| by_n.div((c << scale) + n / 2))
         .map(|x| x.clamp(1, total_m) as u32)
         .collect();
     let sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
@@ -355,10 +356,11 @@ pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
             return quantize(counts, scale);
         }
         let mut left = over;
+        let by_spare = Divider::new(spare);
         for x in f.iter_mut() {
             // over < 2^33 (at most 2^16 frequencies of at most 2^16) and x - 1 < 2^16:
             // the product fits 64 bits.
-            let cut = over * u64::from(*x - 1) / spare;
+            let cut = by_spare.div(over * u64::from(*x - 1));
             let cut = cut.min(left);
             *x -= cut as u32;
             left -= cut;
@@ -381,6 +383,32 @@ pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
     }
     debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
     f
+}
+
+/// Division of 64-bit numbers by one divisor `d >= 1` through its reciprocal: a
+/// multiply, a shift and one correction instead of a hardware division per number (the
+/// quantizer divides every count by the same total).
+///
+/// With `r = floor((2^64 - 1) / d)`, `a r / 2^64` lies in `(a/d - 1, a/d]` for every
+/// `a < 2^64`, so its floor is `floor(a / d)` or one less; the remainder test settles it.
+struct Divider {
+    d: u64,
+    r: u64,
+}
+
+impl Divider {
+    /// # Panics
+    /// If `d` is 0.
+    fn new(d: u64) -> Divider {
+        Divider { d, r: u64::MAX / d }
+    }
+
+    /// `floor(a / d)`, exactly.
+    #[inline(always)]
+    fn div(&self, a: u64) -> u64 {
+        let q = ((u128::from(a) * u128::from(self.r)) >> 64) as u64;
+        q + u64::from(a - q * self.d >= self.d)
+    }
 }
 
 /// Total information content `sum c log2(n / c)` in bits of a histogram, the least any
@@ -1737,6 +1765,37 @@ mod tests {
             body_in(&v, 4, Layout::Wide);
             let v: Vec<u64> = (0..n).map(|i| (i * 40_503 % 3001) as u64).collect();
             body_in(&v, 12, Layout::Wide);
+        }
+    }
+
+    /// [`Divider`] divides exactly: every divisor's edges (multiples, their neighbours,
+    /// the largest numbers) and a spread of pseudo-random pairs, against `/`.
+    #[test]
+    fn divider_is_exact() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut divisors: Vec<u64> =
+            vec![1, 2, 3, 7, 1 << 20, (1 << 20) + 1, u64::MAX, u64::MAX - 1];
+        divisors.extend((0..200).map(|_| next() >> (next() % 64)).map(|d| d.max(1)));
+        for d in divisors {
+            let by = Divider::new(d);
+            let mut check = |a: u64| assert_eq!(by.div(a), a / d, "{a} / {d}");
+            for k in [0u64, 1, 2, 3, 1000] {
+                let m = d.saturating_mul(k);
+                check(m);
+                check(m.saturating_sub(1));
+                check(m.saturating_add(1));
+            }
+            check(u64::MAX);
+            check(u64::MAX - 1);
+            for _ in 0..200 {
+                check(next() >> (next() % 64));
+            }
         }
     }
 
