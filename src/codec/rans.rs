@@ -232,9 +232,10 @@ pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
     let mut f: Vec<u32> = if n < 1 << 47 {
         // `c << scale` fits 64 bits: no 128-bit division.
         let n = n as u64;
+        let by_n = Divider::new(n);
         counts
             .iter()
-            .map(|&c| (((c << scale) + n / 2) / n).clamp(1, total_m) as u32)
+            .map(|&c| by_n.div((c << scale) + n / 2).clamp(1, total_m) as u32)
             .collect()
     } else {
         counts
