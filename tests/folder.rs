@@ -443,7 +443,11 @@ fn verify_against_compares_every_file_of_a_folder() {
     let one = archive.join("model-00001-of-00003.brv");
     let o = brevis(&[Path::new("verify"), &one, Path::new("--against"), &src]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is a single-file archive: --against takes the original"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!stderr(&o).contains("cannot map"), "{}", stderr(&o));
 }
 
@@ -793,4 +797,37 @@ fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
         .unwrap();
     assert_eq!(entry["records_match_header"], false);
     assert_eq!(entry["matches_manifest"], true);
+}
+
+/// A single-file archive checked `--against` a shard index or a checkpoint folder is
+/// refused with a message that says what `--against` takes, exit 1 (it compared the
+/// index's own bytes, exit 3 "differs at byte 0").
+#[test]
+fn a_single_file_archive_is_not_checked_against_a_folder_or_index() {
+    let (tmp, src, _) = compressed_three_shards();
+    let shard = src.join("model-00001-of-00003.safetensors");
+    let single = tmp.path().join("one.brv");
+    let c = brevis(&[Path::new("compress"), &shard, Path::new("-o"), &single]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let index = src.join("model.safetensors.index.json");
+    for original in [&index, &src] {
+        let o = brevis(&[
+            Path::new("verify"),
+            &single,
+            Path::new("--against"),
+            original,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+        let want = format!(
+            "{}: is a checkpoint folder or shard index, and {} is a single-file archive: \
+             --against takes the original .safetensors file it was made from",
+            original.display(),
+            single.display()
+        );
+        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+        assert_eq!(stdout(&o), "");
+    }
+    // The shard itself still verifies against its archive.
+    let o = brevis(&[Path::new("verify"), &single, Path::new("--against"), &shard]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
 }

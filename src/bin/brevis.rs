@@ -8,7 +8,7 @@
 //! index or a shard of a folder missing or cut short) is an error, exit 1. `--help` says
 //! the same.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use brevis::archive::writer::{write_archive, RegionKind};
 use brevis::archive::{
     self, escape_name, folder, no_progress, resolve_jobs, safetensors, Archive, CheckStatus,
@@ -752,6 +752,19 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
         return verify_folder(a, &dir);
     }
     let archive = open_archive(&a.input)?;
+    if let Some(original) = &a.against {
+        // A folder or shard index is what a folder archive is compared with; against a
+        // single-file archive it compared the index's own bytes (exit 3, "differs at
+        // byte 0").
+        if folder::source_folder(original).is_some() {
+            bail!(
+                "{}: is a checkpoint folder or shard index, and {} is a single-file \
+                 archive: --against takes the original .safetensors file it was made from",
+                original.display(),
+                a.input.display()
+            );
+        }
+    }
     let progress = Progress::new("verify");
     let report = archive::verify(&archive, a.jobs, &|ev| progress.event(ev))?;
     let against = match &a.against {
