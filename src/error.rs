@@ -153,10 +153,18 @@ impl Error {
         self
     }
 
-    /// Whether this error says that decoded bytes differ from what was stored (a failed
-    /// verification) rather than that something could not be done.
+    /// Whether this error says that decoded bytes differ from what was stored, or that a
+    /// record of an archive that opened is damaged (a failed verification), rather than
+    /// that something could not be done.
     pub fn is_mismatch(&self) -> bool {
-        matches!(self, Error::Mismatch { .. })
+        matches!(
+            self,
+            Error::Mismatch { .. }
+                | Error::Archive {
+                    source: ArchiveError::DamagedRecord { .. },
+                    ..
+                }
+        )
     }
 }
 
@@ -362,6 +370,16 @@ pub enum ArchiveError {
     #[error("damaged archive: {what}")]
     Corrupt {
         /// What is inconsistent, with offsets and sizes.
+        what: String,
+    },
+    /// The archive's trailer and index are sound, but a record is unreadable or does
+    /// not fit the others (a tensor name that is not UTF-8, an unknown dtype code, a
+    /// shape that does not match its offsets): damage found in an archive that opened,
+    /// which the CLI reports as a verification failure (exit 3), as it does a record
+    /// that disagrees with the stored header.
+    #[error("damaged archive: {what}")]
+    DamagedRecord {
+        /// Which record, at which byte, and what is wrong.
         what: String,
     },
     /// A record's program could not be read or run.

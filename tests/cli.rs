@@ -229,6 +229,24 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
             "record of tensor {changed:?}: the header names it {name:?}"
         )])
     );
+    // The same byte changed so that the name is not UTF-8: the record cannot be read,
+    // which is damage found in an archive that opened, exit 3 too (it was 1).
+    let mut unreadable = std::fs::read(&archive).unwrap();
+    unreadable[at] ^= 0x80;
+    let unreadable_path = dir.path().join("unreadable.brv");
+    std::fs::write(&unreadable_path, &unreadable).unwrap();
+    for cmd in [vec!["verify"], vec!["ls"], vec!["show", &name]] {
+        let mut args: Vec<&OsStr> = cmd.iter().map(OsStr::new).collect();
+        args.insert(1, unreadable_path.as_os_str());
+        let o = brevis(args);
+        assert_eq!(o.status.code(), Some(3), "{cmd:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("damaged archive: record 1 at byte ")
+                && err.contains(": tensor name is not UTF-8"),
+            "{cmd:?}: {err}"
+        );
+    }
     // `verify` names the record and says the data itself decodes right (it printed
     // "FAILED: 0 of N regions differ"), exit 3.
     let o = brevis([OsStr::new("verify"), damaged.as_os_str()]);

@@ -26,10 +26,16 @@ fn capped(args: &[&Path]) -> Output {
     cmd.output().expect("run sh")
 }
 
-/// Asserts a clean refusal: exit 1, one `error:` line naming `file`, no panic.
-fn assert_clean_error(out: &Output, file: &Path, words: &[&str]) {
+/// Asserts a clean refusal: exit `code` (1, or 3 for a damaged record of an archive
+/// that opened), one `error:` line naming `file`, no panic.
+fn assert_clean_error(out: &Output, file: &Path, code: i32, words: &[&str]) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{}: {stderr}", file.display());
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}: {stderr}",
+        file.display()
+    );
     assert!(
         !stderr.contains("panicked"),
         "{}: panic: {stderr}",
@@ -103,7 +109,7 @@ fn huge_declaration_cases_fail_cleanly_under_256_mib() {
         let dir = tempfile::tempdir().unwrap();
         let output = dir.path().join("out");
         let out = capped(&[Path::new(stage), &input, Path::new("-o"), &output]);
-        assert_clean_error(&out, &input, words);
+        assert_clean_error(&out, &input, 1, words);
         assert!(
             only_entries(dir.path()).is_empty(),
             "{file}: left files behind"
@@ -164,29 +170,33 @@ fn crafted(dtype: Dtype, shape: &[u64], program: &[u8]) -> Vec<u8> {
 #[test]
 fn crafted_bombs_fail_cleanly_under_256_mib() {
     let dir = tempfile::tempdir().unwrap();
-    let bombs: Vec<(&str, Vec<u8>, &[&str])> = vec![
+    let bombs: Vec<(&str, Vec<u8>, i32, &[&str])> = vec![
         // One Const node declaring 2^40 bytes.
         (
             "const_1tib.brv",
             crafted(Dtype::U8, &[1 << 40], &[0x20, 0]),
+            1,
             &["declares"],
         ),
         // 2^60 elements of U8 (2^60 bytes).
         (
             "const_2p60.brv",
             crafted(Dtype::U8, &[1 << 60], &[0x20, 7]),
+            1,
             &["declares"],
         ),
         // 2^60 elements of F32: 2^65 bits, more than 64 bits can count.
         (
             "f32_2p60.brv",
             crafted(Dtype::F32, &[1 << 60], &[0x20, 7]),
+            3,
             &["does not match"],
         ),
         // A shape whose element count overflows 64 bits.
         (
             "shape_overflow.brv",
             crafted(Dtype::F32, &[1 << 40, 1 << 40], &[0x20, 7]),
+            3,
             &["does not match", "damaged"],
         ),
         // 4 GiB of words from a 1-byte bit-packed literal (k = 0): fits the per-region
@@ -194,22 +204,24 @@ fn crafted_bombs_fail_cleanly_under_256_mib() {
         (
             "bitpack_4gib.brv",
             crafted(Dtype::U8, &[1 << 32], &[0x11, 1, 0]),
+            1,
             &["declares"],
         ),
         // A raw literal whose body length field says 4 GiB.
         (
             "raw_4gib.brv",
             crafted(Dtype::U8, &[1 << 32], &[0x10, 0x80, 0x80, 0x80, 0x80, 0x10]),
+            1,
             &["truncated", "damaged"],
         ),
     ];
-    for (name, bytes, words) in bombs {
+    for (name, bytes, code, words) in bombs {
         let input = dir.path().join(name);
         std::fs::write(&input, &bytes).unwrap();
         let outdir = tempfile::tempdir().unwrap();
         let output = outdir.path().join("out.safetensors");
         let out = capped(&[Path::new("decompress"), &input, Path::new("-o"), &output]);
-        assert_clean_error(&out, &input, words);
+        assert_clean_error(&out, &input, code, words);
         assert!(
             only_entries(outdir.path()).is_empty(),
             "{name}: left files behind"

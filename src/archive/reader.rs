@@ -724,6 +724,11 @@ fn corrupt(what: impl Into<String>) -> ArchiveError {
     ArchiveError::Corrupt { what: what.into() }
 }
 
+/// A record found damaged once the archive's trailer and index have been read.
+fn damaged_record(what: impl Into<String>) -> ArchiveError {
+    ArchiveError::DamagedRecord { what: what.into() }
+}
+
 /// What a file that is not an archive looks like, for the error message.
 fn describe_foreign(bytes: &[u8]) -> String {
     if bytes.is_empty() {
@@ -840,7 +845,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
 
     let rec = |i: usize| -> Result<Record, ArchiveError> {
         format::read_record(&bytes[ranges[i].clone()])
-            .map_err(|e| corrupt(format!("record {i} at byte {}: {e}", ranges[i].start)))
+            .map_err(|e| damaged_record(format!("record {i} at byte {}: {e}", ranges[i].start)))
     };
     let abs = |i: usize, r: Range<usize>| ranges[i].start + r.start..ranges[i].start + r.end;
 
@@ -850,13 +855,13 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         program,
     } = rec(0)?
     else {
-        return Err(corrupt("record 0 is not the header record"));
+        return Err(damaged_record("record 0 is not the header record"));
     };
     let header_program = abs(0, program);
     // The writer only stores headers its parser accepted: bound the header's decoded size.
     let max_header = super::safetensors::MAX_HEADER_LEN;
     if header_len > max_header {
-        return Err(corrupt(format!(
+        return Err(damaged_record(format!(
             "header record declares {header_len} bytes, over the limit of {max_header}"
         )));
     }
@@ -866,7 +871,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         .and_then(|r| r.checked_sub(header_len))
         .filter(|_| header_len > 0)
         .ok_or_else(|| {
-            corrupt(format!(
+            damaged_record(format!(
                 "header of {header_len} bytes does not fit an original file of {} bytes",
                 index.original_len
             ))
@@ -880,11 +885,14 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
     for (i, range) in ranges.iter().enumerate().skip(1) {
         match rec(i)? {
             Record::Header { .. } => {
-                return Err(corrupt(format!("record {i} is a second header record")))
+                return Err(damaged_record(format!(
+                    "record {i} is a second header record"
+                )))
             }
             Record::Tensor { meta, program } => {
-                let bad =
-                    |what: String| corrupt(format!("record {i} (tensor {:?}): {what}", meta.name));
+                let bad = |what: String| {
+                    damaged_record(format!("record {i} (tensor {:?}): {what}", meta.name))
+                };
                 if meta.begin > meta.end || meta.end > data_len {
                     return Err(bad(format!(
                         "offsets [{}, {}) do not fit the data region of {data_len} bytes",
@@ -934,7 +942,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
                 program,
             } => {
                 if begin >= end || begin != cursor || end > data_len {
-                    return Err(corrupt(format!(
+                    return Err(damaged_record(format!(
                         "record {i}: gap [{begin}, {end}) does not continue the data region at \
                          byte {cursor} of {data_len}"
                     )));
@@ -952,12 +960,12 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         }
     }
     if cursor != data_len {
-        return Err(corrupt(format!(
+        return Err(damaged_record(format!(
             "records restore {cursor} of the {data_len} bytes of the data region"
         )));
     }
     if tensors.len() as u64 != index.tensor_count {
-        return Err(corrupt(format!(
+        return Err(damaged_record(format!(
             "index counts {} tensors, records hold {}",
             index.tensor_count,
             tensors.len()

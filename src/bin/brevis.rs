@@ -39,9 +39,11 @@ Exit codes: 0 success; 1 error: a file cannot be read or written, is not a valid
 names the file, the tensor and what is wrong); 2 usage error; 3 verification mismatch: \
 decoded bytes differ from the stored checksums (or, with verify --against, from the \
 original). verify exits 3 on any damage it finds in an archive it can open, decodable or \
-not; an archive too damaged to open (its header, index or a shard of a folder missing or \
-cut short) is an error, exit 1. ls and show on a folder whose shard archives do not \
-restore the files its manifest names warn and exit 3.";
+not, and every command exits 3 on a damaged record of an archive whose trailer and index \
+are sound (a tensor name, dtype, shape or offsets that cannot be read or do not fit); an \
+archive too damaged to open (its header, index or a shard of a folder missing or cut \
+short) is an error, exit 1. ls and show on a folder whose shard archives do not restore \
+the files its manifest names warn and exit 3.";
 
 #[derive(Parser)]
 #[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -67,8 +69,8 @@ enum Command {
         folder.\n\n\
         Every tensor and the whole file are checked against the checksums stored in the \
         archive; nothing is written unless all match. Exit code 3 if decoded bytes \
-        differ from a checksum, 1 if the archive is not one or a program cannot be \
-        decoded (damaged or truncated)."
+        differ from a checksum or a tensor record is damaged, 1 if the archive is not \
+        one, is cut short, or a program cannot be decoded."
     )]
     Decompress(DecompressArgs),
     /// Check that an archive decodes to exactly what was compressed
