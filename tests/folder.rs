@@ -585,7 +585,10 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     let v = brevis(&[Path::new("verify"), &archive]);
     assert_eq!(v.status.code(), Some(3), "{}{}", stdout(&v), stderr(&v));
     assert!(
-        stdout(&v).contains("model-00001-of-00003.safetensors: whole-file checksum does not match"),
+        stdout(&v).contains(
+            "model-00001-of-00003.safetensors: restores another file than \
+             \"model-00001-of-00003.safetensors\" (1774896 bytes with whole-file checksum "
+        ) && stdout(&v).contains("where the manifest says 306712 bytes with "),
         "{}",
         stdout(&v)
     );
@@ -830,4 +833,41 @@ fn a_single_file_archive_is_not_checked_against_a_folder_or_index() {
     // The shard itself still verifies against its archive.
     let o = brevis(&[Path::new("verify"), &single, Path::new("--against"), &shard]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+}
+
+/// A manifest whose byte count for a shard is wrong while the checksum is right: `verify`
+/// and `ls` say that the manifest's length is damaged (verify said "whole-file checksum
+/// does not match", and `ls` printed two equal checksums as a mismatch), exit 3.
+#[test]
+fn a_manifest_with_a_wrong_length_is_named_as_damaged() {
+    let (_tmp, _, archive) = compressed_three_shards();
+    let manifest = archive.join("brevis-folder.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let entry = m["files"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|f| f["path"] == "model-00001-of-00003.safetensors")
+        .unwrap();
+    let bytes = entry["bytes"].as_u64().unwrap();
+    entry["bytes"] = json!(bytes + 1);
+    let sum = entry["xxh3"].as_str().unwrap().to_string();
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let want = format!(
+        "the manifest says {} bytes for \"model-00001-of-00003.safetensors\", whose archive \
+         restores {bytes} bytes with the manifest's checksum {sum}: the manifest's length is \
+         damaged",
+        bytes + 1
+    );
+    let v = brevis(&[Path::new("verify"), &archive]);
+    assert_eq!(v.status.code(), Some(3), "{}{}", stdout(&v), stderr(&v));
+    assert!(stdout(&v).contains(&want), "{}", stdout(&v));
+    assert!(
+        !stdout(&v).contains("whole-file checksum does not match"),
+        "{}",
+        stdout(&v)
+    );
+    let l = brevis(&[Path::new("ls"), &archive]);
+    assert_eq!(l.status.code(), Some(3), "{}", stderr(&l));
+    assert!(stderr(&l).contains(&want), "{}", stderr(&l));
 }

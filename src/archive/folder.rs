@@ -855,16 +855,25 @@ fn make_parent(root: &Path, path: &Path) -> Result<()> {
 /// lengths when they differ. `None` when its length and whole-file checksum agree with
 /// the manifest's. Reads only what [`Archive::open`] read.
 pub fn shard_mismatch(f: &FolderFile, a: &Archive) -> Option<String> {
-    let len = a.original_len();
-    if len == f.bytes && hex(a.file_checksum()) == f.xxh3 {
-        return None;
+    let (len, sum) = (a.original_len(), hex(a.file_checksum()));
+    match (len == f.bytes, sum == f.xxh3) {
+        (true, true) => None,
+        (false, true) => Some(format!(
+            "the manifest says {} bytes for {:?}, whose archive restores {len} bytes with the \
+             manifest's checksum {sum}: the manifest's length is damaged",
+            f.bytes, f.path
+        )),
+        (true, false) => Some(format!(
+            "restores another file than {:?} (whole-file checksum {sum} where the manifest \
+             says {})",
+            f.path, f.xxh3
+        )),
+        (false, false) => Some(format!(
+            "restores another file than {:?} ({len} bytes with whole-file checksum {sum} where \
+             the manifest says {} bytes with {})",
+            f.path, f.bytes, f.xxh3
+        )),
     }
-    let sizes = if len == f.bytes {
-        String::new()
-    } else {
-        format!(", {len} bytes where the manifest says {}", f.bytes)
-    };
-    Some(format!("restores another file than {:?}{sizes}", f.path))
 }
 
 /// A manifest whose length for `f` disagrees with a file (`len` bytes) that has the
@@ -902,8 +911,9 @@ pub struct Folder {
 /// What [`Folder::verify`] found for one file.
 #[derive(Clone, Debug)]
 pub enum FileCheck {
-    /// A shard: the archive's own report.
-    Archive(Box<VerifyReport>),
+    /// A shard: the archive's own report, and how the file it restores disagrees with
+    /// the manifest's entry for it, if it does ([`shard_mismatch`]).
+    Archive(Box<VerifyReport>, Option<String>),
     /// A copied file: whether its length and checksum match the manifest.
     Copy {
         /// Whether they match.
@@ -979,7 +989,7 @@ impl FileCheck {
     /// Whether the file is intact.
     pub fn is_ok(&self) -> bool {
         match self {
-            FileCheck::Archive(r) => r.is_ok(),
+            FileCheck::Archive(r, manifest) => r.is_ok() && manifest.is_none(),
             FileCheck::Copy { ok } => *ok,
         }
     }
@@ -1114,11 +1124,8 @@ impl Folder {
             let check = match f.kind {
                 FileKind::Archive => {
                     let a = self.open_shard(f)?;
-                    let mut r = verify(&a, jobs, &|ev| progress(&f.path, ev))?;
-                    if a.original_len() != f.bytes || hex(a.file_checksum()) != f.xxh3 {
-                        r.file_checksum_ok = false;
-                    }
-                    FileCheck::Archive(Box::new(r))
+                    let r = verify(&a, jobs, &|ev| progress(&f.path, ev))?;
+                    FileCheck::Archive(Box::new(r), shard_mismatch(f, &a))
                 }
                 FileKind::Copy => FileCheck::Copy {
                     ok: self.check_copy(f)?,

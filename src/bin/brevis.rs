@@ -1439,11 +1439,12 @@ fn failure_lines(report: &archive::VerifyReport) -> Vec<String> {
 /// [`failure_lines`] for one file of a folder archive.
 fn folder_failure_lines(check: &folder::FileCheck) -> Vec<String> {
     match check {
-        folder::FileCheck::Archive(r) => {
+        folder::FileCheck::Archive(r, manifest) => {
             let mut lines = failure_lines(r);
             if lines.is_empty() && !r.file_checksum_ok {
                 lines.push("whole-file checksum does not match".to_string());
             }
+            lines.extend(manifest.clone());
             lines
         }
         folder::FileCheck::Copy { .. } => {
@@ -1664,11 +1665,8 @@ fn warn_shard_mismatch(entry: &folder::FolderFile, a: &Archive) -> Outcome {
         None => Outcome::Ok,
         Some(what) => {
             eprintln!(
-                "warning: {}: {what} (whole-file checksum {:016x} where the manifest says {}); \
-                 `brevis verify` checks the folder",
+                "warning: {}: {what}; `brevis verify` checks the folder",
                 a.path().display(),
-                a.file_checksum(),
-                entry.xxh3
             );
             Outcome::Mismatch
         }
