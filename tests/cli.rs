@@ -3,7 +3,7 @@
 
 #![cfg(feature = "cli")]
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -263,6 +263,24 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     assert!(
         lines[2].starts_with(&format!("{d}: the data decodes right: all ")),
         "{text}"
+    );
+    // `--json` names it too (it said only `"records_intact": false`).
+    let o = brevis([
+        OsStr::new("verify"),
+        OsStr::new("--json"),
+        damaged.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&v["ok"], &v["records_intact"], &v["failed"]),
+        (&json!(false), &json!(false), &json!(0))
+    );
+    assert_eq!(
+        v["disagreements"],
+        json!([format!(
+            "record of tensor {changed:?}: the header names it {name:?}"
+        )])
     );
 }
 

@@ -756,11 +756,15 @@ fn describe_foreign(bytes: &[u8]) -> String {
 fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
     let len = bytes.len();
     let min = format::FILE_HEADER_LEN + format::TRAILER_LEN;
+    let truncated = || {
+        let unit = if len == 1 { "byte" } else { "bytes" };
+        corrupt(format!(
+            "truncated: {len} {unit}, fewer than the {min} of an empty archive"
+        ))
+    };
     // A file cut inside the magic bytes is an archive cut short, not a foreign file.
     if len > 0 && len < format::MAGIC.len() && format::MAGIC.starts_with(bytes) {
-        return Err(corrupt(format!(
-            "truncated: {len} bytes, fewer than the {min} of an empty archive"
-        )));
+        return Err(truncated());
     }
     if !bytes.starts_with(&format::MAGIC) {
         return Err(ArchiveError::NotArchive {
@@ -768,9 +772,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         });
     }
     if len < min {
-        return Err(corrupt(format!(
-            "truncated: {len} bytes, fewer than the {min} of an empty archive"
-        )));
+        return Err(truncated());
     }
     let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
     let version = u16_at(8);
@@ -1022,6 +1024,10 @@ mod tests {
             Err(ArchiveError::Corrupt { what }) if what == "truncated: 5 bytes, fewer than the 48 of an empty archive"
         ));
         assert!(what(b"BREVX").starts_with("wrong magic bytes [42 52 45 56 58]"));
+        assert!(matches!(
+            parse_structure(b"B"),
+            Err(ArchiveError::Corrupt { what }) if what == "truncated: 1 byte, fewer than the 48 of an empty archive"
+        ));
     }
 
     /// A small source with a leading gap, an empty tensor, two dtypes and trailing bytes.

@@ -780,6 +780,13 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
     };
     drop(progress);
     let ok = report.is_ok() && against.as_ref().is_none_or(|c| c.identical);
+    // Which record disagrees with the stored header, when the records are damaged (a
+    // changed name, dtype, shape or offsets; a changed program shows as a region).
+    let disagreements = if report.records_intact {
+        Vec::new()
+    } else {
+        archive.header_disagreements().unwrap_or_default()
+    };
     if a.json {
         let regions: Vec<Value> = report
             .regions
@@ -809,6 +816,7 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
             "original_bytes": report.original_bytes,
             "file_checksum_ok": report.file_checksum_ok,
             "records_intact": report.records_intact,
+            "disagreements": disagreements,
             "failed": report.failures().count(),
             "regions": regions,
             "against": against,
@@ -820,12 +828,8 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
             writeln!(s, "{name}: FAILED: {line}")?;
         }
         let data_ok = report.failures().count() == 0 && report.file_checksum_ok;
-        if !report.records_intact {
-            // Which record disagrees with the stored header, when one does (a changed
-            // name, dtype, shape or offsets; a changed program shows as a region).
-            for d in archive.header_disagreements().unwrap_or_default() {
-                writeln!(s, "{name}: FAILED: {d}")?;
-            }
+        for d in &disagreements {
+            writeln!(s, "{name}: FAILED: {d}")?;
         }
         if report.is_ok() {
             writeln!(
