@@ -1785,7 +1785,7 @@ mod tests {
         divisors.extend((0..200).map(|_| next() >> (next() % 64)).map(|d| d.max(1)));
         for d in divisors {
             let by = Divider::new(d);
-            let mut check = |a: u64| assert_eq!(by.div(a), a / d, "{a} / {d}");
+            let check = |a: u64| assert_eq!(by.div(a), a / d, "{a} / {d}");
             for k in [0u64, 1, 2, 3, 1000] {
                 let m = d.saturating_mul(k);
                 check(m);
