@@ -68,25 +68,51 @@ fn draw_title(frame: &mut Frame, area: Rect, app: &App) {
         return;
     };
     let (orig, arch) = src.file_sizes();
+    let (path, stats) = title_parts(
+        &super::escape_name(&src.title()),
+        src.rows().len() as u64,
+        orig,
+        arch,
+        usize::from(area.width),
+    );
     let line = Line::from(vec![
         Span::styled(
-            " brevis-tui ",
+            TITLE_BADGE,
             Style::default().fg(Color::Black).bg(ACCENT).bold(),
         ),
         Span::raw(" "),
-        Span::styled(
-            super::escape_name(&src.title()).into_owned(),
-            Style::default().bold(),
-        ),
-        Span::raw(format!(
-            "  {} · {} → {} bytes · {}",
-            count(src.rows().len() as u64, "tensor"),
-            thousands(orig),
-            thousands(arch),
-            change(orig, arch)
-        )),
+        Span::styled(path, Style::default().bold()),
+        Span::raw(stats),
     ]);
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The program's name at the start of the title line.
+const TITLE_BADGE: &str = " brevis-tui ";
+
+/// The archive's path and its figures for a title line of `width` columns after the
+/// badge: all the figures when the path can keep a dozen columns (cut in its middle),
+/// else the tensor count and the change only, else the path alone. Numbers are never
+/// cut (at 80 columns the line read `4,247,680 → 2,`).
+fn title_parts(path: &str, tensors: u64, orig: u64, arch: u64, width: usize) -> (String, String) {
+    let room = width.saturating_sub(text_width(TITLE_BADGE) + 1);
+    let tensors = count(tensors, "tensor");
+    let full = format!(
+        "  {tensors} · {} → {} bytes · {}",
+        thousands(orig),
+        thousands(arch),
+        change(orig, arch)
+    );
+    let short = format!("  {tensors} · {}", change(orig, arch));
+    let keep = text_width(path).min(12);
+    for stats in [full, short] {
+        if let Some(left) = room.checked_sub(text_width(&stats)) {
+            if left >= keep {
+                return (fit_middle(path, left), stats);
+            }
+        }
+    }
+    (fit_middle(path, room), String::new())
 }
 
 /// `n` things with a thousands separator and the plural when `n` is not 1:
@@ -347,6 +373,34 @@ pub fn pending(app: &App) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::bar;
+
+    /// The title line keeps its figures whole: the path is cut in its middle, then the
+    /// byte counts go, then the figures (at 80 columns it read `4,247,680 → 2,`).
+    #[test]
+    fn the_title_line_cuts_the_path_not_the_figures() {
+        use super::{text_width, title_parts, TITLE_BADGE};
+        let path = "/tmp/cmpn/minilm-l6-v2-bf16-layer0.brv";
+        let at = |width: usize| title_parts(path, 23, 4_247_680, 2_794_870, width);
+        let full = "  23 tensors · 4,247,680 → 2,794,870 bytes · 34.20% smaller";
+        assert_eq!(at(200), (path.to_string(), full.to_string()));
+        let (p, stats) = at(100);
+        assert_eq!(stats, full);
+        assert_eq!(
+            text_width(TITLE_BADGE) + 1 + text_width(&p) + text_width(&stats),
+            100
+        );
+        assert!(p.starts_with("/tmp/") && p.ends_with("layer0.brv") && p.contains('…'));
+        // 80 columns: all the figures would leave the path 8; the short ones, 38 (whole).
+        let (p, stats) = at(80);
+        assert_eq!(
+            (p.as_str(), stats.as_str()),
+            (path, "  23 tensors · 34.20% smaller")
+        );
+        let (p, stats) = at(60);
+        assert_eq!(stats, "  23 tensors · 34.20% smaller");
+        assert!(text_width(&p) >= 12 && p.contains('…'), "{p}");
+        assert_eq!(at(30).1, "");
+    }
 
     #[test]
     fn fit_middle_keeps_both_ends() {

@@ -253,7 +253,11 @@ fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
         Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(inner);
     let layout = bar_layout(h, inner.width);
     frame.render_widget(
-        Paragraph::new(caption(h, &layout)).style(Style::default().fg(Color::Gray)),
+        Paragraph::new(fit_caption(
+            &caption(h, &layout),
+            usize::from(caption_area.width),
+        ))
+        .style(Style::default().fg(Color::Gray)),
         caption_area,
     );
     // Labels that fit their bars are drawn by the chart; longer ones in a row of their
@@ -293,8 +297,8 @@ fn histogram(frame: &mut Frame, area: Rect, h: &Histogram, name: &str) {
 fn node_bytes(frame: &mut Frame, area: Rect, ins: &Inspection) {
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(fit_end(
-            &format!(" own bytes per node (of {}) ", thousands(ins.total_bytes)),
+        .title(node_bytes_title(
+            ins.total_bytes,
             usize::from(area.width.saturating_sub(2)),
         ))
         .title_style(Style::default().fg(ACCENT).bold());
@@ -313,6 +317,48 @@ fn node_bytes(frame: &mut Frame, area: Rect, ins: &Inspection) {
     frame.render_widget(Paragraph::new(node_rows(&rows, inner.width)), inner);
 }
 
+/// The title of the bytes-per-node chart in `width` columns: the longest wording that
+/// fits whole, so that the total is never cut (it read `(of 258,1…` at 80 columns).
+fn node_bytes_title(total: u64, width: usize) -> String {
+    let total = thousands(total);
+    [
+        format!(" own bytes per node (of {total}) "),
+        format!(" bytes per node (of {total}) "),
+        format!(" bytes (of {total}) "),
+    ]
+    .into_iter()
+    .find(|t| text_width(t) <= width)
+    .unwrap_or_else(|| fit_end(" own bytes per node ", width))
+}
+
+/// `caption` in `width` columns: whole ` · `-separated parts from the start, then `…`
+/// where parts were dropped, so that no value or share is cut (the caption read
+/// `most common: 121 31.` at 80 columns). The first part is cut at its end when it does
+/// not fit alone.
+fn fit_caption(caption: &str, width: usize) -> String {
+    if text_width(caption) <= width {
+        return caption.to_string();
+    }
+    let mut out = String::new();
+    for part in caption.split(" · ") {
+        let next = if out.is_empty() {
+            part.to_string()
+        } else {
+            format!("{out} · {part}")
+        };
+        // Room for the ` …` that marks what was dropped.
+        if text_width(&next) + 2 > width {
+            break;
+        }
+        out = next;
+    }
+    if out.is_empty() {
+        return fit_end(caption, width);
+    }
+    out.push_str(" …");
+    out
+}
+
 /// The rows of the bytes-per-node chart, `width` columns wide: each `(label, bytes)` as
 /// its label padded to the longest, a space, a bar of whole cells in proportion to the
 /// largest count, a space and the count, so that a count never touches its bar. An empty
@@ -325,8 +371,11 @@ fn node_rows(rows: &[(String, u64)], width: u16) -> Vec<Line<'static>> {
         .map(|(_, b)| text_width(&thousands(*b)))
         .max()
         .unwrap_or(0);
-    // A label may take what the count, the two spaces and one bar cell leave.
-    let label_room = usize::from(width).saturating_sub(value_width + 3);
+    // Labels and bars share what the counts and the two spaces leave; bars keep at least
+    // a third of it (one cell at the least), so that a narrow terminal still compares
+    // the nodes instead of showing long labels beside one-cell bars.
+    let shared = usize::from(width).saturating_sub(value_width + 2);
+    let label_room = shared.saturating_sub((shared / 3).max(1));
     let rows: Vec<(String, u64)> = rows
         .iter()
         .map(|(l, b)| (fit_end(l, label_room), *b))
@@ -458,18 +507,40 @@ mod tests {
                 "#2 lit bitpack        ████████████ 1,083",
             ]
         );
-        // Too narrow for the labels: they are cut, never the counts (12 columns of
-        // label, a bar cell for the largest count, then the count).
+        // Too narrow for the labels: they are cut, never the counts, and the bars keep
+        // a third of what labels and bars share (13 columns: 9 of label, up to 4 cells
+        // of bar; it was 12 of label and one cell).
         let text: Vec<String> = node_rows(&rows, 20).iter().map(Line::to_string).collect();
         assert_eq!(
             text,
-            ["#0 merge fi… 3", "#1 lit huff… 600", "#2 lit bitp… █ 1,083",]
+            ["#0 merge… 3", "#1 lit h… ██ 600", "#2 lit b… ████ 1,083",]
         );
         assert!(text.iter().all(|t| text_width(t) <= 20));
         assert_eq!(
             node_rows(&[("#0 const".to_string(), 0)], 20)[0].to_string(),
             "#0 const 0"
         );
+    }
+
+    /// At 80 columns the chart titles and captions drop words or whole parts, never a
+    /// digit (a tester saw `(of 258,1…` and `most common: 121 31.`).
+    #[test]
+    fn titles_and_captions_are_cut_between_parts() {
+        // The right pane of an 80-column terminal: 32 columns less the borders.
+        assert_eq!(
+            node_bytes_title(258_166, 30),
+            " bytes per node (of 258,166) "
+        );
+        assert_eq!(node_bytes_title(258_166, 20), " bytes (of 258,166) ");
+        assert_eq!(node_bytes_title(258_166, 12), " own bytes …");
+        let c = "each bar spans 5 values · most common: 121 31.2% · 120 20.1% · 119 9.9%";
+        assert_eq!(fit_caption(c, 46), "each bar spans 5 values …");
+        assert_eq!(
+            fit_caption(c, 60),
+            "each bar spans 5 values · most common: 121 31.2% …"
+        );
+        assert_eq!(fit_caption(c, 200), c);
+        assert_eq!(fit_caption(c, 10), "each bar …");
     }
 
     #[test]
