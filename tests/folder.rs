@@ -720,6 +720,8 @@ fn folder_decompress_names_a_damaged_manifest_length_and_warns_on_damaged_record
     let original = std::fs::read(&manifest).unwrap();
     let mut m: Value = serde_json::from_slice(&original).unwrap();
     m["files"][0]["bytes"] = json!(99_999_999u64);
+    // As a manifest from before `files_xxh3` (which would refuse the change at once).
+    m.as_object_mut().unwrap().remove("files_xxh3").unwrap();
     std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
     let out = tmp.path().join("out");
     let d = brevis(&[Path::new("decompress"), &packed, Path::new("-o"), &out]);
@@ -835,28 +837,76 @@ fn a_single_file_archive_is_not_checked_against_a_folder_or_index() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
 }
 
-/// A manifest whose byte count for a shard is wrong while the checksum is right: `verify`
-/// and `ls` say that the manifest's length is damaged (verify said "whole-file checksum
-/// does not match", and `ls` printed two equal checksums as a mismatch), exit 3.
+/// A manifest entry changed after writing (a renamed path, a wrong length) is refused
+/// when the folder is opened, by every command alike (exit 1, naming the manifest's
+/// checksum): a tester renamed a shard's path and `verify` passed while `decompress`
+/// restored a folder whose index named a missing file. A manifest from before
+/// `files_xxh3` is read unchecked, and a wrong length then is named as a damaged
+/// manifest by `verify` and `ls` (exit 3; it said "whole-file checksum does not match",
+/// and `ls` printed two equal checksums as a mismatch).
 #[test]
-fn a_manifest_with_a_wrong_length_is_named_as_damaged() {
-    let (_tmp, _, archive) = compressed_three_shards();
+fn changed_manifest_entries_are_refused_or_named() {
+    let (tmp, _, archive) = compressed_three_shards();
     let manifest = archive.join("brevis-folder.json");
-    let mut m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-    let entry = m["files"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|f| f["path"] == "model-00001-of-00003.safetensors")
-        .unwrap();
-    let bytes = entry["bytes"].as_u64().unwrap();
-    entry["bytes"] = json!(bytes + 1);
-    let sum = entry["xxh3"].as_str().unwrap().to_string();
+    let original: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let first = "model-00001-of-00003.safetensors";
+    let edited = |f: &dyn Fn(&mut Map<String, Value>)| {
+        let mut m = original.clone();
+        let entry = m["files"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|e| e["path"] == first)
+            .unwrap();
+        f(entry.as_object_mut().unwrap());
+        m
+    };
+    let out = tmp.path().join("out");
+    let renamed = edited(&|e| {
+        e.insert("path".into(), json!("other.safetensors"));
+    });
+    let longer = edited(&|e| {
+        let b = e["bytes"].as_u64().unwrap();
+        e.insert("bytes".into(), json!(b + 1));
+    });
+    for m in [&renamed, &longer] {
+        std::fs::write(&manifest, serde_json::to_vec_pretty(m).unwrap()).unwrap();
+        for args in [
+            vec![Path::new("verify"), &archive],
+            vec![Path::new("ls"), &archive],
+            vec![Path::new("decompress"), &archive, Path::new("-o"), &out],
+        ] {
+            let o = brevis(&args);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(
+                    "brevis-folder.json: damaged folder manifest: its entries do not match \
+                     their checksum (stored "
+                ),
+                "{args:?}: {}",
+                stderr(&o)
+            );
+            assert!(!out.exists());
+        }
+    }
+
+    // Without `files_xxh3` (an earlier version's manifest) a wrong length is named.
+    let mut m = longer.clone();
+    m.as_object_mut().unwrap().remove("files_xxh3").unwrap();
     std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let entry = original["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == first)
+        .unwrap();
+    let (bytes, sum) = (
+        entry["bytes"].as_u64().unwrap(),
+        entry["xxh3"].as_str().unwrap(),
+    );
     let want = format!(
-        "the manifest says {} bytes for \"model-00001-of-00003.safetensors\", whose archive \
-         restores {bytes} bytes with the manifest's checksum {sum}: the manifest's length is \
-         damaged",
+        "the manifest says {} bytes for \"{first}\", whose archive restores {bytes} bytes \
+         with the manifest's checksum {sum}: the manifest's length is damaged",
         bytes + 1
     );
     let v = brevis(&[Path::new("verify"), &archive]);
@@ -870,4 +920,9 @@ fn a_manifest_with_a_wrong_length_is_named_as_damaged() {
     let l = brevis(&[Path::new("ls"), &archive]);
     assert_eq!(l.status.code(), Some(3), "{}", stderr(&l));
     assert!(stderr(&l).contains(&want), "{}", stderr(&l));
+
+    // The manifest as written opens.
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
+    let v = brevis(&[Path::new("verify"), &archive]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
 }

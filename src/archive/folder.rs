@@ -14,10 +14,13 @@
 //!   copied verbatim at its relative path;
 //! - the manifest [`MANIFEST_NAME`] (`brevis-folder.json`), UTF-8 JSON:
 //!   `{"format": "brevis-folder", "version": 1, "files": [{"path", "kind", "archive",
-//!   "bytes", "xxh3"}]}` with one entry per source file in path order; `path` is the
-//!   file's path relative to the folder with `/` separators, `kind` is `"archive"` or
-//!   `"copy"`, `archive` the relative path of its `.brv` (for archives), `bytes` its
-//!   length and `xxh3` the xxh3-64 of its bytes as 16 lowercase hex digits.
+//!   "bytes", "xxh3"}], "files_xxh3"}` with one entry per source file in path order;
+//!   `path` is the file's path relative to the folder with `/` separators, `kind` is
+//!   `"archive"` or `"copy"`, `archive` the relative path of its `.brv` (for archives),
+//!   `bytes` its length and `xxh3` the xxh3-64 of its bytes as 16 lowercase hex digits;
+//!   `files_xxh3` is the xxh3-64 of the `files` array as compact JSON (fields in the order
+//!   above, `archive` left out for copies), so that a changed entry is refused when the
+//!   folder is opened (manifests without it, from earlier versions, are read unchecked).
 //!
 //! The output folder is built in a temporary folder beside it and renamed into place only
 //! when complete, so a failed job leaves nothing behind. An output that is the input
@@ -89,6 +92,18 @@ struct Manifest {
     format: String,
     version: u32,
     files: Vec<FolderFile>,
+    /// xxh3-64 of `files` as compact JSON ([`files_checksum`]), 16 lowercase hex digits:
+    /// a changed entry (a renamed path, a wrong length) is caught when the folder is
+    /// opened. Manifests written before it had none and are read without the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    files_xxh3: Option<String>,
+}
+
+/// The checksum a manifest stores for its entries: xxh3-64 of their compact JSON, as
+/// 16 lowercase hex digits.
+fn files_checksum(files: &[FolderFile]) -> String {
+    let json = serde_json::to_vec(files).expect("manifest entries serialize");
+    hex(xxhash_rust::xxh3::xxh3_64(&json))
 }
 
 /// Whether `path` asks for folder mode on compression: a folder, or a shard index JSON.
@@ -753,6 +768,7 @@ pub fn compress_folder(
         format: FORMAT.to_string(),
         version: VERSION,
         files: Vec::new(),
+        files_xxh3: None,
     };
     let mut shards = Vec::new();
     let mut copied = Vec::new();
@@ -797,6 +813,7 @@ pub fn compress_folder(
                 });
             }
         }
+        manifest.files_xxh3 = Some(files_checksum(&manifest.files));
         let mut text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
             path: output.to_path_buf(),
             what: format!("cannot write the manifest: {e}"),
@@ -1021,6 +1038,19 @@ impl Folder {
                     m.format, m.version
                 ),
             ));
+        }
+        if let Some(stored) = &m.files_xxh3 {
+            let computed = files_checksum(&m.files);
+            if *stored != computed {
+                return Err(other(
+                    &mpath,
+                    "damaged folder manifest",
+                    format!(
+                        "its entries do not match their checksum (stored {stored}, computed \
+                         {computed}): a path, length or checksum in it was changed"
+                    ),
+                ));
+            }
         }
         let mut seen = BTreeSet::new();
         for f in &m.files {
