@@ -926,3 +926,29 @@ fn changed_manifest_entries_are_refused_or_named() {
     let v = brevis(&[Path::new("verify"), &archive]);
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
 }
+
+/// A copied file missing from a folder archive is an error for `ls` too (exit 1, naming
+/// it), as it is for `verify` and `decompress` and as a missing shard archive is; `ls`
+/// listed it as present, exit 0.
+#[test]
+fn a_missing_copied_file_is_an_error_for_every_command() {
+    let (tmp, _, archive) = compressed_three_shards();
+    let gone = archive.join("config.json");
+    std::fs::remove_file(&gone).unwrap();
+    let out = tmp.path().join("out");
+    for args in [
+        vec![Path::new("ls"), &archive],
+        vec![Path::new("ls"), &archive, Path::new("--json")],
+        vec![Path::new("verify"), &archive],
+        vec![Path::new("decompress"), &archive, Path::new("-o"), &out],
+    ] {
+        let o = brevis(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&gone.display().to_string()),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(!out.exists());
+}

@@ -39,10 +39,13 @@ Exit codes: 0 success; 1 error: a file cannot be read or written, is not a valid
 names the file, the tensor and what is wrong); 2 usage error; 3 verification mismatch: \
 decoded bytes differ from the stored checksums (or, with verify --against, from the \
 original). verify exits 3 on any damage it finds in an archive it can open, decodable or \
-not, and every command exits 3 on a damaged record of an archive whose trailer and index \
-are sound (a tensor name, dtype, shape or offsets that cannot be read or do not fit); an \
-archive too damaged to open (its header, index or a shard of a folder missing or cut \
-short) is an error, exit 1. ls and show on a folder whose shard archives do not restore \
+not, and every command exits 3 on a tensor record that cannot be read or does not fit \
+(a name that is not UTF-8, an unknown dtype, a shape that does not match its offsets) in \
+an archive whose trailer and index are sound; decompress still restores, with a warning \
+and exit 0, an archive whose only damage is in readable records when every restored byte \
+matches its checksum. An archive too damaged to open (its header or index cut short or \
+damaged; a folder's manifest changed, or a shard archive or copied file of it missing) \
+is an error, exit 1. ls and show on a folder whose shard archives do not restore \
 the files its manifest names warn and exit 3.";
 
 #[derive(Parser)]
@@ -1582,6 +1585,12 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
     for x in f.files() {
         match x.kind {
             folder::FileKind::Copy => {
+                // A missing copied file is an error, as a missing shard archive is (it
+                // was listed as present, exit 0).
+                let stored = f.stored_path(x);
+                if let Err(e) = std::fs::metadata(&stored) {
+                    return Err(brevis::Error::io(&stored, "cannot open", e).into());
+                }
                 if a.json {
                     rows.push(json!({
                         "path": x.path,
