@@ -336,6 +336,7 @@ enum Outcome {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     remove_temporary_files_on_signal();
+    let json = cli.command.json();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Mismatch) => ExitCode::from(3),
@@ -351,7 +352,30 @@ fn main() -> ExitCode {
                 }
             }
             eprintln!("error: {msg}");
+            if json {
+                // A script asked for JSON: it gets an object on stdout for a failure too
+                // (it got nothing), the message on stderr as before.
+                let _ = emit(&format!(
+                    "{}\n",
+                    json!({"ok": false, "error": msg, "exit_code": code})
+                ));
+            }
             ExitCode::from(code)
+        }
+    }
+}
+
+impl Command {
+    /// Whether the command was asked to print JSON on stdout (`--json`).
+    fn json(&self) -> bool {
+        match self {
+            Command::Compress(a) => a.json,
+            Command::Decompress(a) => a.json,
+            Command::Verify(a) => a.json,
+            Command::Ls(a) => a.json,
+            Command::Show(a) => a.json,
+            Command::Bench(a) => a.json,
+            Command::Calibrate(_) => false,
         }
     }
 }
