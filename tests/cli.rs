@@ -1199,3 +1199,25 @@ fn json_commands_print_an_object_when_they_fail() {
         "{v}"
     );
 }
+
+/// `ls` of an archive whose stored header checksum is damaged names the archive once in
+/// its warning (it said `X: the stored header cannot be checked: X: header: ...`).
+#[test]
+fn a_header_checksum_warning_names_the_archive_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
+    let mut bytes = std::fs::read(&archive).unwrap();
+    // Inside the header record's stored checksum (the record starts at byte 16).
+    bytes[19] ^= 0xFF;
+    std::fs::write(&archive, &bytes).unwrap();
+    let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let name = archive.display().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "warning: {name}: the stored header cannot be checked: header: checksum mismatch: stored "
+        )) && err.matches(&name).count() == 1,
+        "{err}"
+    );
+}

@@ -1683,6 +1683,16 @@ fn warn_header_disagreements(archive: &Archive) -> Vec<String> {
         Err(brevis::Error::Archive { source, .. }) => {
             vec![format!("the stored header cannot be checked: {source}")]
         }
+        // Without the archive's path, which the warning already names (it was said twice).
+        Err(brevis::Error::Mismatch {
+            region,
+            expected,
+            actual,
+            ..
+        }) => vec![format!(
+            "the stored header cannot be checked: {region}: checksum mismatch: stored \
+             {expected:016x}, decoded {actual:016x}"
+        )],
         Err(e) => vec![format!("the stored header cannot be checked: {e}")],
     };
     for d in &disagreements {
