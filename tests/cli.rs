@@ -1221,3 +1221,34 @@ fn a_header_checksum_warning_names_the_archive_once() {
         "{err}"
     );
 }
+
+/// A damaged stored checksum of one tensor, with the data intact: `verify` says the
+/// stored checksums are damaged, not the data (it said "1 of 10 regions differ").
+#[test]
+fn verify_blames_a_damaged_stored_checksum_not_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
+    let a = brevis::Archive::open(&archive).unwrap();
+    let t = &a.tensors()[0];
+    let stored = t.checksum.to_le_bytes();
+    let record = t.record.clone();
+    drop(a);
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let at = record.start
+        + bytes[record.clone()]
+            .windows(8)
+            .position(|w| w == stored)
+            .expect("the record holds its checksum");
+    bytes[at] ^= 0x01;
+    std::fs::write(&archive, &bytes).unwrap();
+    let o = brevis([OsStr::new("verify"), archive.as_os_str()]);
+    assert_eq!(o.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines().last().unwrap().ends_with(
+            "FAILED: 1 of 10 regions do not match their stored checksums, but the whole \
+             file (1098 bytes) matches its own: the stored checksums are damaged, not the data"
+        ),
+        "{text}"
+    );
+}

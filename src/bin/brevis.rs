@@ -876,6 +876,22 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
                 report.regions.len(),
                 report.original_bytes
             )?;
+        } else if report.file_checksum_ok
+            && report
+                .failures()
+                .all(|f| matches!(f.status, CheckStatus::Mismatch { .. }))
+        {
+            // Every decoded byte matches the whole-file checksum: the regions' stored
+            // checksums are what changed, not the data (it said "1 of 10 regions differ").
+            writeln!(
+                s,
+                "{name}: FAILED: {} of {} regions do not match their stored checksums, but \
+                 the whole file ({} bytes) matches its own: the stored checksums are damaged, \
+                 not the data",
+                report.failures().count(),
+                report.regions.len(),
+                report.original_bytes
+            )?;
         } else {
             writeln!(
                 s,
