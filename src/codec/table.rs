@@ -194,25 +194,9 @@ pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (
     for v in vals.clone() {
         hist[bits_needed(v) as usize] += 1;
     }
-    // Orders above the longest value only add bits.
-    let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0) as u32;
-    let kmax = kmax.min(top);
-    let approx = |k: u64| -> u64 {
-        hist[..=top as usize]
-            .iter()
-            .enumerate()
-            .map(|(l, &h)| {
-                let l = l as u64;
-                h * if l <= k { k + 1 } else { 2 * l - k + 1 }
-            })
-            .sum()
-    };
-    let k0 = (0..=u64::from(kmax))
-        .min_by_key(|&k| (approx(k), k))
-        .unwrap_or(0) as u32;
-    // The exact totals of k0 - 1, k0 and k0 + 1 in one pass (orders out of range are
-    // summed as k0 and not considered).
-    let ks = [k0, k0.wrapping_sub(1), k0 + 1].map(|k| if k <= kmax { k } else { k0 });
+    let top = longest(&hist);
+    // The exact totals of the three orders in one pass.
+    let ks = eg_orders(&hist, kmax);
     // `eg_len(v, k)` is `2 bits(v + 2^k) - k - 1`: sum the bit counts, then adjust. With
     // every value and order under 2^62 (frequencies, gaps: all but the extremes),
     // `v + 2^k` fits 64 bits.
@@ -239,13 +223,46 @@ pub(crate) fn best_eg_k(vals: impl Iterator<Item = u64> + Clone, kmax: u32) -> (
             u64::from(128 - (u128::from(v) + (1u128 << k)).leading_zeros())
         })
     };
-    let exact = [b0, b1, b2]
-        .iter()
-        .zip(&ks)
-        .map(|(&b, &k)| 2 * b - n * u64::from(k + 1))
-        .collect::<Vec<_>>();
-    let mut best = (k0, exact[0]);
-    for (&k, &e) in ks.iter().zip(&exact).skip(1) {
+    let b = [b0, b1, b2];
+    pick_eg(
+        ks,
+        std::array::from_fn(|i| 2 * b[i] - n * u64::from(ks[i] + 1)),
+    )
+}
+
+/// The longest bit length with a value in `hist` (values counted by bit length).
+fn longest(hist: &[u64]) -> u32 {
+    hist.iter().rposition(|&h| h > 0).unwrap_or(0) as u32
+}
+
+/// The orders [`best_eg_k`] sizes exactly, for values counted by bit length in `hist`:
+/// `k0`, the order in `0..=kmax` (orders above the longest value only add bits) with the
+/// fewest bits by the lengths alone, then `k0 - 1` and `k0 + 1` (either replaced by `k0`
+/// when out of range, so that it is never chosen).
+fn eg_orders(hist: &[u64], kmax: u32) -> [u32; 3] {
+    let top = longest(hist);
+    let kmax = kmax.min(top);
+    let approx = |k: u64| -> u64 {
+        hist[..=top as usize]
+            .iter()
+            .enumerate()
+            .map(|(l, &h)| {
+                let l = l as u64;
+                h * if l <= k { k + 1 } else { 2 * l - k + 1 }
+            })
+            .sum()
+    };
+    let k0 = (0..=u64::from(kmax))
+        .min_by_key(|&k| (approx(k), k))
+        .unwrap_or(0) as u32;
+    [k0, k0.wrapping_sub(1), k0 + 1].map(|k| if k <= kmax { k } else { k0 })
+}
+
+/// The order of [`eg_orders`]' `ks` with the fewest bits `totals` (exact, in the same
+/// order), the lower order on ties, and that total.
+fn pick_eg(ks: [u32; 3], totals: [u64; 3]) -> (u32, u64) {
+    let mut best = (ks[0], totals[0]);
+    for (&k, &e) in ks.iter().zip(&totals).skip(1) {
         if e < best.1 || (e == best.1 && k < best.0) {
             best = (k, e);
         }
@@ -296,22 +313,8 @@ impl SmallEg {
     pub(crate) fn best(&self, kmax: u32) -> (u32, u64) {
         let hist: [u64; SMALL_EG_BITS + 1] =
             std::array::from_fn(|l| self.h[l][..=l].iter().map(|&c| u64::from(c)).sum());
-        let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0) as u32;
-        let kmax = kmax.min(top);
-        let approx = |k: u64| -> u64 {
-            hist[..=top as usize]
-                .iter()
-                .enumerate()
-                .map(|(l, &h)| {
-                    let l = l as u64;
-                    h * if l <= k { k + 1 } else { 2 * l - k + 1 }
-                })
-                .sum()
-        };
-        let k0 = (0..=u64::from(kmax))
-            .min_by_key(|&k| (approx(k), k))
-            .unwrap_or(0) as u32;
-        let ks = [k0, k0.wrapping_sub(1), k0 + 1].map(|k| if k <= kmax { k } else { k0 });
+        let top = longest(&hist);
+        let ks = eg_orders(&hist, kmax);
         let exact = |k: u32| -> u64 {
             let k = k as usize;
             let mut bits = 0u64;
@@ -326,14 +329,7 @@ impl SmallEg {
             }
             2 * bits - self.n * (k as u64 + 1)
         };
-        let mut best = (k0, exact(k0));
-        for &k in &ks[1..] {
-            let e = exact(k);
-            if e < best.1 || (e == best.1 && k < best.0) {
-                best = (k, e);
-            }
-        }
-        best
+        pick_eg(ks, ks.map(exact))
     }
 }
 
