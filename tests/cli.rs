@@ -219,6 +219,23 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).contains(&changed));
     assert_eq!(String::from_utf8_lossy(&o.stderr), warning);
+    // `show` of the name the header gives: the same warning and an error that points to
+    // it, exit 3 (it said only "no tensor named", exit 1).
+    let o = brevis([OsStr::new("show"), damaged.as_os_str(), OsStr::new(&name)]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&warning)
+            && err.contains(&format!(
+                "error: {}: no tensor named {name:?} (",
+                damaged.display()
+            ))
+            && err.ends_with(
+                "; the archive's records disagree with the header it stores (see the \
+                 warnings above)\n"
+            ),
+        "{err}"
+    );
     let o = brevis([OsStr::new("ls"), OsStr::new("--json"), damaged.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -1079,14 +1079,24 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         found
     } else {
         let archive = open_archive(&a.input)?;
-        let i = archive.find_as_printed(&a.tensor).ok_or_else(|| {
-            anyhow!(
+        let Some(i) = archive.find_as_printed(&a.tensor) else {
+            let missing = format!(
                 "{}: no tensor named \"{}\" ({}; list them with `brevis ls`)",
                 a.input.display(),
                 escape_name(&a.tensor),
                 plural(archive.tensors().len(), "tensor")
-            )
-        })?;
+            );
+            // A damaged record may be why (its name changed): say so, exit 3, as for a
+            // folder whose shard does not restore its file. It said only "no tensor".
+            if !warn_header_disagreements(&archive).is_empty() {
+                eprintln!(
+                    "error: {missing}; the archive's records disagree with the header it \
+                     stores (see the warnings above)"
+                );
+                return Ok(Outcome::Mismatch);
+            }
+            return Err(anyhow!(missing));
+        };
         (archive, i)
     };
     // As `ls`: a record that disagrees with the stored header is damage, exit 3.
