@@ -1269,3 +1269,31 @@ fn verify_blames_a_damaged_stored_checksum_not_the_data() {
         "{text}"
     );
 }
+
+/// `ls` of an archive whose tensor program does not start with an operator's tag lists
+/// its root as `?`, warns naming the tensor and exits 3 (it exited 0 silently).
+#[test]
+fn ls_warns_about_a_program_with_no_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
+    let a = brevis::Archive::open(&archive).unwrap();
+    let (name, at) = (a.tensors()[0].name.clone(), a.tensors()[0].program.start);
+    drop(a);
+    let mut bytes = std::fs::read(&archive).unwrap();
+    bytes[at] = 0xFF;
+    std::fs::write(&archive, &bytes).unwrap();
+    let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "warning: {}: tensor {name:?}: its program does not start with an operator; \
+             the archive is damaged",
+            archive.display()
+        )),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out.lines().find(|l| l.ends_with(&name)).unwrap();
+    assert!(row.contains(" ? "), "{row}");
+}

@@ -931,7 +931,19 @@ fn ls(a: LsArgs) -> Result<Outcome> {
     let total_original: u64 = archive.original_len();
     let total_archive = archive.archive_len();
     let disagreements = warn_header_disagreements(&archive);
-    let outcome = if disagreements.is_empty() {
+    // A program whose first byte is no operator's tag (listed with root `?`) is damage
+    // too, found without decoding (it was listed, exit 0).
+    let mut unreadable = 0;
+    for t in tensors.iter().filter(|t| t.root_op == "?") {
+        eprintln!(
+            "warning: {}: tensor {:?}: its program does not start with an operator; the \
+             archive is damaged (`brevis verify` checks every record)",
+            archive.path().display(),
+            t.name
+        );
+        unreadable += 1;
+    }
+    let outcome = if disagreements.is_empty() && unreadable == 0 {
         Outcome::Ok
     } else {
         Outcome::Mismatch
