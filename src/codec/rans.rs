@@ -231,12 +231,7 @@ pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
     let n = n.max(1);
     let mut f: Vec<u32> = if n < 1 << 47 {
         // `c << scale` fits 64 bits: no 128-bit division.
-        let n = n as u64;
-        let by_n = Divider::new(n);
-        counts
-            .iter()
-            .map(|&c| by_n.div((c << scale) + n / 2).clamp(1, total_m) as u32)
-            .collect()
+        nearest(counts, n as u64, scale)
     } else {
         counts
             .iter()
@@ -334,12 +329,7 @@ pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
         // `c << scale` could overflow 64 bits: the exact quantizer handles it.
         return quantize(counts, scale);
     }
-    let by_n = Divider::new(n);
-    let mut f: Vec<u32> = counts
-        .iter()
-        .map(|&c| by_n.div((c << scale) + n / 2))
-        .map(|x| x.clamp(1, total_m) as u32)
-        .collect();
+    let mut f = nearest(counts, n, scale);
     let sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
     if sum < total_m {
         // Rounding left units over: the largest frequency takes them.
@@ -384,6 +374,18 @@ pub fn quantize_rounded(counts: &[u64], scale: u32) -> Vec<u32> {
     }
     debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
     f
+}
+
+/// Each count `c` of the `n >= 1` (below `2^47`) scaled to `2^scale`: `c 2^scale / n`
+/// rounded to the nearest, at least 1 and at most `2^scale`. The start of both
+/// quantizers.
+fn nearest(counts: &[u64], n: u64, scale: u32) -> Vec<u32> {
+    let total_m = 1u64 << scale;
+    let by_n = Divider::new(n);
+    counts
+        .iter()
+        .map(|&c| by_n.div((c << scale) + n / 2).clamp(1, total_m) as u32)
+        .collect()
 }
 
 /// Division of 64-bit numbers by one divisor `d >= 1` through its reciprocal: a
