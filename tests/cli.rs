@@ -1187,19 +1187,11 @@ fn json_commands_print_an_object_when_they_fail() {
 
     // A tensor name that is not UTF-8: damage found in an archive that opened, exit 3.
     let dir = tempfile::tempdir().unwrap();
-    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
-    let o = brevis([OsStr::new("ls"), OsStr::new("--json"), archive.as_os_str()]);
-    let name = json_of(&o)["tensors"][0]["name"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let mut bytes = std::fs::read(&archive).unwrap();
-    let at = bytes
-        .windows(name.len())
-        .rposition(|w| w == name.as_bytes())
-        .unwrap();
-    bytes[at] ^= 0x80;
-    std::fs::write(&archive, &bytes).unwrap();
+    let archive = damaged_b20(dir.path(), |a, bytes| {
+        let name = a.tensors()[0].name.as_bytes();
+        let at = bytes.windows(name.len()).rposition(|w| w == name).unwrap();
+        bytes[at] ^= 0x80;
+    });
     let o = brevis([
         OsStr::new("verify"),
         OsStr::new("--json"),
@@ -1222,11 +1214,8 @@ fn json_commands_print_an_object_when_they_fail() {
 #[test]
 fn a_header_checksum_warning_names_the_archive_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
-    let mut bytes = std::fs::read(&archive).unwrap();
     // Inside the header record's stored checksum (the record starts at byte 16).
-    bytes[19] ^= 0xFF;
-    std::fs::write(&archive, &bytes).unwrap();
+    let archive = damaged_b20(dir.path(), |_, bytes| bytes[19] ^= 0xFF);
     let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -1239,25 +1228,31 @@ fn a_header_checksum_warning_names_the_archive_once() {
     );
 }
 
+/// `B20_mixed_dtypes` compressed under `dir`, then its bytes changed by `damage` (given
+/// the archive as written, to find its records): the damaged archive's path.
+fn damaged_b20(dir: &Path, damage: impl FnOnce(&brevis::Archive, &mut Vec<u8>)) -> PathBuf {
+    let (_, archive) = compressed(dir, "B20_mixed_dtypes.safetensors");
+    let mut bytes = std::fs::read(&archive).unwrap();
+    damage(&brevis::Archive::open(&archive).unwrap(), &mut bytes);
+    std::fs::write(&archive, &bytes).unwrap();
+    archive
+}
+
 /// A damaged stored checksum of one tensor, with the data intact: `verify` says the
 /// stored checksums are damaged, not the data (it said "1 of 10 regions differ").
 #[test]
 fn verify_blames_a_damaged_stored_checksum_not_the_data() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
-    let a = brevis::Archive::open(&archive).unwrap();
-    let t = &a.tensors()[0];
-    let stored = t.checksum.to_le_bytes();
-    let record = t.record.clone();
-    drop(a);
-    let mut bytes = std::fs::read(&archive).unwrap();
-    let at = record.start
-        + bytes[record.clone()]
-            .windows(8)
-            .position(|w| w == stored)
-            .expect("the record holds its checksum");
-    bytes[at] ^= 0x01;
-    std::fs::write(&archive, &bytes).unwrap();
+    let archive = damaged_b20(dir.path(), |a, bytes| {
+        let t = &a.tensors()[0];
+        let stored = t.checksum.to_le_bytes();
+        let at = t.record.start
+            + bytes[t.record.clone()]
+                .windows(8)
+                .position(|w| w == stored)
+                .expect("the record holds its checksum");
+        bytes[at] ^= 0x01;
+    });
     let o = brevis([OsStr::new("verify"), archive.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -1275,13 +1270,11 @@ fn verify_blames_a_damaged_stored_checksum_not_the_data() {
 #[test]
 fn ls_warns_about_a_program_with_no_operator() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
-    let a = brevis::Archive::open(&archive).unwrap();
-    let (name, at) = (a.tensors()[0].name.clone(), a.tensors()[0].program.start);
-    drop(a);
-    let mut bytes = std::fs::read(&archive).unwrap();
-    bytes[at] = 0xFF;
-    std::fs::write(&archive, &bytes).unwrap();
+    let mut name = String::new();
+    let archive = damaged_b20(dir.path(), |a, bytes| {
+        name = a.tensors()[0].name.clone();
+        bytes[a.tensors()[0].program.start] = 0xFF;
+    });
     let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);

@@ -850,15 +850,15 @@ fn changed_manifest_entries_are_refused_or_named() {
     let manifest = archive.join("brevis-folder.json");
     let original: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     let first = "model-00001-of-00003.safetensors";
+    let at = original["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|e| e["path"] == first)
+        .unwrap();
     let edited = |f: &dyn Fn(&mut Map<String, Value>)| {
         let mut m = original.clone();
-        let entry = m["files"]
-            .as_array_mut()
-            .unwrap()
-            .iter_mut()
-            .find(|e| e["path"] == first)
-            .unwrap();
-        f(entry.as_object_mut().unwrap());
+        f(m["files"][at].as_object_mut().unwrap());
         m
     };
     let out = tmp.path().join("out");
@@ -894,12 +894,7 @@ fn changed_manifest_entries_are_refused_or_named() {
     let mut m = longer.clone();
     m.as_object_mut().unwrap().remove("files_xxh3").unwrap();
     std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
-    let entry = original["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["path"] == first)
-        .unwrap();
+    let entry = &original["files"][at];
     let (bytes, sum) = (
         entry["bytes"].as_u64().unwrap(),
         entry["xxh3"].as_str().unwrap(),
