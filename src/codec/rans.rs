@@ -1212,6 +1212,146 @@ pub fn decode(body: &[u8], width: u32, n: usize, layout: Layout) -> Result<Words
     Ok(Words::from_buf_trusted(width, buf))
 }
 
+/// Whether `body`, a body in `layout`, decodes to exactly field `(shift, width)` of
+/// `src`: the words `(v >> shift) & (2^width - 1)` of its words `v` (the whole stream
+/// for `shift = 0, width = src.width()`). What `decode(body, width, src.len(), layout)`
+/// followed by a comparison with the field says, and the same error where that decode
+/// fails (when the words differ too, either `Ok(false)` or the error).
+///
+/// Fields of 8- and 16-bit containers in the wide layout are checked without decoding:
+/// the decoder's steps and refills are run with each step's frequency and slot start
+/// taken from the word the field holds there, and the state's slot checked to lie in
+/// that word's slots. The slots of the table's words partition `[0, 2^s)`, so the slot
+/// lies in the expected word's slots exactly when the decoder, which looks the slot up,
+/// gives that word; the two then compute the same state and read the same bytes, step by
+/// step. No gather waits for the previous step and nothing is allocated but the table of
+/// `2^width` entries: about twice the decoder's speed (docs/bench.md). Other bodies are
+/// decoded and compared.
+///
+/// # Errors
+/// As [`decode`].
+///
+/// # Panics
+/// If the field does not lie inside the words (`shift + width > src.width()`).
+pub fn matches_field(
+    body: &[u8],
+    src: &Words,
+    shift: u32,
+    width: u32,
+    layout: Layout,
+) -> Result<bool, CodecError> {
+    assert!(
+        shift + width <= src.width(),
+        "the field lies inside the words"
+    );
+    let n = src.len();
+    let name = layout.codec().name();
+    check_width(width, name)?;
+    let decoded = || -> Result<bool, CodecError> {
+        let words = decode(body, width, n, layout)?;
+        Ok(crate::codec::select::equals_field(&words, src, shift))
+    };
+    let checkable = layout == Layout::Wide
+        && width <= 16
+        && matches!(src.buf(), WordBuf::U8(_) | WordBuf::U16(_));
+    if !checkable {
+        return decoded();
+    }
+    let t = read_table(body, width, n, name)?;
+    if t.syms.len() <= 1 {
+        return decoded();
+    }
+    let payload = body.get(t.bytes..).unwrap_or(&[]);
+    let field = Field {
+        shift,
+        mask: crate::tensor::mask(width) as u32,
+    };
+    match src.buf() {
+        WordBuf::U8(v) => check_payload(payload, &t, width, v, field, simd::check_u8()),
+        WordBuf::U16(v) => check_payload(payload, &t, width, v, field, simd::check_u16()),
+        _ => decoded(),
+    }
+}
+
+/// Which bits of each source word the checked words are: `(v >> shift) & mask`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Field {
+    pub(super) shift: u32,
+    pub(super) mask: u32,
+}
+
+/// What the checker of the wide layout reads: per word value below `2^width`, its
+/// frequency and slot start `freq | cum << 16` (0 for a value that is no symbol), the
+/// precision and the payload.
+pub(super) struct Checker<'a> {
+    pub(super) fc: &'a [u32],
+    pub(super) scale: u32,
+    pub(super) payload: &'a [u8],
+}
+
+/// A SIMD checker of whole wide-layout groups against the field of the words they must
+/// give (see [`matches_field`]): checks groups from the states while its payload reads
+/// stay inside, and returns the read position, the words checked (a multiple of
+/// [`WIDE_LANES`]) and whether every one was right.
+pub(super) type CheckFn<T> =
+    fn(&Checker<'_>, &[T], Field, &mut [u32; WIDE_LANES]) -> (usize, usize, bool);
+
+/// [`matches_field`] for a wide-layout payload of two or more symbols whose words must
+/// be `field` of `src`.
+fn check_payload<T: Word + Into<u64>>(
+    payload: &[u8],
+    t: &Table,
+    width: u32,
+    src: &[T],
+    field: Field,
+    simd: Option<CheckFn<T>>,
+) -> Result<bool, CodecError> {
+    let name = Layout::Wide.codec().name();
+    let mut x = initial_states(payload, t, WIDE_LANES, name)?;
+    let mut fc = vec![0u32; 1 << width];
+    let mut cum = 0u32;
+    for (&s, &f) in t.syms.iter().zip(&t.freqs) {
+        // Two or more symbols: every frequency and slot start is below 2^16.
+        fc[s as usize] = f | cum << 16;
+        cum += f;
+    }
+    let scale = t.scale;
+    let mask = (1u32 << scale) - 1;
+    let x: &mut [u32; WIDE_LANES] = (&mut x[..]).try_into().map_err(|_| CodecError::Invalid {
+        codec: name,
+        what: "lanes".into(),
+    })?;
+    let checker = Checker {
+        fc: &fc,
+        scale,
+        payload,
+    };
+    let (mut pos, done, mut ok) =
+        simd.map_or((4 * WIDE_LANES, 0, true), |f| f(&checker, src, field, x));
+    let byte = |i: usize| payload.get(i).map_or(0, |&b| u32::from(b));
+    for group in src[done..].chunks(WIDE_LANES) {
+        for (&v, xj) in group.iter().zip(x.iter_mut()) {
+            let w = (v.into() >> field.shift) as u32 & field.mask;
+            let e = fc.get(w as usize).copied().unwrap_or(0);
+            let (f, d) = (e & 0xFFFF, (*xj & mask).wrapping_sub(e >> 16));
+            ok &= d < f;
+            *xj = (f * (*xj >> scale)).wrapping_add(d);
+        }
+        if !ok {
+            return Ok(false);
+        }
+        for _ in 0..2 {
+            for xj in x.iter_mut().take(group.len()) {
+                let need = *xj < RANS_L;
+                *xj = if need { *xj << 8 | byte(pos) } else { *xj };
+                pos += usize::from(need);
+            }
+        }
+    }
+    finish_payload(payload.len(), pos, x, t, name)?;
+    Ok(ok)
+}
+
 /// The decoding tables of one body and its payload.
 pub(super) struct Decoder<'a, T> {
     /// Per slot `freq | (slot - cum) << 16`: exactly `2^scale` entries.
@@ -1399,24 +1539,8 @@ fn decode_payload<T: Word>(
 ) -> Result<Vec<T>, CodecError> {
     let name = layout.codec().name();
     let invalid = |what: String| CodecError::Invalid { codec: name, what };
-    let truncated = |needed: usize, available: usize| CodecError::Truncated {
-        codec: name,
-        needed: needed as u64,
-        available: available as u64,
-    };
     let k = layout.lanes(n);
-    let Some(states) = payload.get(..4 * k) else {
-        return Err(truncated(t.bytes + 4 * k, t.bytes + payload.len()));
-    };
-    let mut x: Vec<u32> = states
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    if let Some(&bad) = x.iter().find(|&&xi| !(RANS_L..RANS_L << 8).contains(&xi)) {
-        return Err(invalid(format!(
-            "initial state {bad:#x}, expected in [0x800000, 0x80000000)"
-        )));
-    }
+    let mut x = initial_states(payload, t, k, name)?;
     let scale = t.scale;
     // Per slot: `freq | (slot - cum) << 16`, and the symbol.
     let mut fb = vec![0u32; 1 << scale];
@@ -1464,14 +1588,65 @@ fn decode_payload<T: Word>(
                 .map_err(|_| invalid("lanes".into()))?,
         ),
     };
-    let len = payload.len();
+    finish_payload(payload.len(), pos, &x, t, name)?;
+    Ok(out)
+}
+
+/// The `k` initial states at the start of `payload` (after table `t`).
+///
+/// # Errors
+/// A payload shorter than the states, or a state outside `[2^23, 2^31)`.
+fn initial_states(
+    payload: &[u8],
+    t: &Table,
+    k: usize,
+    name: &'static str,
+) -> Result<Vec<u32>, CodecError> {
+    let Some(states) = payload.get(..4 * k) else {
+        return Err(CodecError::Truncated {
+            codec: name,
+            needed: (t.bytes + 4 * k) as u64,
+            available: (t.bytes + payload.len()) as u64,
+        });
+    };
+    let x: Vec<u32> = states
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if let Some(&bad) = x.iter().find(|&&xi| !(RANS_L..RANS_L << 8).contains(&xi)) {
+        return Err(CodecError::Invalid {
+            codec: name,
+            what: format!("initial state {bad:#x}, expected in [0x800000, 0x80000000)"),
+        });
+    }
+    Ok(x)
+}
+
+/// Checks the end of a decode of a payload of `len` bytes (after table `t`) that read up
+/// to `pos` and left the states `x`.
+///
+/// # Errors
+/// A payload that ran out (`pos > len`), a final state other than `2^23`, or bytes left
+/// over.
+fn finish_payload(
+    len: usize,
+    pos: usize,
+    x: &[u32],
+    t: &Table,
+    name: &'static str,
+) -> Result<(), CodecError> {
     if pos > len {
-        return Err(truncated(t.bytes + pos, t.bytes + len));
+        return Err(CodecError::Truncated {
+            codec: name,
+            needed: (t.bytes + pos) as u64,
+            available: (t.bytes + len) as u64,
+        });
     }
     if let Some((i, &bad)) = x.iter().enumerate().find(|&(_, &xi)| xi != RANS_L) {
-        return Err(invalid(format!(
-            "final state {i} is {bad:#x}, expected 0x800000"
-        )));
+        return Err(CodecError::Invalid {
+            codec: name,
+            what: format!("final state {i} is {bad:#x}, expected 0x800000"),
+        });
     }
     if pos != len {
         return Err(CodecError::TrailingBytes {
@@ -1479,7 +1654,7 @@ fn decode_payload<T: Word>(
             extra: (len - pos) as u64,
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1508,6 +1683,7 @@ mod tests {
         assert_eq!(plan.size(&words), out.len() as u64);
         assert!(plan.lower_bound() <= out.len() as u64);
         assert_eq!(decode(&out, width, values.len(), layout).unwrap(), words);
+        assert!(matches_field(&out, &words, 0, width, layout).unwrap());
         if hist.len() > 1 {
             // The scalar encoder (a hashed index never takes the SIMD one) sheds the same
             // bytes and ends in the same states as the dense index's encoder, which is
@@ -1768,6 +1944,121 @@ mod tests {
             body_in(&v, 4, Layout::Wide);
             let v: Vec<u64> = (0..n).map(|i| (i * 40_503 % 3001) as u64).collect();
             body_in(&v, 12, Layout::Wide);
+        }
+    }
+
+    /// The words the SIMD checker takes of the whole stream `src` of `body` (a wide body
+    /// of two or more symbols) and whether it found them right; `None` without AVX2.
+    fn simd_part(body: &[u8], src: &Words, width: u32) -> Option<(usize, bool)> {
+        let t = read_table(body, width, src.len(), NAME).unwrap();
+        let payload = &body[t.bytes..];
+        let mut fc = vec![0u32; 1 << width];
+        let mut cum = 0;
+        for (&s, &f) in t.syms.iter().zip(&t.freqs) {
+            fc[s as usize] = f | cum << 16;
+            cum += f;
+        }
+        let c = Checker {
+            fc: &fc,
+            scale: t.scale,
+            payload,
+        };
+        let mut x: [u32; WIDE_LANES] = initial_states(payload, &t, WIDE_LANES, NAME)
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let field = Field {
+            shift: 0,
+            mask: crate::tensor::mask(width) as u32,
+        };
+        let (_, done, ok) = match src.buf() {
+            WordBuf::U8(v) => simd::check_u8()?(&c, v, field, &mut x),
+            WordBuf::U16(v) => simd::check_u16()?(&c, v, field, &mut x),
+            _ => unreachable!("8- and 16-bit words"),
+        };
+        Some((done, ok))
+    }
+
+    /// The checker of [`matches_field`] says what decoding and comparing says, with and
+    /// without SIMD: every stream checks, a word changed anywhere (first, across a
+    /// group, mid-stream, in the scalar tail, last) fails, a field of wider words checks
+    /// whatever the bits around it hold, and a damaged body is the decoder's error.
+    #[test]
+    fn check_without_decoding_agrees_with_decode() {
+        let check = |body: &[u8], src: &Words, shift: u32, width: u32| {
+            let t = read_table(body, width, src.len(), NAME).unwrap();
+            let payload = &body[t.bytes..];
+            let field = Field {
+                shift,
+                mask: crate::tensor::mask(width) as u32,
+            };
+            let (simd, scalar) = match src.buf() {
+                WordBuf::U8(v) => (
+                    check_payload(payload, &t, width, v, field, simd::check_u8()),
+                    check_payload(payload, &t, width, v, field, None),
+                ),
+                WordBuf::U16(v) => (
+                    check_payload(payload, &t, width, v, field, simd::check_u16()),
+                    check_payload(payload, &t, width, v, field, None),
+                ),
+                _ => unreachable!("8- and 16-bit words"),
+            };
+            assert_eq!(simd, scalar);
+            assert_eq!(
+                matches_field(body, src, shift, width, Layout::Wide),
+                simd.clone()
+            );
+            simd.unwrap()
+        };
+        for (width, n) in [(8, 70_001), (11, 65_536 + 45)] {
+            // Skewed, as exponents are: small values common.
+            let values: Vec<u64> = (0..n as u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40)
+                .map(|r| ((r & 0xFFF) * (r >> 12)) >> (24 - width))
+                .collect();
+            let words = Words::from_u64s(width, &values);
+            let body = body_in(&values, width, Layout::Wide);
+            assert!(check(&body, &words, 0, width));
+            for at in [0, 33, n / 2, n - 40, n - 1] {
+                let mut v = values.clone();
+                v[at] = (v[at] + 1) & crate::tensor::mask(width);
+                let changed = Words::from_u64s(width, &v);
+                assert!(!check(&body, &changed, 0, width), "{at}");
+                // The SIMD part flags the word itself, not only the wrong states after it.
+                if let Some((done, ok)) = simd_part(&body, &changed, width) {
+                    assert_eq!(ok, at >= done, "{at} of {done}");
+                }
+            }
+            // The words as a field of 16-bit words, with other bits above and below it.
+            let shift = 16 - width;
+            let wide: Vec<u64> = values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| v << shift | (i as u64 * 7) & crate::tensor::mask(shift))
+                .collect();
+            let src = Words::from_u64s(16, &wide);
+            assert!(check(&body, &src, shift, width));
+            let mut w = wide.clone();
+            w[n / 3] ^= 1 << shift;
+            assert!(!check(&body, &Words::from_u64s(16, &w), shift, width));
+            if shift > 0 {
+                w[n / 3] ^= 1 << shift | 1;
+                assert!(check(&body, &Words::from_u64s(16, &w), shift, width));
+            }
+            // A damaged body: the decoder's error, never `Ok`.
+            let cut = &body[..body.len() - 1];
+            let want = decode(cut, width, n, Layout::Wide).unwrap_err();
+            assert_eq!(
+                matches_field(cut, &words, 0, width, Layout::Wide),
+                Err(want)
+            );
+            let mut long = body.clone();
+            long.push(0);
+            let want = decode(&long, width, n, Layout::Wide).unwrap_err();
+            assert_eq!(
+                matches_field(&long, &words, 0, width, Layout::Wide),
+                Err(want)
+            );
         }
     }
 

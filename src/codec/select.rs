@@ -318,6 +318,76 @@ pub fn decode(codec: CodecId, body: &[u8], width: u32, n: usize) -> Result<Words
     }
 }
 
+/// Whether `body` decodes to exactly field `(shift, width)` of `src`, the words
+/// `(v >> shift) & (2^width - 1)` of its words `v` (all of `src` for `shift = 0, width =
+/// src.width()`), as [`decode`] followed by a comparison says; the rANS wide layout is
+/// checked without decoding ([`rans::matches_field`]), the other codecs decode and
+/// compare.
+///
+/// # Errors
+/// As [`decode`].
+///
+/// # Panics
+/// If the field does not lie inside the words (`shift + width > src.width()`).
+pub fn matches_field(
+    codec: CodecId,
+    body: &[u8],
+    src: &Words,
+    shift: u32,
+    width: u32,
+) -> Result<bool, CodecError> {
+    assert!(
+        shift + width <= src.width(),
+        "the field lies inside the words"
+    );
+    match codec {
+        CodecId::Rans32 => rans::matches_field(body, src, shift, width, rans::Layout::Wide),
+        _ => {
+            let words = decode(codec, body, width, src.len())?;
+            Ok(equals_field(&words, src, shift))
+        }
+    }
+}
+
+/// Whether `words` are field `(shift, words.width())` of `src`: as many, and each
+/// `(v >> shift) & (2^width - 1)` of the word `v` of `src` at its place.
+pub fn equals_field(words: &Words, src: &Words, shift: u32) -> bool {
+    if words.len() != src.len() || shift + words.width() > src.width() {
+        return false;
+    }
+    let m = crate::tensor::mask(words.width());
+    // No early exit, and the arithmetic in the narrow types the words come in: the loops
+    // vectorize.
+    macro_rules! differ {
+        ($a:expr, $b:expr, $t:ty) => {{
+            let (sh, mt) = (shift, m as $t);
+            $a.iter().zip($b.iter()).fold(0 as $t, |d, (&x, &y)| {
+                d | (<$t>::from(x) ^ ((y >> sh) & mt))
+            }) != 0
+        }};
+    }
+    use crate::tensor::WordBuf::{U16, U8};
+    let differ = match (words.buf(), src.buf()) {
+        (U8(a), U8(b)) => differ!(a, b, u8),
+        (U8(a), U16(b)) => differ!(a, b, u16),
+        (U16(a), U16(b)) => differ!(a, b, u16),
+        (a, b) => crate::with_buf!(a, a => crate::with_buf!(b, b => any_differ(a, b, shift, m))),
+    };
+    !differ
+}
+
+/// Whether any `a[i]` differs from `(b[i] >> shift) & m`, in 64-bit arithmetic.
+fn any_differ<A: Copy + Into<u64>, B: Copy + Into<u64>>(
+    a: &[A],
+    b: &[B],
+    shift: u32,
+    m: u64,
+) -> bool {
+    a.iter().zip(b).fold(0u64, |d, (&x, &y)| {
+        d | (x.into() ^ ((y.into() >> shift) & m))
+    }) != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,36 +86,66 @@ fn run_parts(children: &[Node], n: usize) -> Result<Vec<Words>, ExecError> {
 }
 
 /// Whether running `node` gives exactly `target` (its width and words): what
-/// [`execute`] followed by a comparison says, without holding the whole output when the
-/// root merges bytes or 16-bit fields into at most 16-bit words (the float layouts): the
-/// merge is compared with `target` a chunk at a time as it is made.
+/// [`execute`] followed by a comparison says, mostly without running it.
+///
+/// * A literal is checked against `target` by its codec ([`super::program::Lit::matches_field`]: the
+///   rANS wide layout without decoding).
+/// * A merge gives `target` exactly when each child gives its field of `target`: the
+///   bits [`split_fields`] takes and [`merge_fields`] puts back (the merge's definition,
+///   DESIGN §3). Each child is checked against its field, a literal child in place (no
+///   field is extracted), any other against the extracted field.
+/// * Any other program is run and compared.
 ///
 /// # Errors
-/// [`ExecError::Lit`] if a literal body is inconsistent with its type. A program whose
-/// type differs from `target`'s is `Ok(false)`, never run.
+/// [`ExecError::Lit`] if a literal body is inconsistent with its type (as [`execute`];
+/// when the words differ too, `Ok(false)` may come first). A program whose type differs
+/// from `target`'s is `Ok(false)`, never run.
 pub fn matches(node: &Node, target: &Words) -> Result<bool, ExecError> {
     let ty = node.ty();
-    let n = target.len();
-    if ty.width != target.width() || ty.len != n as u64 {
+    if ty.width != target.width() || ty.len != target.len() as u64 {
         return Ok(false);
     }
-    if let (Op::Merge(f, children), WordBuf::U16(want)) = (node.op(), target.buf()) {
-        let widths = f
-            .widths(ty.width)
-            .expect("constructors checked merge widths");
-        let parts = run_parts(children, n)?;
-        let mut at = 0;
-        let same = merge_bytes_into_u16_with(&parts, &widths, ty.width, n, &mut |chunk| {
-            let ok = chunk == &want[at..at + chunk.len()];
-            at += chunk.len();
-            ok
-        });
-        return Ok(match same {
-            Some(same) => same,
-            None => merge_fields(&parts, &widths) == *target,
-        });
+    field_matches(node, target, 0)
+}
+
+/// [`matches`] of `node` (of the length of `target`, at most as wide) against field
+/// `(shift, node.ty().width)` of `target`.
+fn field_matches(node: &Node, target: &Words, shift: u32) -> Result<bool, ExecError> {
+    let ty = node.ty();
+    match node.op() {
+        Op::Lit(lit) => lit
+            .matches_field(target, shift, ty.width)
+            .map_err(|source| ExecError::Lit { ty, source }),
+        Op::Merge(f, children) => {
+            let widths = f
+                .widths(ty.width)
+                .expect("constructors checked merge widths");
+            // Most significant field first, as `split_fields` takes them.
+            let mut at = shift + ty.width;
+            let fields: Vec<(&Node, u32)> = children
+                .iter()
+                .zip(&widths)
+                .map(|(c, &w)| {
+                    at -= w;
+                    (c, at)
+                })
+                .collect();
+            let each = |&(c, s): &(&Node, u32)| field_matches(c, target, s);
+            let results: Vec<Result<bool, ExecError>> = if target.len() >= PARALLEL_WORDS {
+                use rayon::prelude::*;
+                fields.par_iter().map(each).collect()
+            } else {
+                fields.iter().map(each).collect()
+            };
+            let mut all = true;
+            for r in results {
+                all &= r?;
+            }
+            Ok(all)
+        }
+        _ if shift == 0 && ty.width == target.width() => Ok(run(node)? == *target),
+        _ => Ok(run(node)? == extract(target.buf(), shift, ty.width)),
     }
-    Ok(run(node)? == *target)
 }
 
 /// The stream repeated `k` times.
@@ -427,6 +457,37 @@ mod tests {
         let lit = Node::lit(&bf16);
         assert!(matches(&lit, &bf16).unwrap());
         assert!(!matches(&lit, &bf16.slice(1, n)).unwrap());
+    }
+
+    /// [`matches`] checks a merge's literals against the target's fields in place: a
+    /// BF16 stream long enough for the rANS wide layout (its exponent field's codec,
+    /// checked without decoding) matches, and a change in any one field does not.
+    #[test]
+    fn matches_checks_wide_rans_fields_in_place() {
+        use crate::codec::CodecId;
+        use crate::dsl::MergeFn;
+        let n = 70_000;
+        // Sign, then an exponent-like field of few common values, then noise.
+        let bf16 = Words::from_fn(16, n, |i| {
+            let r = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            (r & 1) << 15 | (100 + (r >> 1) % 7 * (r >> 4) % 5) << 4 | (r >> 8) & 0xF
+        });
+        let widths = [1, 11, 4];
+        let kids: Vec<Node> = split_fields(&bf16, &widths).iter().map(Node::lit).collect();
+        let Op::Lit(lit) = kids[1].op() else {
+            unreachable!("a literal")
+        };
+        assert_eq!(lit.codec, CodecId::Rans32);
+        let p = Node::merge(MergeFn::Fields(widths.to_vec()), kids).unwrap();
+        assert!(matches(&p, &bf16).unwrap());
+        for bit in [15, 4, 9, 0] {
+            let mut v = bf16.to_u64s();
+            v[n / 2 + bit] ^= 1 << bit;
+            assert!(
+                !matches(&p, &Words::from_u64s(16, &v)).unwrap(),
+                "bit {bit}"
+            );
+        }
     }
 
     #[test]

@@ -262,6 +262,20 @@ impl Lit {
         })?;
         crate::codec::decode(self.codec, &self.body, ty.width, n)
     }
+
+    /// Whether the body, a literal of `width`-bit words, decodes to exactly field
+    /// `(shift, width)` of `src` (as [`Lit::decode`] and a comparison say; all of `src`
+    /// for `shift = 0, width = src.width()`), checked without decoding where the codec
+    /// can ([`crate::codec::select::matches_field`]).
+    ///
+    /// # Errors
+    /// As [`Lit::decode`].
+    ///
+    /// # Panics
+    /// If the field does not lie inside the words (`shift + width > src.width()`).
+    pub fn matches_field(&self, src: &Words, shift: u32, width: u32) -> Result<bool, CodecError> {
+        crate::codec::select::matches_field(self.codec, &self.body, src, shift, width)
+    }
 }
 
 /// One operator application; children are [`Node`]s.

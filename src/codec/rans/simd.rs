@@ -5,6 +5,10 @@
 //!   byte load widened to 8 lanes and permuted into the lanes that need a byte (Giesen,
 //!   "Interleaved entropy coders", 2014, §4; his `rans_sse` decodes 16-bit words, this
 //!   one bytes). [`wide_u8`] and [`wide_u16`].
+//! * Checking (compression's verify): the decoding steps and refills against the words
+//!   a body must give, each step's constants gathered by the word rather than by the
+//!   state's slot (no gather waits for the previous step), the slot checked to lie in
+//!   that word's slots. [`check_u8`], [`check_u16`].
 //! * Encoding: each step two gathers of the word's constants (frequency and slot start,
 //!   reciprocal; the reciprocal's shift and the bias derived from them), the
 //!   renormalization decided for 8 lanes by two compares, the division by a 32x32 high
@@ -16,7 +20,7 @@
 //!
 //! This module and the memory mapping are the crate's only `unsafe` code.
 
-use super::{Decoder, WideFn, RANS_L, SYM_PAD, WIDE_LANES};
+use super::{CheckFn, Checker, Decoder, Field, WideFn, RANS_L, SYM_PAD, WIDE_LANES};
 
 /// The AVX2 decoder of 8-bit words, if this processor has AVX2.
 pub(super) fn wide_u8() -> Option<WideFn<u8>> {
@@ -26,6 +30,16 @@ pub(super) fn wide_u8() -> Option<WideFn<u8>> {
 /// The AVX2 decoder of 16-bit words, if this processor has AVX2.
 pub(super) fn wide_u16() -> Option<WideFn<u16>> {
     imp::available().then_some(imp::run_checked::<2, u16> as WideFn<u16>)
+}
+
+/// The AVX2 checker of 8-bit words, if this processor has AVX2.
+pub(super) fn check_u8() -> Option<CheckFn<u8>> {
+    imp::available().then_some(imp::check_checked::<1, u8> as CheckFn<u8>)
+}
+
+/// The AVX2 checker of 16-bit words, if this processor has AVX2.
+pub(super) fn check_u16() -> Option<CheckFn<u16>> {
+    imp::available().then_some(imp::check_checked::<2, u16> as CheckFn<u16>)
 }
 
 /// Per word value, the encoder's constants of its symbol: `freq | cum << 16` (its
@@ -80,6 +94,15 @@ mod imp {
         _: &mut [u32; WIDE_LANES],
     ) -> (usize, usize) {
         (4 * WIDE_LANES, 0)
+    }
+
+    pub(super) fn check_checked<const W: usize, T>(
+        _: &Checker<'_>,
+        _: &[T],
+        _: Field,
+        _: &mut [u32; WIDE_LANES],
+    ) -> (usize, usize, bool) {
+        (4 * WIDE_LANES, 0, true)
     }
 }
 
@@ -145,8 +168,6 @@ mod imp {
         let symp = sym.as_ptr().cast::<i32>();
         let mask = _mm256_set1_epi32(slots as i32 - 1);
         let low16 = _mm256_set1_epi32(0xFFFF);
-        let l = _mm256_set1_epi32(RANS_L as i32);
-        let l2 = _mm256_set1_epi32((RANS_L >> 8) as i32);
         let shift = _mm_cvtsi32_si128(scale as i32);
         // Byte 0 (W = 1) or bytes 0 and 1 (W = 2) of each 32-bit lane to the front of
         // its 128-bit half, then the two halves' fronts together.
@@ -170,10 +191,7 @@ mod imp {
         // SAFETY (every load and store below): `x` holds 32 states, read and written as
         // four vectors of 8; gathers read `fb` at slots below `2^scale` = `fb.len()`, and
         // 4 bytes at the symbol of such a slot, which the `SYM_PAD` zeros after the last
-        // slot keep inside `sym`; a group starting at `p` with `p + 64 <= payload.len()`
-        // reads at most 64 bytes, and each of its byte loads (8 bytes) starts after the
-        // bytes of the lanes before it, with 8 lanes after it: at `p + 56` at most;
-        // stores write the 8 words `done + 8 v ..` of a group with
+        // slot keep inside `sym`; the refill's reads as in `refill`; stores write the 8 words `done + 8 v ..` of a group with
         // `done + 32 <= out.len()`.
         let xp = x.as_mut_ptr().cast::<__m256i>();
         let mut xs = [
@@ -205,42 +223,145 @@ mod imp {
                     unsafe { _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed)) };
                 }
             }
-            // Both refill rounds at once: a state takes a byte in the first round iff it
-            // is below 2^23 now, and a second iff it is below 2^15 now (then its first
-            // byte leaves it below 2^23). So every lane's bytes are known from the
-            // states after the steps, and no round waits for the previous one.
-            let mut one = [_mm256_setzero_si256(); 4];
-            let mut two = [_mm256_setzero_si256(); 4];
-            let mut bits = [[0usize; 4]; 2];
-            for (v, xv) in xs.iter().enumerate() {
-                one[v] = _mm256_cmpgt_epi32(l, *xv);
-                two[v] = _mm256_cmpgt_epi32(l2, *xv);
-                bits[0][v] = _mm256_movemask_ps(_mm256_castsi256_ps(one[v])) as usize;
-                bits[1][v] = _mm256_movemask_ps(_mm256_castsi256_ps(two[v])) as usize;
-            }
-            let mut at = [[0usize; 4]; 2];
-            for r in 0..2 {
-                for v in 0..4 {
-                    at[r][v] = pos;
-                    pos += bits[r][v].count_ones() as usize;
-                }
-            }
-            for (v, xv) in xs.iter_mut().enumerate() {
-                let fill = |r: usize| {
-                    let next = unsafe { _mm_loadl_epi64(payload.as_ptr().add(at[r][v]).cast()) };
-                    let idx = unsafe { _mm256_loadu_si256(REFILL[bits[r][v]].as_ptr().cast()) };
-                    _mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi32(next), idx)
-                };
-                let once = _mm256_or_si256(_mm256_slli_epi32::<8>(*xv), fill(0));
-                let twice = _mm256_or_si256(_mm256_slli_epi32::<8>(once), fill(1));
-                *xv = _mm256_blendv_epi8(_mm256_blendv_epi8(*xv, once, one[v]), twice, two[v]);
-            }
+            // SAFETY: AVX2 is present; `pos + 64 <= payload.len()` (the loop's test).
+            unsafe { refill(&mut xs, &mut pos, payload) };
             done += WIDE_LANES;
         }
         for (v, xv) in xs.iter().enumerate() {
             unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
         }
         (pos, done)
+    }
+
+    /// Both refill rounds of one wide group at once, reading from `payload` at `pos` (which
+    /// it advances): a state takes a byte in the first round iff it is below 2^23 now, and
+    /// a second iff it is below 2^15 now (then its first byte leaves it below 2^23). So
+    /// every lane's bytes are known from the states after the steps, and no round waits
+    /// for the previous one.
+    ///
+    /// # Safety
+    /// The processor must have AVX2 and POPCNT, and `pos + 64 <= payload.len()`: the
+    /// group reads at most 64 bytes, each byte load (8 bytes) starting after the bytes of
+    /// the lanes before it, with 8 lanes after it: at `pos + 56` at most.
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    unsafe fn refill(xs: &mut [__m256i; 4], pos: &mut usize, payload: &[u8]) {
+        let l = _mm256_set1_epi32(RANS_L as i32);
+        let l2 = _mm256_set1_epi32((RANS_L >> 8) as i32);
+        let mut one = [_mm256_setzero_si256(); 4];
+        let mut two = [_mm256_setzero_si256(); 4];
+        let mut bits = [[0usize; 4]; 2];
+        for (v, xv) in xs.iter().enumerate() {
+            one[v] = _mm256_cmpgt_epi32(l, *xv);
+            two[v] = _mm256_cmpgt_epi32(l2, *xv);
+            bits[0][v] = _mm256_movemask_ps(_mm256_castsi256_ps(one[v])) as usize;
+            bits[1][v] = _mm256_movemask_ps(_mm256_castsi256_ps(two[v])) as usize;
+        }
+        let mut at = [[0usize; 4]; 2];
+        for r in 0..2 {
+            for v in 0..4 {
+                at[r][v] = *pos;
+                *pos += bits[r][v].count_ones() as usize;
+            }
+        }
+        for (v, xv) in xs.iter_mut().enumerate() {
+            let fill = |r: usize| {
+                let next = unsafe { _mm_loadl_epi64(payload.as_ptr().add(at[r][v]).cast()) };
+                let idx = unsafe { _mm256_loadu_si256(REFILL[bits[r][v]].as_ptr().cast()) };
+                _mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi32(next), idx)
+            };
+            let once = _mm256_or_si256(_mm256_slli_epi32::<8>(*xv), fill(0));
+            let twice = _mm256_or_si256(_mm256_slli_epi32::<8>(once), fill(1));
+            *xv = _mm256_blendv_epi8(_mm256_blendv_epi8(*xv, once, one[v]), twice, two[v]);
+        }
+    }
+
+    /// [`check`] once the processor is known to have what it needs (otherwise nothing).
+    pub(super) fn check_checked<const W: usize, T: Copy>(
+        c: &Checker<'_>,
+        src: &[T],
+        field: Field,
+        x: &mut [u32; WIDE_LANES],
+    ) -> (usize, usize, bool) {
+        if !available() {
+            return (4 * WIDE_LANES, 0, true);
+        }
+        // SAFETY: AVX2 and POPCNT are present (checked above).
+        unsafe { check::<W, T>(c.fc, c.scale, c.payload, src, field, x) }
+    }
+
+    /// Checks whole groups against `field` of `src`, words of `W` bytes (1 or 2, the
+    /// size of `T`): the decoder's steps and refills, with each step's (frequency, slot
+    /// start) looked up by the word the field holds there rather than by the state's
+    /// slot, and the slot checked to lie in that word's slots.
+    ///
+    /// # Safety
+    /// The processor must have AVX2 and POPCNT.
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn check<const W: usize, T: Copy>(
+        fc: &[u32],
+        scale: u32,
+        payload: &[u8],
+        src: &[T],
+        field: Field,
+        x: &mut [u32; WIDE_LANES],
+    ) -> (usize, usize, bool) {
+        let start = 4 * WIDE_LANES;
+        if size_of::<T>() != W || !fc.len().is_power_of_two() || fc.len() > 1 << 16 {
+            return (start, 0, true);
+        }
+        let fcp = fc.as_ptr().cast::<i32>();
+        let slot_mask = _mm256_set1_epi32((1i32 << scale) - 1);
+        let value_mask = _mm256_set1_epi32(fc.len() as i32 - 1);
+        let low16 = _mm256_set1_epi32(0xFFFF);
+        let shift = _mm_cvtsi32_si128(scale as i32);
+        let field_shift = _mm_cvtsi32_si128(field.shift as i32);
+        let field_mask = _mm256_set1_epi32(field.mask as i32);
+        // SAFETY (every load below): `x` holds 32 states, read and written as four
+        // vectors of 8; a group at `done` with `done + 32 <= src.len()` reads the 32
+        // words there, 8 at a time; gathers read `fc` at a word masked to `fc.len() - 1`
+        // (a word past it is flagged, never read); the refill's reads as in `refill`.
+        let xp = x.as_mut_ptr().cast::<__m256i>();
+        let mut xs = [
+            unsafe { _mm256_loadu_si256(xp) },
+            unsafe { _mm256_loadu_si256(xp.add(1)) },
+            unsafe { _mm256_loadu_si256(xp.add(2)) },
+            unsafe { _mm256_loadu_si256(xp.add(3)) },
+        ];
+        let wp = src.as_ptr().cast::<u8>();
+        let mut bad = _mm256_setzero_si256();
+        let mut pos = start;
+        let mut done = 0;
+        while done + WIDE_LANES <= src.len() && pos + 2 * WIDE_LANES <= payload.len() {
+            for (v, xv) in xs.iter_mut().enumerate() {
+                let at = unsafe { wp.add((done + 8 * v) * W) };
+                let words = if W == 1 {
+                    _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(at.cast()) })
+                } else {
+                    _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(at.cast()) })
+                };
+                let w = _mm256_and_si256(_mm256_srl_epi32(words, field_shift), field_mask);
+                let e =
+                    unsafe { _mm256_i32gather_epi32::<4>(fcp, _mm256_and_si256(w, value_mask)) };
+                let f = _mm256_and_si256(e, low16);
+                // The slot's offset in the word's slots; outside them (unsigned `d >= f`,
+                // always for a word with no slots) the decoder gives another word.
+                let d =
+                    _mm256_sub_epi32(_mm256_and_si256(*xv, slot_mask), _mm256_srli_epi32::<16>(e));
+                let outside = _mm256_cmpeq_epi32(_mm256_max_epu32(d, f), d);
+                let past = _mm256_cmpgt_epi32(w, value_mask);
+                bad = _mm256_or_si256(bad, _mm256_or_si256(outside, past));
+                let q = _mm256_srl_epi32(*xv, shift);
+                *xv = _mm256_add_epi32(_mm256_mullo_epi32(f, q), d);
+            }
+            // SAFETY: AVX2 is present; `pos + 64 <= payload.len()` (the loop's test).
+            unsafe { refill(&mut xs, &mut pos, payload) };
+            done += WIDE_LANES;
+        }
+        for (v, xv) in xs.iter().enumerate() {
+            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
+        }
+        (pos, done, _mm256_testz_si256(bad, bad) == 1)
     }
 
     /// Per 8-bit mask of lanes, their indices from the highest down, then `0x80` (a
