@@ -153,6 +153,32 @@ impl Error {
         self
     }
 
+    /// A stable name for what kind of error this is, for scripts (the CLI's `--json`
+    /// failures carry it as `kind`): `io`, `invalid_source`, `not_archive`,
+    /// `unsupported_version`, `damaged_archive`, `damaged_record`, `undecodable_record`,
+    /// `too_large`, `no_such_tensor`, `checksum_mismatch`, `output_exists`, `same_file`,
+    /// `wrong_kind` or `internal`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Io { .. } => "io",
+            Error::Source { .. } => "invalid_source",
+            Error::Archive { source, .. } => match source {
+                ArchiveError::NotArchive { .. } => "not_archive",
+                ArchiveError::Version { .. } => "unsupported_version",
+                ArchiveError::Corrupt { .. } => "damaged_archive",
+                ArchiveError::DamagedRecord { .. } => "damaged_record",
+                ArchiveError::Decode { .. } => "undecodable_record",
+                ArchiveError::TooLarge { .. } => "too_large",
+                ArchiveError::NoSuchTensor { .. } => "no_such_tensor",
+            },
+            Error::Mismatch { .. } => "checksum_mismatch",
+            Error::OutputExists { .. } => "output_exists",
+            Error::SameFile { .. } => "same_file",
+            Error::WrongKind { .. } => "wrong_kind",
+            Error::Internal { .. } => "internal",
+        }
+    }
+
     /// Whether this error says that decoded bytes differ from what was stored, or that a
     /// record of an archive that opened is damaged (a failed verification), rather than
     /// that something could not be done.

@@ -1173,7 +1173,7 @@ fn json_commands_print_an_object_when_they_fail() {
         let msg = "/no/such/file.brv: cannot open: No such file or directory (os error 2)";
         assert_eq!(
             v,
-            json!({"ok": false, "error": msg, "exit_code": 1}),
+            json!({"ok": false, "error": msg, "kind": "io", "exit_code": 1}),
             "{cmd}"
         );
         assert_eq!(
@@ -1183,7 +1183,7 @@ fn json_commands_print_an_object_when_they_fail() {
     }
     let o = brevis(["show", "--json", "/no/such/file.brv", "w"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["exit_code"], 1);
+    assert_eq!((&v["exit_code"], &v["kind"]), (&json!(1), &json!("io")));
 
     // A tensor name that is not UTF-8: damage found in an archive that opened, exit 3.
     let dir = tempfile::tempdir().unwrap();
@@ -1199,7 +1199,10 @@ fn json_commands_print_an_object_when_they_fail() {
     ]);
     assert_eq!(o.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!((&v["ok"], &v["exit_code"]), (&json!(false), &json!(3)));
+    assert_eq!(
+        (&v["ok"], &v["exit_code"], &v["kind"]),
+        (&json!(false), &json!(3), &json!("damaged_record"))
+    );
     assert!(
         v["error"]
             .as_str()

@@ -343,7 +343,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let mut msg = e.to_string();
             let mut code = 1;
+            // `other`: a message of this program's own (a tensor name no record has, an
+            // output that cannot be printed), not one of the library's errors.
+            let mut kind = "other";
             if let Some(be) = e.downcast_ref::<brevis::Error>() {
+                kind = be.kind();
                 if be.is_mismatch() {
                     code = 3;
                 }
@@ -357,7 +361,7 @@ fn main() -> ExitCode {
                 // (it got nothing), the message on stderr as before.
                 let _ = emit(&format!(
                     "{}\n",
-                    json!({"ok": false, "error": msg, "exit_code": code})
+                    json!({"ok": false, "error": msg, "kind": kind, "exit_code": code})
                 ));
             }
             ExitCode::from(code)
