@@ -720,6 +720,43 @@ struct Structure {
     items: Vec<Item>,
 }
 
+/// Bytes before the end of an archive searched for its trailer when the file does not end
+/// with one ([`appended_after`]).
+const APPENDED_SEARCH_BYTES: usize = 1 << 20;
+
+/// Where the archive in `bytes` ends when bytes were appended to it: the end of the last
+/// trailer in the final [`APPENDED_SEARCH_BYTES`] whose index ends where it starts and
+/// whose index checksum is right (so not a stray `BRVINDEX` in the data). `None` when
+/// there is none.
+fn appended_after(bytes: &[u8]) -> Option<usize> {
+    let from = bytes
+        .len()
+        .saturating_sub(APPENDED_SEARCH_BYTES + format::TRAILER_LEN);
+    let tail = &bytes[from..];
+    let mut end = tail.len();
+    while let Some(at) = tail[..end].windows(8).rposition(|w| w == format::END_MAGIC) {
+        end = at;
+        let stop = from + at + 8;
+        let Some(start) = stop.checked_sub(format::TRAILER_LEN) else {
+            continue;
+        };
+        let word = |k: usize| {
+            let b: [u8; 8] = bytes[start + 8 * k..start + 8 * k + 8].try_into().ok()?;
+            Some(u64::from_le_bytes(b))
+        };
+        let as_usize = |w: Option<u64>| w.and_then(|w| usize::try_from(w).ok());
+        let (Some(offset), Some(index_len)) = (as_usize(word(0)), as_usize(word(1))) else {
+            continue;
+        };
+        let sound = offset.checked_add(index_len) == Some(start)
+            && word(2) == Some(xxh3_64(&bytes[offset..start]));
+        if sound {
+            return Some(stop);
+        }
+    }
+    None
+}
+
 fn corrupt(what: impl Into<String>) -> ArchiveError {
     ArchiveError::Corrupt { what: what.into() }
 }
@@ -807,9 +844,18 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         index_sum.map_err(corrupt)?,
     );
     if bytes[len - 8..] != format::END_MAGIC {
-        return Err(corrupt(
-            "the end marker is missing (truncated or damaged archive)",
-        ));
+        return Err(corrupt(match appended_after(bytes) {
+            Some(end) => format!(
+                "the archive ends at byte {end} (its trailer is sound there) but the file \
+                 goes on: {} after it (data appended to it? `truncate -s {end} FILE` \
+                 removes them)",
+                match len - end {
+                    1 => "1 byte".to_string(),
+                    n => format!("{n} bytes"),
+                }
+            ),
+            None => "the end marker is missing (truncated or damaged archive)".to_string(),
+        }));
     }
     let index_ok = index_offset >= format::FILE_HEADER_LEN as u64
         && index_offset.checked_add(index_len) == Some(trailer_start as u64);
@@ -1028,6 +1074,52 @@ mod tests {
             parse_structure(b"B"),
             Err(ArchiveError::Corrupt { what }) if what == "truncated: 1 byte, fewer than the 48 of an empty archive"
         ));
+    }
+
+    /// Bytes appended to an archive are named as such, with where the archive ends (a
+    /// tester saw "the end marker is missing (truncated or damaged archive)"); a cut or a
+    /// damaged trailer is still called that, and a stray end marker in appended bytes is
+    /// not taken for the archive's end.
+    #[test]
+    fn appended_bytes_are_named() {
+        let good = archive_of(&source(), 1);
+        let what = |b: &[u8]| match parse_structure(b) {
+            Err(ArchiveError::Corrupt { what }) => what,
+            Err(e) => panic!("expected Corrupt, got {e:?}"),
+            Ok(_) => panic!("expected Corrupt, got an archive"),
+        };
+        let end = good.len();
+        let mut one = good.clone();
+        one.push(b'\n');
+        assert_eq!(
+            what(&one),
+            format!(
+                "the archive ends at byte {end} (its trailer is sound there) but the file \
+                 goes on: 1 byte after it (data appended to it? `truncate -s {end} FILE` \
+                 removes them)"
+            )
+        );
+        // Appended bytes that hold an end marker, and a second copy of the archive (its
+        // trailer places its index relative to its own start, so it is not sound here).
+        let mut more = good.clone();
+        more.extend_from_slice(b"xxBRVINDEXyy");
+        more.extend_from_slice(&good);
+        more.extend_from_slice(b"!!");
+        let tail = end + 14;
+        assert!(
+            what(&more).starts_with(&format!(
+                "the archive ends at byte {end} (its trailer is sound there) but the file \
+                 goes on: {tail} bytes after it"
+            )),
+            "{}",
+            what(&more)
+        );
+        let missing = "the end marker is missing (truncated or damaged archive)";
+        assert_eq!(what(&good[..end - 1]), missing);
+        let mut bad_sum = good.clone();
+        bad_sum[end - 9] ^= 1;
+        bad_sum.push(0);
+        assert_eq!(what(&bad_sum), missing);
     }
 
     /// A small source with a leading gap, an empty tensor, two dtypes and trailing bytes.
