@@ -1050,6 +1050,52 @@ fn folder_copy_damage_names_the_length_and_the_stored_file() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains(".brevis-"));
 }
 
+/// A file inside a folder archive that its manifest does not name is warned about by
+/// `verify` (and listed as `unlisted` in its JSON) and by `decompress`, which does not
+/// restore it; both still succeed (a tester saw it ignored in silence).
+#[test]
+fn files_the_manifest_does_not_name_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = shard_folder(dir.path());
+    let archive = compressed_folder(&ckpt, &dir.path().join("ckpt.brv"));
+    std::fs::create_dir(archive.join("extra")).unwrap();
+    std::fs::write(archive.join("extra/notes.txt"), b"mine").unwrap();
+    let warning = format!(
+        "warning: {}: not named by the folder's manifest, so not restored",
+        archive.join("extra/notes.txt").display()
+    );
+    let o = brevis([
+        OsStr::new("verify"),
+        OsStr::new("--json"),
+        archive.as_os_str(),
+    ]);
+    fails_with(&o, 0, &[&warning]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&v["ok"], &v["unlisted"]),
+        (&json!(true), &json!(["extra/notes.txt"]))
+    );
+    let out = dir.path().join("restored");
+    let o = brevis([
+        OsStr::new("decompress"),
+        archive.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    fails_with(&o, 0, &[&warning]);
+    assert!(!out.join("extra").exists());
+    // Without it, no warning and an empty list.
+    std::fs::remove_dir_all(archive.join("extra")).unwrap();
+    let o = brevis([
+        OsStr::new("verify"),
+        OsStr::new("--json"),
+        archive.as_os_str(),
+    ]);
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["unlisted"], json!([]));
+}
+
 fn entry_restore(manifest: &Path, m: &mut serde_json::Value, path: &str, bytes: u64) {
     for f in m["files"].as_array_mut().unwrap() {
         if f["path"] == path {

@@ -916,6 +916,25 @@ fn changed_manifest_entries_are_refused_or_named() {
     assert_eq!(l.status.code(), Some(3), "{}", stderr(&l));
     assert!(stderr(&l).contains(&want), "{}", stderr(&l));
 
+    // A bad archive field is named as such (it was "bad or repeated entry" for the path).
+    for (archive_field, says) in [
+        (
+            json!("../x.brv"),
+            "its archive \"../x.brv\" is not a relative path inside the folder",
+        ),
+        (Value::Null, "it is a shard but names no archive"),
+    ] {
+        let mut m = edited(&|e| {
+            e.insert("archive".into(), archive_field.clone());
+        });
+        m.as_object_mut().unwrap().remove("files_xxh3").unwrap();
+        std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+        let o = brevis(&[Path::new("ls"), &archive]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let want = format!("damaged folder manifest: bad entry for \"{first}\": {says}");
+        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    }
+
     // The manifest as written opens.
     std::fs::write(&manifest, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
     let v = brevis(&[Path::new("verify"), &archive]);

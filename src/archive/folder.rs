@@ -1054,16 +1054,25 @@ impl Folder {
         }
         let mut seen = BTreeSet::new();
         for f in &m.files {
-            let arch_ok = match (f.kind, &f.archive) {
-                (FileKind::Archive, Some(a)) => safe_relative(a),
-                (FileKind::Copy, None) => true,
-                _ => false,
+            let wrong = match (f.kind, &f.archive) {
+                _ if !safe_relative(&f.path) => {
+                    Some("its path is not a relative path inside the folder".to_string())
+                }
+                (FileKind::Archive, Some(a)) if !safe_relative(a) => Some(format!(
+                    "its archive {a:?} is not a relative path inside the folder"
+                )),
+                (FileKind::Archive, None) => Some("it is a shard but names no archive".to_string()),
+                (FileKind::Copy, Some(a)) => {
+                    Some(format!("it is a copied file but names an archive, {a:?}"))
+                }
+                _ if !seen.insert(f.path.as_str()) => Some("it is listed twice".to_string()),
+                _ => None,
             };
-            if !safe_relative(&f.path) || !arch_ok || !seen.insert(f.path.as_str()) {
+            if let Some(wrong) = wrong {
                 return Err(other(
                     &mpath,
                     "damaged folder manifest",
-                    format!("bad or repeated entry for {:?}", f.path),
+                    format!("bad entry for {:?}: {wrong}", f.path),
                 ));
             }
             if u64::from_str_radix(&f.xxh3, 16).is_err() || f.xxh3.len() != 16 {
@@ -1103,6 +1112,26 @@ impl Folder {
     /// Path of a file's stored form inside the compressed folder.
     pub fn stored_path(&self, f: &FolderFile) -> PathBuf {
         self.root.join(f.archive.as_deref().unwrap_or(&f.path))
+    }
+
+    /// Files inside the compressed folder that its manifest does not name (neither the
+    /// manifest, a shard archive nor a copied file), as sorted `/`-separated relative
+    /// paths: nothing restores them, so a command reading the folder warns about them
+    /// (a file put there by hand would otherwise be ignored in silence).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the folder cannot be listed (a link to a folder inside it, say).
+    pub fn unlisted(&self) -> Result<Vec<String>> {
+        let stored: BTreeSet<&str> = self
+            .files
+            .iter()
+            .map(|f| f.archive.as_deref().unwrap_or(&f.path))
+            .chain([MANIFEST_NAME])
+            .collect();
+        Ok(list_files(&self.root, Walk::Compare)?
+            .into_iter()
+            .filter(|f| !stored.contains(f.as_str()))
+            .collect())
     }
 
     /// Opens the archive of a shard.

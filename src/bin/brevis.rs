@@ -1440,6 +1440,7 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
         .unwrap_or_else(|| default_restored_folder(dir));
     let f = folder::Folder::open(dir)?;
     warn_stale_temporaries(&output, dir);
+    warn_unlisted(&f, dir);
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {
@@ -1526,8 +1527,33 @@ fn folder_failure_lines(check: &folder::FileCheck) -> Vec<String> {
     }
 }
 
+/// Warns about each file inside the compressed folder `dir` that its manifest does not
+/// name (nothing restores it), or that the folder could not be listed to look; returns
+/// their paths.
+fn warn_unlisted(f: &folder::Folder, dir: &Path) -> Vec<String> {
+    match f.unlisted() {
+        Ok(paths) => {
+            for p in &paths {
+                eprintln!(
+                    "warning: {}: not named by the folder's manifest, so not restored",
+                    f.root().join(p).display()
+                );
+            }
+            paths
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: {}: cannot look for files the manifest does not name: {e}",
+                dir.display()
+            );
+            Vec::new()
+        }
+    }
+}
+
 fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
     let f = folder::Folder::open(dir)?;
+    let unlisted = warn_unlisted(&f, dir);
     let progress = Progress::new("verify");
     let checks = f.verify(a.jobs, &folder_progress(&progress))?;
     let against = match &a.against {
@@ -1579,6 +1605,7 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
             "folder": lossy(dir),
             "ok": ok,
             "files": files,
+            "unlisted": unlisted,
             "against": against,
         }))?;
     } else {
