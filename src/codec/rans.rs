@@ -1328,6 +1328,11 @@ fn check_payload<T: Word + Into<u64>>(
     };
     let (mut pos, done, mut ok) =
         simd.map_or((4 * WIDE_LANES, 0, true), |f| f(&checker, src, field, x));
+    if !ok {
+        // The states went wrong with the first wrong word: nothing after it is worth
+        // checking.
+        return Ok(false);
+    }
     let byte = |i: usize| payload.get(i).map_or(0, |&b| u32::from(b));
     for group in src[done..].chunks(WIDE_LANES) {
         for (&v, xj) in group.iter().zip(x.iter_mut()) {
@@ -1335,7 +1340,7 @@ fn check_payload<T: Word + Into<u64>>(
             let e = fc.get(w as usize).copied().unwrap_or(0);
             let (f, d) = (e & 0xFFFF, (*xj & mask).wrapping_sub(e >> 16));
             ok &= d < f;
-            *xj = (f * (*xj >> scale)).wrapping_add(d);
+            *xj = f.wrapping_mul(*xj >> scale).wrapping_add(d);
         }
         if !ok {
             return Ok(false);

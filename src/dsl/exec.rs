@@ -88,8 +88,8 @@ fn run_parts(children: &[Node], n: usize) -> Result<Vec<Words>, ExecError> {
 /// Whether running `node` gives exactly `target` (its width and words): what
 /// [`execute`] followed by a comparison says, mostly without running it.
 ///
-/// * A literal is checked against `target` by its codec ([`super::program::Lit::matches_field`]: the
-///   rANS wide layout without decoding).
+/// * A literal is checked against `target` by its codec
+///   ([`super::program::Lit::matches_field`]: the rANS wide layout without decoding).
 /// * A merge gives `target` exactly when each child gives its field of `target`: the
 ///   bits [`split_fields`] takes and [`merge_fields`] puts back (the merge's definition,
 ///   DESIGN §3). Each child is checked against its field, a literal child in place (no
