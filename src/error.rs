@@ -87,6 +87,21 @@ pub enum Error {
         /// The command that takes it (`brevis decompress`).
         command: &'static str,
     },
+    /// A file or folder is not what the command needs, for a reason of its own layer (a
+    /// damaged folder manifest, a checkpoint whose index names a missing shard, a path
+    /// that is neither a folder nor a shard index): worded as [`Error::Io`] is, with a
+    /// stable [`Error::kind`] of its own.
+    #[error("{}: {what}: {detail}", path.display())]
+    Invalid {
+        /// The file or folder.
+        path: PathBuf,
+        /// What could not be done or what is wrong (`damaged folder manifest`, ...).
+        what: &'static str,
+        /// Why.
+        detail: String,
+        /// Its [`Error::kind`].
+        kind: &'static str,
+    },
     /// Something that should never happen: a bug, reported instead of a panic.
     #[error("{}: internal error: {what}", path.display())]
     Internal {
@@ -145,6 +160,7 @@ impl Error {
             | Error::OutputExists { path }
             | Error::SameFile { path }
             | Error::WrongKind { path, .. }
+            | Error::Invalid { path, .. }
             | Error::Internal { path, .. } => path,
         };
         if let Ok(rest) = path.strip_prefix(from) {
@@ -154,10 +170,11 @@ impl Error {
     }
 
     /// A stable name for what kind of error this is, for scripts (the CLI's `--json`
-    /// failures carry it as `kind`): `io`, `invalid_source`, `not_archive`,
+    /// failures carry it as `kind`): `io`, `invalid_source` (a `.safetensors` file, or a
+    /// checkpoint folder or its index, that is not valid), `not_archive`,
     /// `unsupported_version`, `damaged_archive`, `damaged_record`, `undecodable_record`,
     /// `too_large`, `no_such_tensor`, `checksum_mismatch`, `output_exists`, `same_file`,
-    /// `wrong_kind` or `internal`.
+    /// `wrong_kind` or `internal`. A damaged folder manifest is `damaged_archive`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io { .. } => "io",
@@ -175,6 +192,7 @@ impl Error {
             Error::OutputExists { .. } => "output_exists",
             Error::SameFile { .. } => "same_file",
             Error::WrongKind { .. } => "wrong_kind",
+            Error::Invalid { kind, .. } => kind,
             Error::Internal { .. } => "internal",
         }
     }

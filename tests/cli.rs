@@ -1051,8 +1051,8 @@ fn folder_copy_damage_names_the_length_and_the_stored_file() {
 }
 
 /// A file inside a folder archive that its manifest does not name is warned about by
-/// `verify` (and listed as `unlisted` in its JSON) and by `decompress`, which does not
-/// restore it; both still succeed (a tester saw it ignored in silence).
+/// `verify` and `ls` (and listed as `unlisted` in their JSON) and by `decompress`, which
+/// does not restore it; all still succeed (a tester saw it ignored in silence).
 #[test]
 fn files_the_manifest_does_not_name_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();
@@ -1075,6 +1075,10 @@ fn files_the_manifest_does_not_name_are_warned_about() {
         (&v["ok"], &v["unlisted"]),
         (&json!(true), &json!(["extra/notes.txt"]))
     );
+    let o = brevis([OsStr::new("ls"), OsStr::new("--json"), archive.as_os_str()]);
+    fails_with(&o, 0, &[&warning]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["unlisted"], json!(["extra/notes.txt"]));
     let out = dir.path().join("restored");
     let o = brevis([
         OsStr::new("decompress"),
@@ -1230,6 +1234,24 @@ fn json_commands_print_an_object_when_they_fail() {
     let o = brevis(["show", "--json", "/no/such/file.brv", "w"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((&v["exit_code"], &v["kind"]), (&json!(1), &json!("io")));
+    // Usage errors too (a tester saw nothing on stdout), but not a request for help.
+    let o = brevis(["verify", "--json", "--jobs", "999", "x.brv"]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let msg = "invalid value '999' for '--jobs <N>': 999 is not in 0..=256";
+    assert_eq!(
+        v,
+        json!({"ok": false, "error": msg, "kind": "usage", "exit_code": 2})
+    );
+    let o = brevis(["ls", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["error"],
+        "the following required arguments were not provided: <INPUT>"
+    );
+    let o = brevis(["ls", "--json", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(serde_json::from_slice::<Value>(&o.stdout).is_err());
 
     // A tensor name that is not UTF-8: damage found in an archive that opened, exit 3.
     let dir = tempfile::tempdir().unwrap();

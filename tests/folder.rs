@@ -935,6 +935,15 @@ fn changed_manifest_entries_are_refused_or_named() {
         assert!(stderr(&o).contains(&want), "{}", stderr(&o));
     }
 
+    // A script reading `--json` is told the archive is damaged.
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&renamed).unwrap()).unwrap();
+    let o = brevis(&[Path::new("ls"), Path::new("--json"), &archive]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&v["kind"], &v["exit_code"]),
+        (&json!("damaged_archive"), &json!(1))
+    );
+
     // The manifest as written opens.
     std::fs::write(&manifest, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
     let v = brevis(&[Path::new("verify"), &archive]);
@@ -955,6 +964,12 @@ fn a_missing_copied_file_is_an_error_for_every_command() {
         vec![Path::new("ls"), &archive, Path::new("--json")],
         vec![Path::new("verify"), &archive],
         vec![Path::new("decompress"), &archive, Path::new("-o"), &out],
+        // `show` reads one shard, but a missing file is an error for it too (exit 0).
+        vec![
+            Path::new("show"),
+            &archive,
+            Path::new("embeddings.LayerNorm.bias"),
+        ],
     ] {
         let o = brevis(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));

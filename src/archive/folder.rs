@@ -34,7 +34,8 @@
 //!
 //! Before anything is written, the index (if any) is checked against the shards: a shard
 //! it names that is missing, or a tensor it maps to a shard that does not hold it, is
-//! refused with a message naming them ([`Error::Io`] with the index as path).
+//! refused with a message naming them ([`Error::Invalid`] with the index as path, kind
+//! `invalid_source`).
 
 use super::reader::{Archive, DecompressOptions};
 use super::safetensors::{looks_like_safetensors, parse};
@@ -185,10 +186,10 @@ pub enum ShardsFor {
 /// `compress` would compress (for `bench` and `calibrate`).
 ///
 /// # Errors
-/// [`Error::Io`] naming the entry if the folder cannot be listed or holds a link to a
-/// folder, a broken link or a special file; as [`check_index`] if a shard index names a
-/// missing shard or tensor; [`Error::Io`] naming the folder if it holds no `.safetensors`
-/// file.
+/// [`Error::Io`] naming the entry if the folder cannot be listed, [`Error::Invalid`] if
+/// it holds a link to a folder, a broken link or a special file; as [`check_index`] if a
+/// shard index names a missing shard or tensor; [`Error::Invalid`] naming the folder if it
+/// holds no `.safetensors` file.
 pub fn shard_paths(folder: &Path, purpose: ShardsFor) -> Result<Vec<PathBuf>> {
     let walk = match purpose {
         ShardsFor::Bench => Walk::Bench,
@@ -261,8 +262,27 @@ pub struct FolderSummary {
     pub empty_folders: Vec<String>,
 }
 
+/// An error about `path`, worded `PATH: WHAT: MSG`, of the [`Error::kind`] that `what`
+/// says: a damaged manifest is a damaged archive, an incomplete or invalid checkpoint an
+/// invalid source, a path `--against` cannot take the wrong kind of input; the refusals
+/// of the file system's entries (links to folders, devices) stay `io`.
 fn other(path: &Path, what: &'static str, msg: String) -> Error {
-    Error::io(path, what, io::Error::other(msg))
+    let kind = match what {
+        "damaged folder manifest" => "damaged_archive",
+        "incomplete checkpoint"
+        | "invalid shard index"
+        | "cannot archive"
+        | "cannot bench"
+        | "cannot calibrate" => "invalid_source",
+        "cannot compare with" => "wrong_kind",
+        _ => "io",
+    };
+    Error::Invalid {
+        path: path.to_path_buf(),
+        what,
+        detail: msg,
+        kind,
+    }
 }
 
 /// Why a folder is walked, for the wording of a refusal: the verb of the error (`cannot
@@ -387,7 +407,7 @@ fn empty_folders(files: &[String], dirs: &[String]) -> Vec<String> {
 /// snapshot is made of such links, and the file they point to is what is kept).
 ///
 /// # Errors
-/// [`Error::Io`] naming the entry, with `walk`'s verb, if it is a link to a folder
+/// [`Error::Invalid`] naming the entry, with `walk`'s verb, if it is a link to a folder
 /// (following one could loop or leave the checkpoint), a broken link, or not a regular
 /// file (a device, FIFO or socket).
 fn entry_kind(path: &Path, walk: Walk) -> Result<fs::Metadata> {
@@ -541,7 +561,7 @@ fn shard_tensor_names(path: &Path) -> Result<BTreeSet<String>> {
 /// names exists and holds every tensor it maps to it.
 ///
 /// # Errors
-/// [`Error::Io`] naming the index and the missing shard or tensor; [`Error::Source`] if
+/// [`Error::Invalid`] naming the index and the missing shard or tensor; [`Error::Source`] if
 /// a shard is not a valid `.safetensors` file.
 pub fn check_index(folder: &Path, index: &Path) -> Result<()> {
     let text = read_json_file(index)?;
@@ -1016,8 +1036,9 @@ impl Folder {
     /// Opens a compressed folder (or its manifest).
     ///
     /// # Errors
-    /// [`Error::Io`] if the manifest cannot be read, is not a brevis folder manifest, or
-    /// names a path outside the folder.
+    /// [`Error::Io`] if the manifest cannot be read; [`Error::Invalid`] (kind
+    /// `damaged_archive`) if it is not a brevis folder manifest, names a path outside the
+    /// folder, or its entries do not match their checksum.
     pub fn open(path: &Path) -> Result<Folder> {
         let root = compressed_folder(path).unwrap_or_else(|| path.to_path_buf());
         let mpath = root.join(MANIFEST_NAME);
@@ -1114,13 +1135,29 @@ impl Folder {
         self.root.join(f.archive.as_deref().unwrap_or(&f.path))
     }
 
+    /// Checks that every file the manifest names is stored: each shard's archive and each
+    /// copied file exists (nothing is read).
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the first stored file that is missing ("cannot open").
+    pub fn check_stored(&self) -> Result<()> {
+        for f in &self.files {
+            let stored = self.stored_path(f);
+            if let Err(e) = fs::metadata(&stored) {
+                return Err(Error::io(&stored, "cannot open", e));
+            }
+        }
+        Ok(())
+    }
+
     /// Files inside the compressed folder that its manifest does not name (neither the
     /// manifest, a shard archive nor a copied file), as sorted `/`-separated relative
     /// paths: nothing restores them, so a command reading the folder warns about them
     /// (a file put there by hand would otherwise be ignored in silence).
     ///
     /// # Errors
-    /// [`Error::Io`] if the folder cannot be listed (a link to a folder inside it, say).
+    /// [`Error::Io`] if the folder cannot be listed, [`Error::Invalid`] if it holds a link
+    /// to a folder.
     pub fn unlisted(&self) -> Result<Vec<String>> {
         let stored: BTreeSet<&str> = self
             .files
@@ -1204,8 +1241,8 @@ impl Folder {
     /// `progress` gets each shard's events with its path.
     ///
     /// # Errors
-    /// [`Error::Io`] if `original` is neither a folder nor a shard index, or cannot be
-    /// listed or read; as
+    /// [`Error::Invalid`] if `original` is neither a folder nor a shard index;
+    /// [`Error::Io`] if it cannot be listed or read; as
     /// [`Archive::open`] for a shard; [`Error::Archive`] if a shard's program cannot be
     /// decoded (a difference is reported, not an error).
     pub fn verify_against(

@@ -721,8 +721,21 @@ struct Structure {
 }
 
 /// Bytes before the end of an archive searched for its trailer when the file does not end
-/// with one ([`appended_after`]).
-const APPENDED_SEARCH_BYTES: usize = 1 << 20;
+/// with a sound one ([`appended_after`]): enough for a copy of a small archive appended
+/// to itself, little time on an error path.
+const APPENDED_SEARCH_BYTES: usize = 64 << 20;
+
+/// What is wrong with a file of `len` bytes holding an archive that ends at byte `end`.
+fn appended(end: usize, len: usize) -> String {
+    format!(
+        "the archive ends at byte {end} (its trailer is sound there) but the file goes on: \
+         {} after it (data appended to it? `truncate -s {end} FILE` removes them)",
+        match len - end {
+            1 => "1 byte".to_string(),
+            n => format!("{n} bytes"),
+        }
+    )
+}
 
 /// Where the archive in `bytes` ends when bytes were appended to it: the end of the last
 /// trailer in the final [`APPENDED_SEARCH_BYTES`] whose index ends where it starts and
@@ -845,21 +858,17 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
     );
     if bytes[len - 8..] != format::END_MAGIC {
         return Err(corrupt(match appended_after(bytes) {
-            Some(end) => format!(
-                "the archive ends at byte {end} (its trailer is sound there) but the file \
-                 goes on: {} after it (data appended to it? `truncate -s {end} FILE` \
-                 removes them)",
-                match len - end {
-                    1 => "1 byte".to_string(),
-                    n => format!("{n} bytes"),
-                }
-            ),
+            Some(end) => appended(end, len),
             None => "the end marker is missing (truncated or damaged archive)".to_string(),
         }));
     }
     let index_ok = index_offset >= format::FILE_HEADER_LEN as u64
         && index_offset.checked_add(index_len) == Some(trailer_start as u64);
     if !index_ok {
+        // The end marker of a second archive appended to this one (`cat a.brv a.brv`).
+        if let Some(end) = appended_after(bytes) {
+            return Err(corrupt(appended(end, len)));
+        }
         return Err(corrupt(format!(
             "the trailer places the index at [{index_offset}, +{index_len}), which does not \
              end at the trailer (byte {trailer_start})"
@@ -1113,6 +1122,14 @@ mod tests {
             )),
             "{}",
             what(&more)
+        );
+        // A copy of the archive appended to itself ends with an end marker, whose trailer
+        // places its index relative to the copy's start.
+        let doubled = [good.as_slice(), good.as_slice()].concat();
+        assert!(
+            what(&doubled).starts_with(&format!("the archive ends at byte {end} ")),
+            "{}",
+            what(&doubled)
         );
         let missing = "the end marker is missing (truncated or damaged archive)";
         assert_eq!(what(&good[..end - 1]), missing);

@@ -8,7 +8,7 @@
 //! index or a shard of a folder missing or cut short) is an error, exit 1. `--help` says
 //! the same.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::Result;
 use brevis::archive::writer::{write_archive, RegionKind};
 use brevis::archive::{
     self, escape_name, folder, no_progress, resolve_jobs, safetensors, Archive, CheckStatus,
@@ -178,7 +178,7 @@ impl PriorArgs {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| brevis::Error::io(path, "cannot read", e))?;
                 let prior = brevis::synth::Prior::from_json(&text)
-                    .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+                    .map_err(|e| failure("invalid_prior", format!("{}: {e}", path.display())))?;
                 Ok(PriorChoice::Given(std::sync::Arc::new(prior)))
             }
         }
@@ -326,6 +326,27 @@ fn jobs_parser() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::new().range(0..=archive::MAX_JOBS as u64)
 }
 
+/// An error of the CLI's own (not one of the library's [`brevis::Error`]s), with the
+/// `kind` a failing `--json` command prints for it.
+#[derive(Debug)]
+struct Failure {
+    kind: &'static str,
+    msg: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// A [`Failure`] of `kind` saying `msg`.
+fn failure(kind: &'static str, msg: String) -> anyhow::Error {
+    anyhow::Error::new(Failure { kind, msg })
+}
+
 /// How a command ended without an error.
 enum Outcome {
     Ok,
@@ -334,7 +355,30 @@ enum Outcome {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // A usage error of a command asked for `--json` gets its object on stdout too
+            // (exit 2); help and version requests are not errors.
+            let json = std::env::args_os().any(|a| a == "--json");
+            if json && e.use_stderr() {
+                // The message up to clap's blank line, on one line.
+                let text = e.to_string();
+                let head: Vec<&str> = text
+                    .lines()
+                    .take_while(|l| !l.trim().is_empty())
+                    .map(str::trim)
+                    .collect();
+                let joined = head.join(" ");
+                let msg = joined.strip_prefix("error: ").unwrap_or(&joined);
+                let _ = emit(&format!(
+                    "{}\n",
+                    json!({"ok": false, "error": msg, "kind": "usage", "exit_code": 2})
+                ));
+            }
+            e.exit()
+        }
+    };
     remove_temporary_files_on_signal();
     let json = cli.command.json();
     match run(cli) {
@@ -346,6 +390,9 @@ fn main() -> ExitCode {
             // `other`: a message of this program's own (a tensor name no record has, an
             // output that cannot be printed), not one of the library's errors.
             let mut kind = "other";
+            if let Some(f) = e.downcast_ref::<Failure>() {
+                kind = f.kind;
+            }
             if let Some(be) = e.downcast_ref::<brevis::Error>() {
                 kind = be.kind();
                 if be.is_mismatch() {
@@ -449,7 +496,7 @@ fn emit(s: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(anyhow!("stdout: cannot write: {e}"))
+            Err(failure("io", format!("stdout: cannot write: {e}")))
         }
         _ => Ok(()),
     }
@@ -790,12 +837,16 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
         // single-file archive it compared the index's own bytes (exit 3, "differs at
         // byte 0").
         if folder::source_folder(original).is_some() {
-            bail!(
-                "{}: is a checkpoint folder or shard index, and {} is a single-file \
-                 archive: --against takes the original .safetensors file it was made from",
-                original.display(),
-                a.input.display()
-            );
+            return Err(failure(
+                "wrong_kind",
+                format!(
+                    "{}: is a checkpoint folder or shard index, and {} is a single-file \
+                     archive: --against takes the original .safetensors file it was made \
+                     from",
+                    original.display(),
+                    a.input.display()
+                ),
+            ));
         }
     }
     let progress = Progress::new("verify");
@@ -1061,8 +1112,11 @@ fn preorder<'n>(node: &'n Node, depth: usize, out: &mut Vec<(usize, &'n Node)>) 
 fn show(a: ShowArgs) -> Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let (archive, i) = if let Some(dir) = folder::compressed_folder(&a.input) {
-        // A folder: the shard that holds the tensor.
+        // A folder: the shard that holds the tensor. A missing stored file is an error
+        // here too, as for every command (it exited 0).
         let f = folder::Folder::open(&dir)?;
+        f.check_stored()?;
+        warn_unlisted(&f, &dir);
         let Some(found) = f.find_tensor(&a.tensor)? else {
             let missing = format!(
                 "{}: no tensor named \"{}\" in its {} shards",
@@ -1084,9 +1138,12 @@ fn show(a: ShowArgs) -> Result<Outcome> {
                 );
                 return Ok(Outcome::Mismatch);
             }
-            return Err(anyhow!(
-                "{missing} (list them with `brevis ls {}`)",
-                a.input.display()
+            return Err(failure(
+                "no_such_tensor",
+                format!(
+                    "{missing} (list them with `brevis ls {}`)",
+                    a.input.display()
+                ),
             ));
         };
         if let Some(entry) = f.entry_of(&found.0) {
@@ -1111,7 +1168,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
                 );
                 return Ok(Outcome::Mismatch);
             }
-            return Err(anyhow!(missing));
+            return Err(failure("no_such_tensor", missing));
         };
         (archive, i)
     };
@@ -1258,9 +1315,12 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
                 timed_compress(all)?
             };
             if archive_one != archive_all {
-                return Err(anyhow!(
-                    "{}: internal error: the archive differs between 1 and {all} threads",
-                    path.display()
+                return Err(failure(
+                    "internal",
+                    format!(
+                        "{}: internal error: the archive differs between 1 and {all} threads",
+                        path.display()
+                    ),
                 ));
             }
             let archive_len = archive_one.len() as u64;
@@ -1673,17 +1733,15 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
 
 fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
     let f = folder::Folder::open(dir)?;
+    // A missing copied file is an error, as a missing shard archive is (it was listed as
+    // present, exit 0), before anything is listed.
+    f.check_stored()?;
+    let unlisted = warn_unlisted(&f, dir);
     let mut outcome = Outcome::Ok;
     let mut rows = Vec::new();
     for x in f.files() {
         match x.kind {
             folder::FileKind::Copy => {
-                // A missing copied file is an error, as a missing shard archive is (it
-                // was listed as present, exit 0).
-                let stored = f.stored_path(x);
-                if let Err(e) = std::fs::metadata(&stored) {
-                    return Err(brevis::Error::io(&stored, "cannot open", e).into());
-                }
                 if a.json {
                     rows.push(json!({
                         "path": x.path,
@@ -1738,7 +1796,7 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
         }
     }
     if a.json {
-        emit_json(&json!({"folder": lossy(dir), "files": rows}))?;
+        emit_json(&json!({"folder": lossy(dir), "files": rows, "unlisted": unlisted}))?;
     }
     Ok(outcome)
 }
