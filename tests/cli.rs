@@ -118,7 +118,7 @@ fn ls_show_and_verify_json_shapes() {
         OsStr::new(name),
         OsStr::new("--json"),
     ]));
-    assert_eq!(show["name"], name);
+    assert_eq!((&show["name"], &show["ok"]), (&json!(name), &json!(true)));
     assert!(show["program"].as_str().unwrap().contains(" : u"));
     let nodes = show["nodes"].as_array().unwrap();
     assert_eq!(nodes[0]["depth"], 0);
@@ -183,7 +183,10 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
     let o = brevis([OsStr::new("ls"), OsStr::new("--json"), archive.as_os_str()]);
     let v = json_of(&o);
-    assert_eq!(v["records_match_header"], true);
+    assert_eq!(
+        (&v["records_match_header"], &v["ok"]),
+        (&json!(true), &json!(true))
+    );
     assert_eq!(v["disagreements"], serde_json::json!([]));
     let name = v["tensors"][0]["name"].as_str().unwrap().to_string();
 
@@ -239,7 +242,10 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     let o = brevis([OsStr::new("ls"), OsStr::new("--json"), damaged.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["records_match_header"], false);
+    assert_eq!(
+        (&v["records_match_header"], &v["ok"]),
+        (&json!(false), &json!(false))
+    );
     assert_eq!(
         v["disagreements"],
         serde_json::json!([format!(

@@ -801,6 +801,7 @@ fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
         .find(|f| f["path"] == "model-00001-of-00002.safetensors")
         .unwrap();
     assert_eq!(entry["records_match_header"], false);
+    assert_eq!(v["ok"], false);
     assert_eq!(entry["matches_manifest"], true);
 }
 

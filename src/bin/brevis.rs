@@ -1035,6 +1035,7 @@ fn ls(a: LsArgs) -> Result<Outcome> {
             .collect();
         emit_json(&json!({
             "archive": lossy(&a.input),
+            "ok": matches!(outcome, Outcome::Ok),
             "original_bytes": total_original,
             "archive_bytes": total_archive,
             "reduction_percent": percent_smaller(total_original, total_archive),
@@ -1209,6 +1210,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
             .collect();
         emit_json(&json!({
             "archive": lossy(archive.path()),
+            "ok": matches!(outcome, Outcome::Ok),
             "name": t.name,
             "dtype": t.dtype.name(),
             "shape": t.shape,
@@ -1796,7 +1798,12 @@ fn ls_folder(a: LsArgs, dir: &Path) -> Result<Outcome> {
         }
     }
     if a.json {
-        emit_json(&json!({"folder": lossy(dir), "files": rows, "unlisted": unlisted}))?;
+        emit_json(&json!({
+            "folder": lossy(dir),
+            "ok": matches!(outcome, Outcome::Ok),
+            "files": rows,
+            "unlisted": unlisted,
+        }))?;
     }
     Ok(outcome)
 }
