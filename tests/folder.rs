@@ -945,6 +945,21 @@ fn changed_manifest_entries_are_refused_or_named() {
         (&json!("damaged_archive"), &json!(1))
     );
 
+    // A manifest that is a folder is a damaged manifest, not a missing one (a tester saw
+    // "a folder without brevis-folder.json").
+    std::fs::remove_file(&manifest).unwrap();
+    std::fs::create_dir(&manifest).unwrap();
+    let o = brevis(&[Path::new("ls"), &archive]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: {}: damaged folder manifest: is not a regular file\n",
+            manifest.display()
+        )
+    );
+    std::fs::remove_dir(&manifest).unwrap();
+
     // The manifest as written opens.
     std::fs::write(&manifest, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
     let v = brevis(&[Path::new("verify"), &archive]);

@@ -139,7 +139,8 @@ pub fn compressed_folder(path: &Path) -> Option<PathBuf> {
 }
 
 /// Says what `path` is when it is plainly not an archive, for the commands that take one
-/// (`decompress`, `verify`, `ls`, `show`): a folder without [`MANIFEST_NAME`], a shard
+/// (`decompress`, `verify`, `ls`, `show`): a folder without [`MANIFEST_NAME`] (or whose
+/// [`MANIFEST_NAME`] is not a file: [`Error::Invalid`], a damaged archive), a shard
 /// index (`*.index.json`), or a `.safetensors` file; each is what `brevis compress`
 /// takes. Returns `None` for anything else (an archive, a compressed folder, a damaged or
 /// unknown file, a path that cannot be read), which opening it then reports. Reads at most
@@ -157,6 +158,16 @@ pub fn not_an_archive(path: &Path) -> Option<Error> {
         return None;
     }
     if path.is_dir() {
+        // A manifest that is there but not a file (a folder of that name) is a damaged
+        // archive folder, not a folder without one.
+        let manifest = path.join(MANIFEST_NAME);
+        if fs::symlink_metadata(&manifest).is_ok() {
+            return Some(other(
+                &manifest,
+                "damaged folder manifest",
+                "is not a regular file".to_string(),
+            ));
+        }
         return wrong(format!("a folder without {MANIFEST_NAME}"));
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
