@@ -296,6 +296,16 @@ fn other(path: &Path, what: &'static str, msg: String) -> Error {
     }
 }
 
+/// The relative paths of what a compressed folder of `files` holds: each shard's
+/// archive, each copied file, and the manifest.
+fn stored_names(files: &[FolderFile]) -> BTreeSet<&str> {
+    files
+        .iter()
+        .map(|f| f.archive.as_deref().unwrap_or(&f.path))
+        .chain([MANIFEST_NAME])
+        .collect()
+}
+
 /// Why a folder is walked, for the wording of a refusal: the verb of the error (`cannot
 /// archive`, `cannot replace`, ...) and what to do about a link to a folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -760,12 +770,7 @@ pub fn compress_folder(
                 ))
             }
         };
-        let ours: BTreeSet<&str> = previous
-            .files
-            .iter()
-            .map(|f| f.archive.as_deref().unwrap_or(&f.path))
-            .chain([MANIFEST_NAME])
-            .collect();
+        let ours = stored_names(&previous.files);
         match first_stranger(dir, &ours)? {
             None => Ok(()),
             Some(f) => refuse(format!(
@@ -1170,12 +1175,7 @@ impl Folder {
     /// [`Error::Io`] if the folder cannot be listed, [`Error::Invalid`] if it holds a link
     /// to a folder.
     pub fn unlisted(&self) -> Result<Vec<String>> {
-        let stored: BTreeSet<&str> = self
-            .files
-            .iter()
-            .map(|f| f.archive.as_deref().unwrap_or(&f.path))
-            .chain([MANIFEST_NAME])
-            .collect();
+        let stored = stored_names(&self.files);
         Ok(list_files(&self.root, Walk::Compare)?
             .into_iter()
             .filter(|f| !stored.contains(f.as_str()))

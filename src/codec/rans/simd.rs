@@ -188,18 +188,13 @@ mod imp {
                 _mm256_setr_epi32(0, 1, 4, 5, 0, 0, 0, 0),
             )
         };
-        // SAFETY (every load and store below): `x` holds 32 states, read and written as
-        // four vectors of 8; gathers read `fb` at slots below `2^scale` = `fb.len()`, and
-        // 4 bytes at the symbol of such a slot, which the `SYM_PAD` zeros after the last
-        // slot keep inside `sym`; the refill's reads as in `refill`; stores write the 8 words `done + 8 v ..` of a group with
+        // SAFETY: AVX2 is present (this function's own requirement).
+        let mut xs = unsafe { load_states(x) };
+        // SAFETY (every load and store below): gathers read `fb` at slots below
+        // `2^scale` = `fb.len()`, and 4 bytes at the symbol of such a slot, which the
+        // `SYM_PAD` zeros after the last slot keep inside `sym`; the refill's reads as in
+        // `refill`; stores write the 8 words `done + 8 v ..` of a group with
         // `done + 32 <= out.len()`.
-        let xp = x.as_mut_ptr().cast::<__m256i>();
-        let mut xs = [
-            unsafe { _mm256_loadu_si256(xp) },
-            unsafe { _mm256_loadu_si256(xp.add(1)) },
-            unsafe { _mm256_loadu_si256(xp.add(2)) },
-            unsafe { _mm256_loadu_si256(xp.add(3)) },
-        ];
         let mut pos = start;
         let mut done = 0;
         let outp = out.as_mut_ptr().cast::<u8>();
@@ -227,10 +222,35 @@ mod imp {
             unsafe { refill(&mut xs, &mut pos, payload) };
             done += WIDE_LANES;
         }
+        // SAFETY: AVX2 is present (this function's own requirement).
+        unsafe { store_states(&xs, x) };
+        (pos, done)
+    }
+
+    /// The 32 states of `x` as four vectors of 8.
+    ///
+    /// # Safety
+    /// The processor must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn load_states(x: &[u32; WIDE_LANES]) -> [__m256i; 4] {
+        let xp = x.as_ptr().cast::<__m256i>();
+        // SAFETY: `x` holds 32 words: four unaligned loads of 8.
+        std::array::from_fn(|v| unsafe { _mm256_loadu_si256(xp.add(v)) })
+    }
+
+    /// Stores four vectors of 8 states into `x` ([`load_states`]' inverse).
+    ///
+    /// # Safety
+    /// The processor must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn store_states(xs: &[__m256i; 4], x: &mut [u32; WIDE_LANES]) {
+        let xp = x.as_mut_ptr().cast::<__m256i>();
         for (v, xv) in xs.iter().enumerate() {
+            // SAFETY: `x` holds 32 words: four unaligned stores of 8.
             unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
         }
-        (pos, done)
     }
 
     /// Both refill rounds of one wide group at once, reading from `payload` at `pos` (which
@@ -317,17 +337,12 @@ mod imp {
         let shift = _mm_cvtsi32_si128(scale as i32);
         let field_shift = _mm_cvtsi32_si128(field.shift as i32);
         let field_mask = _mm256_set1_epi32(field.mask as i32);
-        // SAFETY (every load below): `x` holds 32 states, read and written as four
-        // vectors of 8; a group at `done` with `done + 32 <= src.len()` reads the 32
-        // words there, 8 at a time; gathers read `fc` at a word masked to `fc.len() - 1`
-        // (a word past it is flagged, never read); the refill's reads as in `refill`.
-        let xp = x.as_mut_ptr().cast::<__m256i>();
-        let mut xs = [
-            unsafe { _mm256_loadu_si256(xp) },
-            unsafe { _mm256_loadu_si256(xp.add(1)) },
-            unsafe { _mm256_loadu_si256(xp.add(2)) },
-            unsafe { _mm256_loadu_si256(xp.add(3)) },
-        ];
+        // SAFETY: AVX2 is present (this function's own requirement).
+        let mut xs = unsafe { load_states(x) };
+        // SAFETY (every load below): a group at `done` with `done + 32 <= src.len()` reads
+        // the 32 words there, 8 at a time; gathers read `fc` at a word masked to
+        // `fc.len() - 1` (a word past it is flagged, never read); the refill's reads as in
+        // `refill`.
         let wp = src.as_ptr().cast::<u8>();
         let mut bad = _mm256_setzero_si256();
         let mut pos = start;
@@ -358,9 +373,8 @@ mod imp {
             unsafe { refill(&mut xs, &mut pos, payload) };
             done += WIDE_LANES;
         }
-        for (v, xv) in xs.iter().enumerate() {
-            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
-        }
+        // SAFETY: AVX2 is present (this function's own requirement).
+        unsafe { store_states(&xs, x) };
         (pos, done, _mm256_testz_si256(bad, bad) == 1)
     }
 
@@ -441,19 +455,13 @@ mod imp {
         let tabp = tab.as_ptr().cast::<i32>();
         let wp = groups.as_ptr().cast::<u8>();
         let outp = out.map(|o| o.as_mut_ptr());
-        // SAFETY (every load, gather and store below): `x` holds 32 states, read and
-        // written as four vectors of 8; a group `g < groups.len() / 32` reads the 32 words
-        // at `32 g`, 8 at a time (`8 W` bytes each); gathers read word `i` of an entry at
-        // `2 (w & (tab.len() - 1)) + i`, `i < 2`, inside `tab`; each store writes 8 bytes
-        // at the count of bytes shed so far, at most `2 * groups.len()`, and `out` has 16
-        // more.
-        let xp = x.as_mut_ptr().cast::<__m256i>();
-        let mut xs = [
-            unsafe { _mm256_loadu_si256(xp) },
-            unsafe { _mm256_loadu_si256(xp.add(1)) },
-            unsafe { _mm256_loadu_si256(xp.add(2)) },
-            unsafe { _mm256_loadu_si256(xp.add(3)) },
-        ];
+        // SAFETY: AVX2 is present (this function's own requirement).
+        let mut xs = unsafe { load_states(x) };
+        // SAFETY (every load, gather and store below): a group `g < groups.len() / 32`
+        // reads the 32 words at `32 g`, 8 at a time (`8 W` bytes each); gathers read word
+        // `i` of an entry at `2 (w & (tab.len() - 1)) + i`, `i < 2`, inside `tab`; each
+        // store writes 8 bytes at the count of bytes shed so far, at most
+        // `2 * groups.len()`, and `out` has 16 more.
         let mut len = 0usize;
         for g in (0..groups.len() / WIDE_LANES).rev() {
             // Per vector and round (second, first): the bytes in the lanes' low bytes and
@@ -521,9 +529,8 @@ mod imp {
                 }
             }
         }
-        for (v, xv) in xs.iter().enumerate() {
-            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
-        }
+        // SAFETY: AVX2 is present (this function's own requirement).
+        unsafe { store_states(&xs, x) };
         len
     }
 }
