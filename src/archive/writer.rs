@@ -31,8 +31,9 @@ pub struct CompressOptions {
     pub jobs: Option<usize>,
     /// Replace an existing output file.
     pub force: bool,
-    /// Run every synthesized program and compare its output with the source before
-    /// writing it; a program that differs is replaced by a literal, with a warning.
+    /// Check every synthesized program against the source before writing it
+    /// ([`crate::dsl::matches`]: exactly what running it and comparing says); a program
+    /// that differs is replaced by a literal, with a warning.
     pub verify: bool,
     /// Production prior ordering the search; [`PriorChoice::Auto`] calibrates on the
     /// input (DESIGN §6) when the prior can change the result
