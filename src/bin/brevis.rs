@@ -389,8 +389,8 @@ fn main() -> ExitCode {
         Err(e) => {
             let mut msg = e.to_string();
             let mut code = 1;
-            // `other`: a message of this program's own (a tensor name no record has, an
-            // output that cannot be printed), not one of the library's errors.
+            // `other`: an error neither the library nor this program names a kind for (a
+            // formatting error, say; none is expected).
             let mut kind = "other";
             if let Some(f) = e.downcast_ref::<Failure>() {
                 kind = f.kind;
