@@ -259,28 +259,6 @@ pub fn merge_fields(parts: &[Words], widths: &[u32]) -> Words {
 /// into 9- to 16-bit words (BF16 as 1/8/7 or 1/11/4, F16 as 1/7/8, ...) in one pass with
 /// no intermediate stream. `None` when the shape is not one of these.
 fn merge_bytes_into_u16(parts: &[Words], widths: &[u32], total: u32, n: usize) -> Option<Words> {
-    let mut out = Vec::with_capacity(n);
-    merge_bytes_into_u16_with(parts, widths, total, n, &mut |chunk| {
-        out.extend_from_slice(chunk);
-        true
-    })?;
-    Some(Words::from_buf_trusted(total, WordBuf::U16(out)))
-}
-
-/// Words each chunk of [`merge_bytes_into_u16_with`] holds (8 KiB, in L1).
-const FUSE_CHUNK: usize = 4096;
-
-/// The merge of [`merge_bytes_into_u16`], handed to `sink` in order, up to
-/// [`FUSE_CHUNK`] words at a time, until it returns false. `Some(true)` when every chunk
-/// was taken, `Some(false)` when `sink` stopped, `None` when the shape is not one of the
-/// fast path's (nothing is merged).
-fn merge_bytes_into_u16_with(
-    parts: &[Words],
-    widths: &[u32],
-    total: u32,
-    n: usize,
-    sink: &mut dyn FnMut(&[u16]) -> bool,
-) -> Option<bool> {
     if !(9..=16).contains(&total)
         || !(2..=3).contains(&parts.len())
         || widths.len() != parts.len()
@@ -297,48 +275,40 @@ fn merge_bytes_into_u16_with(
         shift -= w;
         *s = shift;
     }
-    /// One pass over parts of any of the two container types, a chunk at a time.
+    /// One pass over parts of any of the two container types.
     fn fuse<A: Into<u16> + Copy, B: Into<u16> + Copy, C: Into<u16> + Copy>(
         a: &[A],
         b: &[B],
         c: Option<&[C]>,
         [sa, sb, _]: [u32; 3],
-        sink: &mut dyn FnMut(&[u16]) -> bool,
-    ) -> bool {
-        let mut buf = [0u16; FUSE_CHUNK];
-        for start in (0..a.len()).step_by(FUSE_CHUNK) {
-            let end = (start + FUSE_CHUNK).min(a.len());
-            let out = &mut buf[..end - start];
-            let ab = out.iter_mut().zip(&a[start..end]).zip(&b[start..end]);
-            match c {
-                None => ab.for_each(|((o, &x), &y)| *o = x.into() << sa | y.into() << sb),
-                Some(c) => ab.zip(&c[start..end]).for_each(|(((o, &x), &y), &z)| {
-                    *o = x.into() << sa | y.into() << sb | z.into()
-                }),
-            }
-            if !sink(out) {
-                return false;
-            }
+    ) -> Vec<u16> {
+        let ab = a.iter().zip(b);
+        match c {
+            None => ab.map(|(&x, &y)| x.into() << sa | y.into() << sb).collect(),
+            Some(c) => ab
+                .zip(c)
+                .map(|((&x, &y), &z)| x.into() << sa | y.into() << sb | z.into())
+                .collect(),
         }
-        true
     }
     macro_rules! third {
         ($a:expr, $b:expr) => {
             match parts.get(2).map(Words::buf) {
-                None => fuse::<_, _, u8>($a, $b, None, shifts, sink),
-                Some(WordBuf::U8(c)) => fuse($a, $b, Some(c.as_slice()), shifts, sink),
-                Some(WordBuf::U16(c)) => fuse($a, $b, Some(c.as_slice()), shifts, sink),
+                None => fuse::<_, _, u8>($a, $b, None, shifts),
+                Some(WordBuf::U8(c)) => fuse($a, $b, Some(c.as_slice()), shifts),
+                Some(WordBuf::U16(c)) => fuse($a, $b, Some(c.as_slice()), shifts),
                 Some(_) => return None,
             }
         };
     }
-    Some(match (parts[0].buf(), parts[1].buf()) {
+    let out = match (parts[0].buf(), parts[1].buf()) {
         (WordBuf::U8(a), WordBuf::U8(b)) => third!(a.as_slice(), b.as_slice()),
         (WordBuf::U8(a), WordBuf::U16(b)) => third!(a.as_slice(), b.as_slice()),
         (WordBuf::U16(a), WordBuf::U8(b)) => third!(a.as_slice(), b.as_slice()),
         (WordBuf::U16(a), WordBuf::U16(b)) => third!(a.as_slice(), b.as_slice()),
         _ => return None,
-    })
+    };
+    Some(Words::from_buf_trusted(total, WordBuf::U16(out)))
 }
 
 /// Splits each word into fields of the given widths (most significant first); the
@@ -424,13 +394,14 @@ fn or_shifted(out: &mut WordBuf, part: &WordBuf, shift: u32) {
 mod tests {
     use super::*;
 
-    /// `matches` agrees with running the program and comparing: on the fused merge
-    /// path (a difference in a later chunk, in the last partial chunk, in the first
-    /// word), on the general merge path (32-bit words) and on a non-merge root.
+    /// `matches` agrees with running the program and comparing: on BF16 merges (a
+    /// difference in the first word, past 4,096 words, in the last word), on a 32-bit
+    /// merge and on a non-merge root.
     #[test]
     fn matches_is_execute_then_compare() {
         use crate::dsl::MergeFn;
-        let n = 3 * FUSE_CHUNK + 123;
+        const CHUNK: usize = 4096;
+        let n = 3 * CHUNK + 123;
         let bf16 = Words::from_fn(16, n, |i| (i as u64 * 40_503 + 7) & 0xFFFF);
         let program = |w: &Words, widths: &[u32]| {
             let kids = split_fields(w, widths).iter().map(Node::lit).collect();
@@ -439,7 +410,7 @@ mod tests {
         for widths in [&[1, 11, 4][..], &[1, 8, 7], &[9, 7]] {
             let p = program(&bf16, widths);
             assert!(matches(&p, &bf16).unwrap(), "{widths:?}");
-            for at in [0, FUSE_CHUNK + 5, n - 1] {
+            for at in [0, CHUNK + 5, n - 1] {
                 let mut v = bf16.to_u64s();
                 v[at] ^= 1 << 3;
                 let other = Words::from_u64s(16, &v);
