@@ -247,6 +247,59 @@ fn unpack_sub_byte<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
 /// An empty body, `k > width`, a body length other than `1 + ceil(n k / 8)`, or nonzero
 /// padding bits.
 pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
+    let (k, data) = validate(body, width, n)?;
+    if k == 0 {
+        return try_constant(width, 0, n, NAME);
+    }
+    // Every word came from a validated table (symbols < 2^width) or a field of at most
+    // `width` bits.
+    Ok(Words::from_buf_trusted(
+        width,
+        unpack_buf(data, k, width, n),
+    ))
+}
+
+/// Whether `body` decodes to field `(shift, width)` of `src` (see
+/// [`super::select::matches_field`]): the same validation and unpacking as [`decode`],
+/// a chunk of [`CHECK_WORDS`] words at a time compared with the field in place, so no
+/// buffer of `src.len()` words is allocated (the check of a 1 Mi-word sign plane would
+/// otherwise fault in a fresh megabyte).
+///
+/// # Errors
+/// As [`decode`] for `n = src.len()`.
+///
+/// # Panics
+/// If the field does not lie inside the words (`shift + width > src.width()`).
+pub fn matches_field(body: &[u8], src: &Words, shift: u32, width: u32) -> Result<bool, CodecError> {
+    let n = src.len();
+    let (k, data) = validate(body, width, n)?;
+    if k == 0 {
+        // Every word 0: the field must be 0 throughout.
+        let zeros = try_constant(width, 0, n, NAME)?;
+        return Ok(super::select::equals_field(&zeros, src, shift));
+    }
+    let k = k as usize;
+    let mut start = 0;
+    while start < n {
+        let end = (start + CHECK_WORDS).min(n);
+        // Chunks start at multiples of 8 words, so on byte boundaries.
+        let bytes = &data[start * k / 8..(end * k).div_ceil(8)];
+        let part = unpack_buf(bytes, k as u32, width, end - start);
+        if !super::select::buf_equals_field(&part, src, start, shift, width) {
+            return Ok(false);
+        }
+        start = end;
+    }
+    Ok(true)
+}
+
+/// Words [`matches_field`] unpacks at a time: a multiple of 8 (chunks start on byte
+/// boundaries) small enough that the buffer stays in the L1 cache.
+const CHECK_WORDS: usize = 1 << 12;
+
+/// The bits per word `k` and the packed bytes of `body` after the checks [`decode`]
+/// documents.
+fn validate(body: &[u8], width: u32, n: usize) -> Result<(u32, &[u8]), CodecError> {
     check_width(width, NAME)?;
     let Some((&k, data)) = body.split_first() else {
         return Err(CodecError::Truncated {
@@ -285,20 +338,20 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
             what: "nonzero padding bits".into(),
         });
     }
-    if k == 0 {
-        return try_constant(width, 0, n, NAME);
-    }
-    let buf = match container_bytes(width) {
+    Ok((k, data))
+}
+
+/// `n` words of `k` (1 to `width`) bits from `data`, which holds them, in the container of
+/// `width`-bit words.
+fn unpack_buf(data: &[u8], k: u32, width: u32, n: usize) -> WordBuf {
+    match container_bytes(width) {
         1 if k == 1 => WordBuf::U8(unpack_bits_u8(data, n)),
         1 if k == 4 => WordBuf::U8(unpack_nibbles_u8(data, n)),
         1 => WordBuf::U8(unpack(data, k, n)),
         2 => WordBuf::U16(unpack(data, k, n)),
         4 => WordBuf::U32(unpack(data, k, n)),
         _ => WordBuf::U64(unpack(data, k, n)),
-    };
-    // Every word came from a validated table (symbols < 2^width) or a field of at most
-    // `width` bits.
-    Ok(Words::from_buf_trusted(width, buf))
+    }
 }
 
 /// `n` one-bit words into bytes (sign planes) from `data`, which holds them: each byte
@@ -512,5 +565,49 @@ mod tests {
         assert_eq!(decode(&[3, 0b1], 8, 2).unwrap().to_u64s(), vec![1, 0]);
         // n * k overflowing is a size mismatch, not a panic.
         assert!(decode(&[64, 0], 64, usize::MAX).is_err());
+    }
+
+    /// The chunked check agrees with decoding then comparing: fields of 1, 3, 4 and 7
+    /// bits (the sign and nibble fast paths and the general unpacking) of 16-bit words
+    /// over three chunks and a partial one; a changed field bit in the first word, at
+    /// either side of a chunk boundary and in the last word fails it, a change outside
+    /// the field does not; a bad body is the decoder's error; a width-0 body checks a
+    /// zero field only.
+    #[test]
+    fn chunked_check_agrees_with_decode() {
+        let n = 3 * CHECK_WORDS + 5;
+        let src: Vec<u64> = (0..n as u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48)
+            .collect();
+        let words = Words::from_u64s(16, &src);
+        for (shift, k) in [(15, 1), (0, 4), (5, 3), (8, 7)] {
+            let field = Words::from_fn(k, n, |i| (src[i] >> shift) & ((1 << k) - 1));
+            let mut b = Vec::new();
+            encode_k(&field, k, &mut b);
+            assert!(matches_field(&b, &words, shift, k).unwrap(), "k {k}");
+            for at in [0, CHECK_WORDS - 1, CHECK_WORDS, n - 1] {
+                let mut v = src.clone();
+                v[at] ^= 1 << shift;
+                let other = Words::from_u64s(16, &v);
+                assert!(
+                    !matches_field(&b, &other, shift, k).unwrap(),
+                    "k {k} at {at}"
+                );
+                let outside = if shift == 0 { 1 << 15 } else { 1 };
+                v[at] ^= (1 << shift) | outside;
+                let other = Words::from_u64s(16, &v);
+                assert!(
+                    matches_field(&b, &other, shift, k).unwrap(),
+                    "k {k} at {at}"
+                );
+            }
+            assert_eq!(
+                matches_field(&b[..b.len() - 1], &words, shift, k),
+                Err(decode(&b[..b.len() - 1], k, n).unwrap_err())
+            );
+        }
+        let zero = Words::from_fn(16, n, |i| (i as u64 % 7) << 4);
+        assert!(matches_field(&[0], &zero, 0, 4).unwrap());
+        assert!(!matches_field(&[0], &zero, 4, 3).unwrap());
     }
 }

@@ -342,6 +342,7 @@ pub fn matches_field(
     );
     match codec {
         CodecId::Rans32 => rans::matches_field(body, src, shift, width, rans::Layout::Wide),
+        CodecId::BitPack => bitpack::matches_field(body, src, shift, width),
         _ => {
             let words = decode(codec, body, width, src.len())?;
             Ok(equals_field(&words, src, shift))
@@ -352,26 +353,45 @@ pub fn matches_field(
 /// Whether `words` are field `(shift, words.width())` of `src`: as many, and each
 /// `(v >> shift) & (2^width - 1)` of the word `v` of `src` at its place.
 pub fn equals_field(words: &Words, src: &Words, shift: u32) -> bool {
-    if words.len() != src.len() || shift + words.width() > src.width() {
+    words.len() == src.len() && buf_equals_field(words.buf(), src, 0, shift, words.width())
+}
+
+/// Whether `part` holds field `(shift, width)` of the words of `src` from index `start`
+/// on (`part.len()` of them, which must be there): each `(v >> shift) & (2^width - 1)`.
+/// False if the field does not lie inside `src`'s words.
+pub(crate) fn buf_equals_field(
+    part: &crate::tensor::WordBuf,
+    src: &Words,
+    start: usize,
+    shift: u32,
+    width: u32,
+) -> bool {
+    if shift + width > src.width() {
         return false;
     }
-    let m = crate::tensor::mask(words.width());
+    let m = crate::tensor::mask(width);
+    let end = start + crate::with_buf!(part, v => v.len());
     // No early exit, and the arithmetic in the narrow types the words come in: the loops
     // vectorize.
     macro_rules! differ {
         ($a:expr, $b:expr, $t:ty) => {{
             let (sh, mt) = (shift, m as $t);
-            $a.iter().zip($b.iter()).fold(0 as $t, |d, (&x, &y)| {
-                d | (<$t>::from(x) ^ ((y >> sh) & mt))
-            }) != 0
+            $a.iter()
+                .zip($b[start..end].iter())
+                .fold(0 as $t, |d, (&x, &y)| {
+                    d | (<$t>::from(x) ^ ((y >> sh) & mt))
+                })
+                != 0
         }};
     }
     use crate::tensor::WordBuf::{U16, U8};
-    let differ = match (words.buf(), src.buf()) {
+    let differ = match (part, src.buf()) {
         (U8(a), U8(b)) => differ!(a, b, u8),
         (U8(a), U16(b)) => differ!(a, b, u16),
         (U16(a), U16(b)) => differ!(a, b, u16),
-        (a, b) => crate::with_buf!(a, a => crate::with_buf!(b, b => any_differ(a, b, shift, m))),
+        (a, b) => {
+            crate::with_buf!(a, a => crate::with_buf!(b, b => any_differ(a, &b[start..end], shift, m)))
+        }
     };
     !differ
 }

@@ -488,7 +488,13 @@ fn with_all(t: &Words, init: u64, f: impl Fn(u64, u64) -> u64) -> u64 {
 /// sample of the first 4,096 words by order-0 entropy.
 fn scan_candidates(t: &Words) -> Vec<ScanFn> {
     let sample = t.slice(0, t.len().min(4096));
-    let h = |w: &Words| stats::stream_entropy_bits(w, 4096).unwrap_or(f64::INFINITY);
+    // Bits per word, the logarithms from the codecs' table rather than one `log2` call
+    // per distinct word (a BF16 sample has thousands).
+    let h = |w: &Words| {
+        stats::histogram(w, 4096).map_or(f64::INFINITY, |hist| {
+            crate::codec::rans::entropy_bits(&hist) / w.len().max(1) as f64
+        })
+    };
     let base = h(&sample);
     let mut out = Vec::new();
     for f in [ScanFn::Add, ScanFn::Xor] {
