@@ -108,6 +108,47 @@ pub(crate) fn release_pages(map: &memmap2::Mmap, part: &[u8]) {
     }
 }
 
+/// Drops, on a thread of its own, the cached pages of the file `output` that a finished
+/// job will replace (`force`, and `output` an existing regular file), and waits for
+/// that when dropped. Replacing a file frees its cached pages inside the rename, on
+/// the job's critical path (7 ms of a 125 ms compression of minilm over its previous
+/// archive); dropped beforehand, they are freed while the job works, and the rename
+/// only unlinks. The file itself is untouched: if the job fails it stays as it was,
+/// only no longer cached.
+pub(crate) struct EvictReplaced(Option<std::thread::JoinHandle<()>>);
+
+impl EvictReplaced {
+    /// Starts dropping `output`'s cached pages if the job may replace it.
+    pub(crate) fn start(output: &std::path::Path, force: bool) -> EvictReplaced {
+        let replaced =
+            force && std::fs::symlink_metadata(output).is_ok_and(|m| m.is_file() && m.len() > 0);
+        if !replaced {
+            return EvictReplaced(None);
+        }
+        let path = output.to_path_buf();
+        let spawned = std::thread::Builder::new()
+            .name("brevis-evict".into())
+            .spawn(move || {
+                #[cfg(unix)]
+                if let Ok(f) = std::fs::File::open(&path) {
+                    // Best effort: advice that is refused changes nothing.
+                    let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed);
+                }
+                #[cfg(not(unix))]
+                let _ = path;
+            });
+        EvictReplaced(spawned.ok())
+    }
+}
+
+impl Drop for EvictReplaced {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Most worker threads any job starts, whatever `--jobs` asks for: more only adds
 /// memory in flight and scheduling cost.
 pub const MAX_JOBS: usize = 256;

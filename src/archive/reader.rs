@@ -674,6 +674,7 @@ impl Archive {
         progress: &dyn Fn(ProgressEvent<'_>),
     ) -> Result<DecompressSummary> {
         check_output(&self.path, output, opts.force)?;
+        let evict = super::EvictReplaced::start(output, opts.force);
         let mut tmp = temp_beside(output)?;
         // The records are hashed on a thread of their own while the file is restored
         // (one more pass over the archive, which at the end took 5% of a decompression).
@@ -696,6 +697,7 @@ impl Archive {
             restored?;
             Ok(hashed.unwrap_or_else(|| self.records_intact()))
         })?;
+        drop(evict);
         persist(tmp, output, opts.force)?;
         Ok(DecompressSummary {
             output: output.to_path_buf(),

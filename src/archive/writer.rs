@@ -156,6 +156,7 @@ pub fn compress_file(
     progress: &dyn Fn(ProgressEvent<'_>),
 ) -> Result<CompressSummary> {
     check_output(input, output, opts.force)?;
+    let evict = super::EvictReplaced::start(output, opts.force);
     let map = map_input(input)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let src = parse(bytes).map_err(|e| Error::source(input, e))?;
@@ -172,6 +173,7 @@ pub fn compress_file(
         w.finish(output)?;
         written
     };
+    drop(evict);
     persist(tmp, output, opts.force)?;
 
     let mut warnings = src.warnings().to_vec();
