@@ -21,6 +21,7 @@ use super::decompose::{
 use super::prior::{Context, Features, Prior};
 use super::{SearchOptions, SearchStats, Synthesis};
 use crate::codec;
+use crate::dsl::exec::extract;
 use crate::dsl::wire::{own_len, program_len, uleb_len};
 use crate::dsl::{Lit, Node, Ty};
 use crate::stats;
@@ -614,6 +615,10 @@ impl Search<'_> {
             .map(|l| l.iter().map(|&(s, _)| s).collect());
         let cands = candidates_with(&words, HoleInfo { dtype, may_split }, syms.as_deref());
         let mut sample: Option<Words> = None;
+        // Children that are the same bit field of this hole's words (the sign bit under
+        // every float split, the low mantissa bits under two) are sized once: their
+        // histogram, their words when known, and their literal's size.
+        let mut fields: HashMap<(u32, u32), FieldHole> = HashMap::new();
         for c in cands {
             match c {
                 Cand::Leaf(kind, node) => {
@@ -684,16 +689,35 @@ impl Search<'_> {
                         pointwise(&shell, width)
                     };
                     let mut ids = Vec::with_capacity(types.len());
+                    let bounds = merge_fields(&shell, width);
+                    let field = |i: usize| bounds.as_ref().map(|b| b[i]);
                     match (&nonzero, pw) {
                         // Histograms of the children by marginalizing the parent's.
                         (Some(list), Some(fns)) => {
                             for (i, ((cw, f), &(_, n))) in fns.iter().zip(&types).enumerate() {
-                                let cd = marginal(list, *cw, f);
-                                let lit = dense_estimate(&cd, *cw, n);
+                                let key = field(i);
+                                let (cd, lit) = match key.and_then(|k| fields.get(&k)) {
+                                    Some(h) => (h.dense.clone().flatten(), h.lit),
+                                    None => {
+                                        let cd = marginal(list, *cw, f);
+                                        let lit = dense_estimate(&cd, *cw, n);
+                                        if let Some(k) = key {
+                                            fields.insert(
+                                                k,
+                                                FieldHole {
+                                                    words: None,
+                                                    dense: Some(Some(Arc::clone(&cd))),
+                                                    lit,
+                                                },
+                                            );
+                                        }
+                                        (Some(cd), lit)
+                                    }
+                                };
                                 let id = self.push_hole(
                                     None,
                                     src.clone(),
-                                    Some(Some(cd)),
+                                    Some(cd),
                                     (*cw, n),
                                     depth + 1,
                                     None,
@@ -720,6 +744,44 @@ impl Search<'_> {
                                     i as u32,
                                     lit,
                                 );
+                                ids.push(id);
+                            }
+                        }
+                        _ if bounds.is_some() => {
+                            // Each field extracted and sized once (see `fields`).
+                            for (i, &(cw, n)) in types.iter().enumerate() {
+                                let (shift, fw) = field(i).expect("a merge's fields");
+                                let id = match fields.get(&(shift, fw)) {
+                                    Some(h) => self.push_hole(
+                                        h.words.clone(),
+                                        src.clone(),
+                                        h.dense.clone(),
+                                        (cw, n),
+                                        depth + 1,
+                                        None,
+                                        Some(kind),
+                                        i as u32,
+                                        h.lit,
+                                    ),
+                                    None => {
+                                        let t = Arc::new(extract(words.buf(), shift, fw));
+                                        let id = self.add_words_hole(
+                                            Arc::clone(&t),
+                                            depth + 1,
+                                            None,
+                                            Some(kind),
+                                            i as u32,
+                                        );
+                                        let h = &self.holes[id];
+                                        let hole = FieldHole {
+                                            words: Some(t),
+                                            dense: h.dense.get().cloned(),
+                                            lit: h.lit_bytes,
+                                        };
+                                        fields.insert((shift, fw), hole);
+                                        id
+                                    }
+                                };
                                 ids.push(id);
                             }
                         }
@@ -897,6 +959,38 @@ impl Search<'_> {
             .collect();
         memo.extend(nodes);
     }
+}
+
+/// What [`Search::expand`] keeps of a bit field of the expanded hole's words, for the
+/// other proposals that have the same field as a child.
+struct FieldHole {
+    /// The field's words, when they were extracted.
+    words: Option<Arc<Words>>,
+    /// The field's dense histogram as its hole holds it (`Some(None)`: none, the field
+    /// is short).
+    dense: Option<Option<Dense>>,
+    /// The bytes of the field's literal (estimated or exact, as its hole's).
+    lit: u64,
+}
+
+/// `(shift, width)` in bits of each child of a merge shell over words of `width` bits,
+/// most significant first (child `i` is `(x >> shift) & (2^width - 1)` of each word
+/// `x`); `None` for other shells or ill-typed merges.
+fn merge_fields(shell: &Shell, width: u32) -> Option<Vec<(u32, u32)>> {
+    let Shell::Merge(f) = shell else {
+        return None;
+    };
+    let mut shift = width;
+    let widths = f.widths(width).ok()?;
+    Some(
+        widths
+            .into_iter()
+            .map(|w| {
+                shift -= w;
+                (shift, w)
+            })
+            .collect(),
+    )
 }
 
 /// Leaves of a finalist holding at least this many words together are encoded in
