@@ -86,8 +86,8 @@ pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: 
 
 /// The root literal's table plans (Huffman's exact size and the optimally quantized rANS
 /// table), made only when the search's best program does not beat the literal's cheap
-/// lower bound ([`table_lower_bound`]), so that the final comparison with `Lit(target)`
-/// can size the literal exactly without writing its body.
+/// lower bound ([`codec::select::TableBounds::lower`]), so that the final comparison
+/// with `Lit(target)` can size the literal exactly without writing its body.
 struct RootLit {
     /// The smaller of the raw and bit-packed body sizes.
     plain: u64,
@@ -109,16 +109,22 @@ impl RootLit {
     /// bounds where they suffice: the rANS table is planned first, and its plan's lower
     /// bound with the Huffman bound ([`codec::select::TableBounds`]) often puts the
     /// literal above `bytes` already; only otherwise is Huffman planned (package-merge
-    /// on deep codes) and the size made exact ([`RootLit::exact_len`]).
-    fn exceeds(h: &[(u64, u64)], target: &Words, plain: u64, bytes: u64) -> bool {
+    /// on deep codes) and the size made exact ([`RootLit::exact_len`]). `b`: the bounds
+    /// of `h` ([`codec::select::TableBounds::of`]).
+    fn exceeds(
+        h: &[(u64, u64)],
+        b: &codec::select::TableBounds,
+        target: &Words,
+        plain: u64,
+        bytes: u64,
+    ) -> bool {
         let (width, n) = (target.width(), target.len());
-        let b = codec::select::TableBounds::of(h, width, n);
         let rans = codec::rans::Plan::with_set(h, width, n, b.syms.clone(), b.set);
         let least = plain.min(b.huff_lb).min(rans.lower_bound());
         if 1 + uleb_len(least) + least > bytes {
             return true;
         }
-        let huff = codec::huffman::Plan::with_set(h, width, n, b.syms, b.set).size();
+        let huff = codec::huffman::Plan::with_set(h, width, n, b.syms.clone(), b.set).size();
         RootLit { plain, huff, rans }.exact_len(target) > bytes
     }
 
@@ -134,13 +140,6 @@ impl RootLit {
         let body = codec::select::chosen_size(&sizes);
         1 + uleb_len(body) + body
     }
-}
-
-/// A size in bytes the table codecs' body for histogram `h` (of `n` words of `width`
-/// bits) can never be under, from its counts and its count and set fields alone
-/// ([`codec::select::TableBounds`]). No table is planned.
-fn table_lower_bound(h: &[(u64, u64)], width: u32, n: usize) -> u64 {
-    codec::select::TableBounds::of(h, width, n).lower()
 }
 
 /// Distinct words above which [`estimate_from_hist`] approximates the table codecs.
@@ -178,6 +177,17 @@ fn rans_estimate(r: &codec::rans::Plan) -> u64 {
 fn estimate_sizes(h: &[(u64, u64)], width: u32, n: usize) -> u64 {
     let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
     let set = codec::table::plan_set(&syms, width);
+    estimate_sizes_with(h, width, n, syms, set)
+}
+
+/// [`estimate_sizes`] with the symbols of `h` and their set encoding already planned.
+fn estimate_sizes_with(
+    h: &[(u64, u64)],
+    width: u32,
+    n: usize,
+    syms: Vec<u64>,
+    set: codec::table::SetPlan,
+) -> u64 {
     let huff = if n < HUFFMAN_WORDS_PER_SYMBOL * h.len() {
         codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size()
     } else {
@@ -1051,9 +1061,9 @@ fn replace_hole(tree: &PNode, id: usize, with: PNode) -> PNode {
     go(tree, id, &mut Some(with))
 }
 
-/// The root's dense histogram as a list and its plain body size in bytes, for
-/// [`RootLit::plan`].
-type RootHist = (Vec<(u64, u64)>, u64);
+/// The root's dense histogram as a list, its plain body size in bytes and its table
+/// bounds, for [`RootLit::exceeds`].
+type RootHist = (Vec<(u64, u64)>, u64, codec::select::TableBounds);
 
 /// The search loop: the explored arena, the chosen state (the best record by rollout
 /// size for A*, the first complete program in the ablation) and the root literal's
@@ -1075,24 +1085,35 @@ fn explore<'a>(
         first: None,
         finalists: Vec::new(),
     };
-    search.add_words_hole(Arc::clone(target), 1, dtype, None, 0);
-    // The root's literal is sized by planning its tables (never approximated), which also
-    // gives the lower bound the final comparison needs.
+    // A root with a dense histogram has its literal sized by planning its tables (by
+    // rounding; never approximated, however many distinct words), sharing the symbol
+    // set's plan with the lower bound the final comparison needs.
     let mut root_lb = None;
     let mut root_lit = None;
-    if let Some(d) = search.dense(0) {
+    let (width, n) = (target.width(), target.len());
+    if width <= 16 && n > EXACT_WORDS {
+        let d = dense_of(target);
         let list = d.to_vec();
-        let (width, n) = (target.width(), target.len());
         let max = list.last().map_or(0, |&(s, _)| s);
         let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
         let node = |b: u64| 1 + uleb_len(b) + b;
-        if list.len() > APPROX_SYMBOLS {
-            // The hole's estimate approximated the tables of so many words; the root
-            // plans them (by rounding) for a closer estimate. Below, that is the estimate.
-            search.holes[0].lit_bytes = node(choose(plain, estimate_sizes(&list, width, n)));
-        }
-        root_lb = Some(node(plain.min(table_lower_bound(&list, width, n))));
-        root_lit = Some((list, plain));
+        let b = codec::select::TableBounds::of(&list, width, n);
+        let est = estimate_sizes_with(&list, width, n, b.syms.clone(), b.set);
+        search.push_hole(
+            Some(Arc::clone(target)),
+            None,
+            Some(Some(d)),
+            (width, n),
+            1,
+            dtype,
+            None,
+            0,
+            node(choose(plain, est)),
+        );
+        root_lb = Some(node(plain.min(b.lower())));
+        root_lit = Some((list, plain, b));
+    } else {
+        search.add_words_hole(Arc::clone(target), 1, dtype, None, 0);
     }
     let root = State {
         tree: PNode::Hole(0),
@@ -1259,7 +1280,7 @@ pub fn search_shared(
         let exceeds = || {
             root_lit
                 .as_ref()
-                .is_some_and(|(h, plain)| RootLit::exceeds(h, target, *plain, bytes))
+                .is_some_and(|(h, plain, b)| RootLit::exceeds(h, b, target, *plain, bytes))
         };
         if lb > bytes || exceeds() {
             winner = Some((bytes, program, false));
@@ -1346,7 +1367,7 @@ mod tests {
             let root = RootLit::plan(&hist, w.width(), w.len(), plain);
             let exact = root.exact_len(w);
             assert_eq!(exact, program_len(&Node::lit(w)), "{} words", w.len());
-            let lb = plain.min(table_lower_bound(&hist, w.width(), w.len()));
+            let lb = plain.min(codec::select::TableBounds::of(&hist, w.width(), w.len()).lower());
             assert!(1 + uleb_len(lb) + lb <= exact);
             // Each codec's own bound holds for its exact body.
             let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
