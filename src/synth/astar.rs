@@ -16,7 +16,7 @@
 //! Deterministic: no randomness, no dependence on threads or addresses.
 
 use super::decompose::{
-    candidates_with, lazy_children, pointwise, Cand, HoleInfo, ProdKind, Shell,
+    candidates_with, lazy_children, merge_fields, pointwise, Cand, HoleInfo, ProdKind, Shell,
 };
 use super::prior::{Context, Features, Prior};
 use super::{SearchOptions, SearchStats, Synthesis};
@@ -981,26 +981,6 @@ struct FieldHole {
     dense: Option<Option<Dense>>,
     /// The bytes of the field's literal (estimated or exact, as its hole's).
     lit: u64,
-}
-
-/// `(shift, width)` in bits of each child of a merge shell over words of `width` bits,
-/// most significant first (child `i` is `(x >> shift) & (2^width - 1)` of each word
-/// `x`); `None` for other shells or ill-typed merges.
-fn merge_fields(shell: &Shell, width: u32) -> Option<Vec<(u32, u32)>> {
-    let Shell::Merge(f) = shell else {
-        return None;
-    };
-    let mut shift = width;
-    let widths = f.widths(width).ok()?;
-    Some(
-        widths
-            .into_iter()
-            .map(|w| {
-                shift -= w;
-                (shift, w)
-            })
-            .collect(),
-    )
 }
 
 /// Leaves of a finalist holding at least this many words together are encoded in

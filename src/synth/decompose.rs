@@ -213,25 +213,37 @@ pub fn pointwise(shell: &Shell, width: u32) -> Option<Vec<(u32, WordFn)>> {
             let f = *f;
             Some(vec![(width, Box::new(move |x| f.invert(x, width)))])
         }
-        Shell::Merge(f) => {
-            let widths = f.widths(width).ok()?;
-            let mut shift = width;
-            Some(
-                widths
-                    .into_iter()
-                    .map(|w| {
-                        shift -= w;
-                        let (s, m) = (shift, mask(w));
-                        (
-                            w,
-                            Box::new(move |x: u64| (x >> s) & m) as Box<dyn Fn(u64) -> u64>,
-                        )
-                    })
-                    .collect(),
-            )
-        }
+        Shell::Merge(_) => Some(
+            merge_fields(shell, width)?
+                .into_iter()
+                .map(|(s, w)| {
+                    let m = mask(w);
+                    (w, Box::new(move |x: u64| (x >> s) & m) as WordFn)
+                })
+                .collect(),
+        ),
         _ => None,
     }
+}
+
+/// `(shift, width)` in bits of each child of a merge shell over words of `width` bits,
+/// most significant first (child `i` is `(x >> shift) & (2^width - 1)` of each word
+/// `x`); `None` for other shells or ill-typed merges.
+pub fn merge_fields(shell: &Shell, width: u32) -> Option<Vec<(u32, u32)>> {
+    let Shell::Merge(f) = shell else {
+        return None;
+    };
+    let mut shift = width;
+    let widths = f.widths(width).ok()?;
+    Some(
+        widths
+            .into_iter()
+            .map(|w| {
+                shift -= w;
+                (shift, w)
+            })
+            .collect(),
+    )
 }
 
 /// [`propose`] without computing the children of `Map`, `Scan` and `Merge`.
