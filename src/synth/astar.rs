@@ -1047,7 +1047,8 @@ type RootHist = (Vec<(u64, u64)>, u64, codec::select::TableBounds);
 
 /// The search loop: the explored arena, the chosen state (the best record by rollout
 /// size for A*, the first complete program in the ablation) and the root literal's
-/// lower bound in bytes when it was planned. `opts.budget >= 1`, `target` not empty.
+/// lower bound in bytes when it was planned (its exact size for a root of at most
+/// `EXACT_WORDS` words). `opts.budget >= 1`, `target` not empty.
 fn explore<'a>(
     target: &Arc<Words>,
     dtype: Option<Dtype>,
@@ -1094,6 +1095,10 @@ fn explore<'a>(
         root_lit = Some((list, plain, b));
     } else {
         search.add_words_hole(Arc::clone(target), 1, dtype, None, 0);
+        if n <= EXACT_WORDS {
+            // A short root's literal was sized exactly: that is its bound.
+            root_lb = Some(search.holes[0].lit_bytes);
+        }
     }
     let root = State {
         tree: PNode::Hole(0),
