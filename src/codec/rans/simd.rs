@@ -446,6 +446,26 @@ mod imp {
         t
     };
 
+    /// Whether the arguments are what both encoders require: `T` of `W` bytes, whole
+    /// groups, a table of a power of two of at most `2^16` entries, a precision in
+    /// 1..=16, and an output (if any) of `2 * groups.len() + slack` bytes.
+    fn encoder_args_fit<const W: usize, T>(
+        groups: &[T],
+        tab: &[EncEntry],
+        scale: u32,
+        out: &Option<&mut [u8]>,
+        slack: usize,
+    ) -> bool {
+        size_of::<T>() == W
+            && groups.len().is_multiple_of(WIDE_LANES)
+            && tab.len().is_power_of_two()
+            && tab.len() <= 1 << 16
+            && (1..=16).contains(&scale)
+            && out
+                .as_ref()
+                .is_none_or(|o| o.len() >= 2 * groups.len() + slack)
+    }
+
     /// [`encode`] once the processor is known to have what it needs and the arguments
     /// fit (otherwise `None`, nothing done).
     pub(super) fn encode_checked<const W: usize, T: Copy>(
@@ -455,16 +475,7 @@ mod imp {
         x: &mut [u32; WIDE_LANES],
         out: Option<&mut [u8]>,
     ) -> Option<usize> {
-        let fits = available()
-            && size_of::<T>() == W
-            && groups.len().is_multiple_of(WIDE_LANES)
-            && tab.len().is_power_of_two()
-            && tab.len() <= 1 << 16
-            && (1..=16).contains(&scale)
-            && out
-                .as_ref()
-                .is_none_or(|o| o.len() >= 2 * groups.len() + 16);
-        if !fits {
+        if !(available() && encoder_args_fit::<W, T>(groups, tab, scale, &out, 16)) {
             return None;
         }
         // SAFETY: AVX2 and POPCNT are present and the arguments fit (checked above).
@@ -591,16 +602,7 @@ mod imp {
         x: &mut [u32; WIDE_LANES],
         out: Option<&mut [u8]>,
     ) -> Option<usize> {
-        let fits = available512()
-            && size_of::<T>() == W
-            && groups.len().is_multiple_of(WIDE_LANES)
-            && tab.len().is_power_of_two()
-            && tab.len() <= 1 << 16
-            && (1..=16).contains(&scale)
-            && out
-                .as_ref()
-                .is_none_or(|o| o.len() >= 2 * groups.len() + 32);
-        if !fits {
+        if !(available512() && encoder_args_fit::<W, T>(groups, tab, scale, &out, 32)) {
             return None;
         }
         // SAFETY: the features are present and the arguments fit (checked above).
