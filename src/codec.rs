@@ -15,6 +15,8 @@
 //! Huffman entries and 2^16 rANS slots). An `n` too large to allocate is an error, not an
 //! abort.
 
+use crate::tensor::Words;
+
 pub mod bitio;
 pub mod bitpack;
 pub mod huffman;
@@ -23,7 +25,10 @@ pub mod raw;
 pub mod select;
 pub mod table;
 
-pub use select::{all_sizes, decode, encode_best, encode_best_with_histogram, Encoded};
+pub use select::{
+    all_sizes, decode, encode_best, encode_best_with_histogram, encode_stream_with_histogram,
+    Encoded,
+};
 
 /// Stable numeric identity of a literal codec, as stored in the wire format. The numeric
 /// order is also the tie-break order when two codecs produce bodies of equal size.
@@ -84,6 +89,74 @@ impl CodecId {
     /// Inverse of [`CodecId::name`].
     pub fn from_name(name: &str) -> Option<CodecId> {
         ALL_CODECS.iter().copied().find(|c| c.name() == name)
+    }
+}
+
+/// The words a literal encodes: a stream of words, or one bit field of every word of a
+/// wider stream. A field (a `merge` child, DESIGN §3) is read in place by the encoders
+/// that can (rANS and bit packing over words of at most 16 bits); the others get it
+/// extracted ([`Stream::to_words`]). Either way the body is the one the field's own
+/// words would give.
+#[derive(Clone, Copy, Debug)]
+pub enum Stream<'a> {
+    /// The words themselves.
+    Words(&'a Words),
+    /// Bits `[shift, shift + width)` of each word of `words`, as words of `width` bits:
+    /// `(x >> shift) & (2^width - 1)`. `shift + width <= words.width()`, `width >= 1`.
+    Field {
+        /// The wider words.
+        words: &'a Words,
+        /// The field's lowest bit.
+        shift: u32,
+        /// The field's width in bits.
+        width: u32,
+    },
+}
+
+impl<'a> Stream<'a> {
+    /// Bits per word of the stream (the field's width for a field).
+    pub fn width(&self) -> u32 {
+        match *self {
+            Stream::Words(w) => w.width(),
+            Stream::Field { width, .. } => width,
+        }
+    }
+
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        match *self {
+            Stream::Words(w) | Stream::Field { words: w, .. } => w.len(),
+        }
+    }
+
+    /// Whether the stream has no words.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The words read, their shift (0 for a whole stream) and the mask of the stream's
+    /// width: word `i` of the stream is `(words[i] >> shift) & mask`.
+    pub fn parts(&self) -> (&'a Words, u32, u64) {
+        match *self {
+            Stream::Words(w) => (w, 0, crate::tensor::mask(w.width())),
+            Stream::Field {
+                words,
+                shift,
+                width,
+            } => (words, shift, crate::tensor::mask(width)),
+        }
+    }
+
+    /// The stream's own words: borrowed for a whole stream, extracted for a field.
+    pub fn to_words(&self) -> std::borrow::Cow<'a, Words> {
+        match *self {
+            Stream::Words(w) => std::borrow::Cow::Borrowed(w),
+            Stream::Field {
+                words,
+                shift,
+                width,
+            } => std::borrow::Cow::Owned(crate::tensor::extract(words.buf(), shift, width)),
+        }
     }
 }
 

@@ -174,6 +174,48 @@ pub fn mask(width: u32) -> u64 {
     }
 }
 
+/// Field `(x >> shift) & mask(width)` of every word, in the narrowest container. The
+/// field lies inside the source's words (`shift + width` at most their width), so the
+/// shift and mask are done in the source's own type (more words per vector register).
+pub fn extract(src: &WordBuf, shift: u32, width: u32) -> Words {
+    let m = mask(width);
+    macro_rules! go {
+        ($v:expr, $t:ty) => {{
+            // A field of width 0 (mask 0) is all zeros whatever the shift.
+            let mt = m as $t;
+            match container_bytes(width) {
+                1 => WordBuf::U8(
+                    $v.iter()
+                        .map(|&x| (x.wrapping_shr(shift) & mt) as u8)
+                        .collect(),
+                ),
+                2 => WordBuf::U16(
+                    $v.iter()
+                        .map(|&x| (x.wrapping_shr(shift) & mt) as u16)
+                        .collect(),
+                ),
+                4 => WordBuf::U32(
+                    $v.iter()
+                        .map(|&x| (x.wrapping_shr(shift) & mt) as u32)
+                        .collect(),
+                ),
+                _ => WordBuf::U64(
+                    $v.iter()
+                        .map(|&x| u64::from(x.wrapping_shr(shift) & mt))
+                        .collect(),
+                ),
+            }
+        }};
+    }
+    let buf = match src {
+        WordBuf::U8(v) => go!(v, u8),
+        WordBuf::U16(v) => go!(v, u16),
+        WordBuf::U32(v) => go!(v, u32),
+        WordBuf::U64(v) => go!(v, u64),
+    };
+    Words::from_buf_trusted(width, buf)
+}
+
 /// Number of bits needed to write `v` (0 for `v == 0`).
 #[inline]
 pub fn bits_needed(v: u64) -> u32 {

@@ -9,7 +9,7 @@
 
 use super::bitio::{peek64, BitWriter};
 use super::table::{check_width, try_constant, Word};
-use super::CodecError;
+use super::{CodecError, Stream};
 use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
 use crate::with_buf;
 
@@ -40,6 +40,83 @@ pub fn encode_k(words: &Words, k: u32, out: &mut Vec<u8>) {
         (1, WordBuf::U8(v)) => pack_bits_u8(v, out),
         (4, WordBuf::U8(v)) => pack_nibbles_u8(v, out),
         _ => with_buf!(words.buf(), v => pack(v, k, out)),
+    }
+}
+
+/// [`encode_k`] for a stream that may be a bit field of wider words
+/// ([`Stream::Field`]): a field of words of at most 16 bits is extracted
+/// [`FIELD_CHUNK`] words at a time into a buffer on the stack and packed from there, so
+/// no buffer of the field's length is made. The body is the one the field's own words
+/// give.
+pub fn encode_k_stream(stream: Stream<'_>, k: u32, out: &mut Vec<u8>) {
+    let (words, shift, m) = stream.parts();
+    // The shift and mask in the words' own type, which vectorizes (a field lies inside
+    // its words: the mask and shift fit the type).
+    match (stream, words.buf()) {
+        (Stream::Words(w), _) => encode_k(w, k, out),
+        (_, WordBuf::U8(v)) => {
+            let m = m as u8;
+            encode_field(
+                v,
+                k,
+                out,
+                |x| (x >> shift) & m,
+                |x| u16::from((x >> shift) & m),
+            )
+        }
+        (_, WordBuf::U16(v)) => {
+            let m = m as u16;
+            encode_field(
+                v,
+                k,
+                out,
+                |x| ((x >> shift) & m) as u8,
+                |x| (x >> shift) & m,
+            )
+        }
+        _ => encode_k(&stream.to_words(), k, out),
+    }
+}
+
+/// Words of a field [`encode_k_stream`] extracts at a time: a multiple of 8, so that
+/// every chunk but the last packs into whole bytes and the next starts byte-aligned, as
+/// packing the whole field in one piece would.
+const FIELD_CHUNK: usize = 2048;
+
+/// Packs a field of the words `v` at `k` bits, as [`encode_k`] packs the field's own
+/// words: `narrow` gives a word's field for fields of at most 8 bits, `wide` for the
+/// others (up to 16 bits).
+fn encode_field<T: Word>(
+    v: &[T],
+    k: u32,
+    out: &mut Vec<u8>,
+    narrow: impl Fn(T) -> u8,
+    wide: impl Fn(T) -> u16,
+) {
+    out.push(k as u8);
+    out.reserve(size_for(k, v.len()) as usize);
+    if k <= 8 {
+        let mut buf = [0u8; FIELD_CHUNK];
+        for c in v.chunks(FIELD_CHUNK) {
+            let b = &mut buf[..c.len()];
+            for (o, &x) in b.iter_mut().zip(c) {
+                *o = narrow(x);
+            }
+            match k {
+                1 => pack_bits_u8(b, out),
+                4 => pack_nibbles_u8(b, out),
+                _ => pack(b, k, out),
+            }
+        }
+    } else {
+        let mut buf = [0u16; FIELD_CHUNK];
+        for c in v.chunks(FIELD_CHUNK) {
+            let b = &mut buf[..c.len()];
+            for (o, &x) in b.iter_mut().zip(c) {
+                *o = wide(x);
+            }
+            pack(b, k, out);
+        }
     }
 }
 

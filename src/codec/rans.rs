@@ -56,8 +56,8 @@ use super::table::{
     check_width, count_bits, plan_set, read_count, read_set, try_constant, try_filled, write_count,
     write_set, SetPlan, SmallEg, SymbolIndex, Word,
 };
-use super::{CodecError, CodecId, MAX_TABLE_SYMBOLS};
-use crate::tensor::{bits_needed, container_bytes, WordBuf, Words};
+use super::{CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS};
+use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
 use crate::with_buf;
 
 const NAME: &str = "rans";
@@ -733,7 +733,20 @@ impl Plan {
 
     /// Appends the body for `words` (the stream the plan was made from).
     pub fn encode(&self, words: &Words, out: &mut Vec<u8>) {
-        let width = words.width();
+        self.encode_stream(Stream::Words(words), out);
+    }
+
+    /// [`Plan::encode`] for a stream that may be a bit field of wider words
+    /// ([`Stream::Field`]; the plan made from the field's words): a field of words of at
+    /// most 16 bits is read in place, each word shifted and masked as the encoder reads
+    /// it; a field of wider words is extracted first. The body is the one the field's
+    /// own words give.
+    pub fn encode_stream(&self, stream: Stream<'_>, out: &mut Vec<u8>) {
+        let (words, shift, m) = stream.parts();
+        if matches!(stream, Stream::Field { .. }) && container_bytes(words.width()) > 2 {
+            return self.encode(&stream.to_words(), out);
+        }
+        let width = stream.width();
         let start = out.len();
         *out = self.write_table(std::mem::take(out), width);
         if self.syms.len() < 2 {
@@ -752,7 +765,7 @@ impl Plan {
             step,
         };
         sink.buf.reserve(ideal + ideal / 64 + step + 2 * BLOCK + 64);
-        let x = with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, &mut sink));
+        let x = with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, (shift, m), &mut sink));
         *out = sink.buf;
         out.truncate(sink.len);
         // Reversed below, so the first state comes first, little-endian.
@@ -776,7 +789,7 @@ impl Plan {
         let enc = self.enc_syms();
         let index = SymbolIndex::new(&self.syms, words.width(), self.n);
         let mut count = ByteCount(0);
-        with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, &mut count));
+        with_buf!(words.buf(), v => run_lanes(v, self.layout, &index, &enc, self.scale, (0, mask(words.width())), &mut count));
         self.table_bytes() + self.layout.state_bytes(self.n) + count.0
     }
 }
@@ -930,15 +943,19 @@ impl EncSym {
     }
 }
 
-/// Encodes `v` (words of `scale`-bit precision symbols) backwards with the states of
-/// `layout`; returns the final states. The wide layout over 8- and 16-bit words with a
-/// dense index takes the SIMD encoder where the processor has one.
+/// Encodes the values `(w >> shift) & (2^width - 1)` of the words `w` of `v` (`width` the
+/// index's, `shift` 0 for the words themselves) as symbols at `scale`-bit precision,
+/// backwards, with the states of `layout`; returns the final states. The wide layout
+/// over 8- and 16-bit words with a dense index takes the SIMD encoder where the
+/// processor has one.
+#[allow(clippy::too_many_arguments)]
 fn run_lanes<T: Word, S: Sink>(
     v: &[T],
     layout: Layout,
     index: &SymbolIndex,
     enc: &[EncSym],
     scale: u32,
+    (shift, m): (u32, u64),
     sink: &mut S,
 ) -> Vec<u32> {
     fn go<T: Word, S: Sink>(
@@ -962,22 +979,30 @@ fn run_lanes<T: Word, S: Sink>(
                 .then(simd::encoder::<T>)
                 .flatten()
                 .map(|f| (f, enc_entries(t, enc, scale)));
-            let fast = simd.as_ref().map(|(f, tab)| (*f, &tab[..], scale));
+            let fast = simd.as_ref().map(|(f, tab)| (*f, &tab[..], scale, shift));
             go(
                 v,
                 layout,
-                |w: T| t[w.into() as usize] as usize,
+                |w: T| t[((w.into() >> shift) & m) as usize] as usize,
                 enc,
                 fast,
                 sink,
             )
         }
-        SymbolIndex::Hashed(_) => go(v, layout, |w: T| index.get(w.into()), enc, None, sink),
+        SymbolIndex::Hashed(_) => go(
+            v,
+            layout,
+            |w: T| index.get((w.into() >> shift) & m),
+            enc,
+            None,
+            sink,
+        ),
     }
 }
 
-/// A SIMD encoder of whole wide groups with its per-value table and the precision.
-type Fast<'a, T> = (simd::EncFn<T>, &'a [simd::EncEntry], u32);
+/// A SIMD encoder of whole wide groups with its per-value table, the precision and the
+/// shift of the words' field.
+type Fast<'a, T> = (simd::EncFn<T>, &'a [simd::EncEntry], u32, u32);
 
 /// The SIMD encoder's per-value table from a dense index (`u32::MAX`: not a symbol;
 /// `2^width` entries) and the symbols' constants at precision `scale`.
@@ -1035,8 +1060,8 @@ fn run_wide<T: Word, S: Sink>(
     group(&v[full..], &mut x, &idx, enc, sink);
     for block in v[..full].rchunks(BLOCK) {
         sink.reserve(2 * block.len());
-        if let Some((f, tab, scale)) = fast {
-            if sink.simd(|out| f(block, tab, scale, &mut x, out)) {
+        if let Some((f, tab, scale, shift)) = fast {
+            if sink.simd(|out| f(block, tab, scale, shift, &mut x, out)) {
                 continue;
             }
         }
@@ -1702,7 +1727,7 @@ mod tests {
                     len: 0,
                     step: 64,
                 };
-                let x = with_buf!(words.buf(), v => run_lanes(v, layout, index, &enc, plan.scale, &mut sink));
+                let x = with_buf!(words.buf(), v => run_lanes(v, layout, index, &enc, plan.scale, (0, mask(width)), &mut sink));
                 sink.buf.truncate(sink.len);
                 (x, sink.buf)
             };
@@ -2013,10 +2038,14 @@ mod tests {
                     let mut x = [RANS_L; WIDE_LANES];
                     let mut out = vec![0u8; 2 * v.len() + 32];
                     let len =
-                        f(&v, &tab, scale, &mut x, Some(&mut out)).expect("the arguments fit");
+                        f(&v, &tab, scale, 0, &mut x, Some(&mut out)).expect("the arguments fit");
                     out.truncate(len);
                     let mut y = [RANS_L; WIDE_LANES];
-                    assert_eq!(f(&v, &tab, scale, &mut y, None), Some(len), "counting only");
+                    assert_eq!(
+                        f(&v, &tab, scale, 0, &mut y, None),
+                        Some(len),
+                        "counting only"
+                    );
                     assert_eq!(x, y);
                     (x, out)
                 };

@@ -8,7 +8,7 @@
 //! the result.
 
 use super::table::{count_bits, plan_set};
-use super::{bitpack, huffman, rans, raw, CodecError, CodecId, MAX_TABLE_SYMBOLS};
+use super::{bitpack, huffman, rans, raw, CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS};
 use crate::stats::histogram;
 use crate::tensor::{bits_needed, Words};
 
@@ -77,24 +77,31 @@ impl Analysis {
 /// the codec that comes first in [`super::ALL_CODECS`], and a table codec must beat
 /// the plain codecs by [`table_bar`].
 pub fn encode_best(words: &Words) -> Encoded {
-    encode_analyzed(words, Analysis::of(words))
+    encode_analyzed(Stream::Words(words), Analysis::of(words))
 }
 
 /// [`encode_best`] with the histogram of `words` already counted: its distinct words
 /// ascending with their counts (at most [`MAX_TABLE_SYMBOLS`] of them, nonzero counts,
 /// summing to `words.len()`). Saves the histogram pass; the result is the same.
 pub fn encode_best_with_histogram(words: &Words, hist: Vec<(u64, u64)>) -> Encoded {
+    encode_stream_with_histogram(Stream::Words(words), hist)
+}
+
+/// [`encode_best_with_histogram`] for a stream that may be a bit field of wider words
+/// ([`Stream::Field`], read in place by rANS and bit packing): the same codec and body
+/// as for the field's own words.
+pub fn encode_stream_with_histogram(stream: Stream<'_>, hist: Vec<(u64, u64)>) -> Encoded {
     debug_assert!(hist.len() <= MAX_TABLE_SYMBOLS);
     debug_assert_eq!(
         hist.iter().map(|&(_, c)| c).sum::<u64>(),
-        words.len() as u64
+        stream.len() as u64
     );
     let max = hist.last().map_or(0, |&(s, _)| s);
     let a = Analysis {
         pack_bits: bits_needed(max),
         hist: Some(hist),
     };
-    encode_analyzed(words, a)
+    encode_analyzed(stream, a)
 }
 
 /// What both table codecs need before planning: the symbols, their set encoding, and
@@ -175,8 +182,8 @@ pub fn best_size(words: &Words) -> u64 {
     }
 }
 
-fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
-    let (width, n) = (words.width(), words.len());
+fn encode_analyzed(stream: Stream<'_>, a: Analysis) -> Encoded {
+    let (width, n) = (stream.width(), stream.len());
     let mut best = (CodecId::Raw, raw::size(width, n));
     let bp = bitpack::size_for(a.pack_bits, n);
     if bp < best.1 {
@@ -206,7 +213,7 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
             let rplan = rans::Plan::with_set(hist, width, n, syms, set);
             if rplan.lower_bound() < best.1 {
                 let mut body = Vec::new();
-                rplan.encode(words, &mut body);
+                rplan.encode_stream(stream, &mut body);
                 if (body.len() as u64) < best.1 {
                     return Encoded {
                         codec: rplan.codec(),
@@ -226,11 +233,11 @@ fn encode_analyzed(words: &Words, a: Analysis) -> Encoded {
         };
     }
     match best.0 {
-        CodecId::Raw => raw::encode(words, &mut body),
-        CodecId::BitPack => bitpack::encode_k(words, a.pack_bits, &mut body),
+        CodecId::Raw => raw::encode(&stream.to_words(), &mut body),
+        CodecId::BitPack => bitpack::encode_k_stream(stream, a.pack_bits, &mut body),
         CodecId::Huffman => {
             if let Some(plan) = &huff {
-                plan.encode(words, &mut body);
+                plan.encode(&stream.to_words(), &mut body);
             }
         }
         CodecId::Rans | CodecId::Rans32 => unreachable!("rans returns early"),
@@ -481,5 +488,71 @@ mod tests {
         assert_eq!(table_len(CodecId::BitPack, &[3, 0], 8, 4), 1);
         assert_eq!(table_len(CodecId::Raw, &[1, 2], 8, 2), 0);
         assert_eq!(table_len(CodecId::Rans, &[0xFF], 8, 4), 1);
+    }
+
+    /// A bit field read in place ([`Stream::Field`]) gets the codec and body of the
+    /// field's own words, whichever codec wins: rANS of both layouts (SIMD and scalar
+    /// lengths), bit packing at 1, 4 and other widths, Huffman and raw; fields of 8- and
+    /// 16-bit words and of 32-bit ones (extracted first), at the bottom, middle and top.
+    #[test]
+    fn field_streams_encode_as_their_own_words() {
+        let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+        let cases: [(u32, usize); 5] = [
+            (16, 70_000), // wide rANS layout, SIMD groups and a scalar tail
+            (16, 5_003),  // classic layout
+            (8, 70_001),
+            (32, 9_000),
+            (16, 13),
+        ];
+        let mut codecs = std::collections::BTreeSet::new();
+        for (bits, n) in cases {
+            // Bits 0-3 flat (bit-packed), 4-7 geometric (dyadic: Huffman), 8-13 skewed
+            // (rANS), 16-23 random bytes (raw, in 32-bit words), the top two a cycle.
+            let v: Vec<u64> = (0..n as u64)
+                .map(|i| {
+                    let h = mix(i);
+                    let geo = u64::from(h.trailing_zeros().min(15));
+                    let skew = (h % 61).min(h % 5 + (h >> 9) % 3);
+                    let x = ((h >> 13) % 16) | (geo << 4) | (skew << 8) | (((h >> 24) % 256) << 16);
+                    (x | (i % 3) << (bits - 2)) & crate::tensor::mask(bits)
+                })
+                .collect();
+            let words = Words::from_u64s(bits, &v);
+            let mut fields = vec![(0, 4), (4, 4), (4, bits - 6), (bits - 1, 1), (bits - 2, 2)];
+            if bits >= 16 {
+                fields.push((8, 6));
+            }
+            if bits == 32 {
+                fields.push((16, 8));
+            }
+            for (shift, width) in fields {
+                let own = crate::tensor::extract(words.buf(), shift, width);
+                let hist = histogram(&own, MAX_TABLE_SYMBOLS).expect("few symbols");
+                let want = encode_best_with_histogram(&own, hist.clone());
+                let field = Stream::Field {
+                    words: &words,
+                    shift,
+                    width,
+                };
+                let got = encode_stream_with_histogram(field, hist);
+                assert_eq!(
+                    got, want,
+                    "{bits}-bit words, {n} of them, field {shift}+{width}"
+                );
+                assert_eq!(field.to_words().as_ref(), &own);
+                codecs.insert(got.codec);
+            }
+        }
+        assert_eq!(
+            codecs.into_iter().collect::<Vec<_>>(),
+            [
+                CodecId::Raw,
+                CodecId::BitPack,
+                CodecId::Huffman,
+                CodecId::Rans,
+                CodecId::Rans32
+            ],
+            "every codec was exercised"
+        );
     }
 }

@@ -7,7 +7,8 @@
 
 use super::program::{MapFn, Node, Op, ScanFn, Ty};
 use crate::codec::CodecError;
-use crate::tensor::{container_bytes, mask, WordBuf, Words};
+pub use crate::tensor::extract;
+use crate::tensor::{mask, WordBuf, Words};
 use crate::with_buf;
 
 /// Why a program could not be executed.
@@ -327,48 +328,6 @@ pub fn split_fields(words: &Words, widths: &[u32]) -> Vec<Words> {
             extract(words.buf(), shift, w)
         })
         .collect()
-}
-
-/// Field `(x >> shift) & mask(width)` of every word, in the narrowest container. The
-/// field lies inside the source's words (`shift + width` at most their width), so the
-/// shift and mask are done in the source's own type (more words per vector register).
-pub fn extract(src: &WordBuf, shift: u32, width: u32) -> Words {
-    let m = mask(width);
-    macro_rules! go {
-        ($v:expr, $t:ty) => {{
-            // A field of width 0 (mask 0) is all zeros whatever the shift.
-            let mt = m as $t;
-            match container_bytes(width) {
-                1 => WordBuf::U8(
-                    $v.iter()
-                        .map(|&x| (x.wrapping_shr(shift) & mt) as u8)
-                        .collect(),
-                ),
-                2 => WordBuf::U16(
-                    $v.iter()
-                        .map(|&x| (x.wrapping_shr(shift) & mt) as u16)
-                        .collect(),
-                ),
-                4 => WordBuf::U32(
-                    $v.iter()
-                        .map(|&x| (x.wrapping_shr(shift) & mt) as u32)
-                        .collect(),
-                ),
-                _ => WordBuf::U64(
-                    $v.iter()
-                        .map(|&x| u64::from(x.wrapping_shr(shift) & mt))
-                        .collect(),
-                ),
-            }
-        }};
-    }
-    let buf = match src {
-        WordBuf::U8(v) => go!(v, u8),
-        WordBuf::U16(v) => go!(v, u16),
-        WordBuf::U32(v) => go!(v, u32),
-        WordBuf::U64(v) => go!(v, u64),
-    };
-    Words::from_buf_trusted(width, buf)
 }
 
 /// `out[i] |= part[i] << shift` for every word.

@@ -930,7 +930,30 @@ impl Search<'_> {
 
     /// `Lit` of hole `i`'s target.
     fn literal(&self, i: usize) -> Node {
-        literal_of(&self.words(i), self.holes[i].dense.get().cloned().flatten())
+        self.leaf_words(i).literal()
+    }
+
+    /// What hole `i`'s literal reads (see [`LeafWords`]).
+    fn leaf_words(&self, i: usize) -> LeafWords {
+        let h = &self.holes[i];
+        let dense = h.dense.get().cloned().flatten();
+        let field = (dense.is_some() && h.len > EXACT_WORDS && h.words.get().is_none())
+            .then_some(h.src.as_ref())
+            .flatten()
+            .filter(|(p, shell, _)| matches!(shell, Shell::Merge(_)) && self.holes[*p].width <= 16)
+            .and_then(|(p, shell, first)| {
+                let fields = merge_fields(shell, self.holes[*p].width)?;
+                Some((*p, *fields.get(i - first)?))
+            });
+        match (field, dense) {
+            (Some((p, (shift, width))), Some(dense)) => LeafWords::Field {
+                parent: self.words(p),
+                shift,
+                width,
+                dense,
+            },
+            (_, dense) => LeafWords::Own(self.words(i), dense),
+        }
     }
 
     /// Encodes the literals of `p`'s leaves not in `memo` on the thread pool when they
@@ -952,20 +975,12 @@ impl Search<'_> {
         if ids.len() < 2 || words < PARALLEL_WORDS {
             return;
         }
-        let inputs: Vec<(usize, Arc<Words>, Option<Dense>)> = ids
-            .iter()
-            .map(|&i| {
-                (
-                    i,
-                    self.words(i),
-                    self.holes[i].dense.get().cloned().flatten(),
-                )
-            })
-            .collect();
+        let inputs: Vec<(usize, LeafWords)> =
+            ids.iter().map(|&i| (i, self.leaf_words(i))).collect();
         use rayon::prelude::*;
         let nodes: Vec<(usize, Node)> = inputs
             .into_par_iter()
-            .map(|(i, w, d)| (i, literal_of(&w, d)))
+            .map(|(i, w)| (i, w.literal()))
             .collect();
         memo.extend(nodes);
     }
@@ -997,6 +1012,49 @@ fn literal_of(words: &Words, dense: Option<Dense>) -> Node {
             Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
         }
         _ => Node::lit(words),
+    }
+}
+
+/// What a leaf's literal reads: the hole's own words (with its dense histogram, if
+/// any), or, for a bit field of its parent's words of at most 16 bits (a `merge` child)
+/// whose own words were never needed and which has a dense histogram, the parent's
+/// words and the field. The field is then encoded in place ([`codec::Stream::Field`]),
+/// never extracted into a buffer of its own; the literal is the same.
+enum LeafWords {
+    /// The hole's words and dense histogram.
+    Own(Arc<Words>, Option<Dense>),
+    /// Bits `[shift, shift + width)` of each of the parent's words, and their dense
+    /// histogram.
+    Field {
+        parent: Arc<Words>,
+        shift: u32,
+        width: u32,
+        dense: Dense,
+    },
+}
+
+impl LeafWords {
+    /// `Lit` of the leaf's words.
+    fn literal(self) -> Node {
+        match self {
+            LeafWords::Own(w, dense) => literal_of(&w, dense),
+            LeafWords::Field {
+                parent,
+                shift,
+                width,
+                dense,
+            } => {
+                let stream = codec::Stream::Field {
+                    words: &parent,
+                    shift,
+                    width,
+                };
+                let ty = Ty::new(width, parent.len() as u64);
+                let codec::Encoded { codec, body } =
+                    codec::encode_stream_with_histogram(stream, dense.to_vec());
+                Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
+            }
+        }
     }
 }
 

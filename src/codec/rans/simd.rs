@@ -52,13 +52,15 @@ pub(super) type EncEntry = [u32; 2];
 
 /// A SIMD encoder of whole wide-layout groups: encodes `groups` (a multiple of
 /// [`WIDE_LANES`] words, last group first) into the states `x` with the per-value table
-/// `tab` (a power of two of entries, word values masked to it) at precision `scale`.
+/// `tab` (a power of two of entries) at precision `scale`; the value of a word `w` is
+/// `(w >> shift) & (tab.len() - 1)` (`shift` below 16: a bit field of the words, or the
+/// words themselves with 0).
 /// With an output, stores the shed bytes from its start in the order the scalar sink
 /// would (it needs `2 * groups.len() + 32` bytes; the sink's room is twice the words);
 /// returns the number of bytes shed, or `None` (nothing done) if the arguments do not
 /// fit.
 pub(super) type EncFn<T> =
-    fn(&[T], &[EncEntry], u32, &mut [u32; WIDE_LANES], Option<&mut [u8]>) -> Option<usize>;
+    fn(&[T], &[EncEntry], u32, u32, &mut [u32; WIDE_LANES], Option<&mut [u8]>) -> Option<usize>;
 
 /// The SIMD encoder for words of type `T` (8 or 16 bits): the AVX-512 one if this
 /// processor has what it needs ([`encoder_avx512`]), else the AVX2 one if it has AVX2
@@ -110,6 +112,7 @@ mod imp {
         _: &[T],
         _: &[EncEntry],
         _: u32,
+        _: u32,
         _: &mut [u32; WIDE_LANES],
         _: Option<&mut [u8]>,
     ) -> Option<usize> {
@@ -119,6 +122,7 @@ mod imp {
     pub(super) fn encode_checked<const W: usize, T>(
         _: &[T],
         _: &[EncEntry],
+        _: u32,
         _: u32,
         _: &mut [u32; WIDE_LANES],
         _: Option<&mut [u8]>,
@@ -453,10 +457,12 @@ mod imp {
         groups: &[T],
         tab: &[EncEntry],
         scale: u32,
+        shift: u32,
         out: &Option<&mut [u8]>,
         slack: usize,
     ) -> bool {
         size_of::<T>() == W
+            && shift < 16
             && groups.len().is_multiple_of(WIDE_LANES)
             && tab.len().is_power_of_two()
             && tab.len() <= 1 << 16
@@ -472,32 +478,36 @@ mod imp {
         groups: &[T],
         tab: &[EncEntry],
         scale: u32,
+        shift: u32,
         x: &mut [u32; WIDE_LANES],
         out: Option<&mut [u8]>,
     ) -> Option<usize> {
-        if !(available() && encoder_args_fit::<W, T>(groups, tab, scale, &out, 16)) {
+        if !(available() && encoder_args_fit::<W, T>(groups, tab, scale, shift, &out, 16)) {
             return None;
         }
         // SAFETY: AVX2 and POPCNT are present and the arguments fit (checked above).
-        Some(unsafe { encode::<W, T>(groups, tab, scale, x, out) })
+        Some(unsafe { encode::<W, T>(groups, tab, scale, shift, x, out) })
     }
 
     /// Encodes whole groups of words of `W` bytes (1 or 2, the size of `T`), last group
-    /// first; returns the bytes shed.
+    /// first, each word's value its bits from `shift` up, masked to `tab`; returns the
+    /// bytes shed.
     ///
     /// # Safety
     /// The processor must have AVX2 and POPCNT, `T` must be `W` bytes, `groups` a
     /// multiple of 32 words, `tab` a power of two of at most `2^16` entries, `scale` in
-    /// 1..=16 and `out`, if any, at least `2 * groups.len() + 16` bytes.
+    /// 1..=16, `shift` below 16 and `out`, if any, at least `2 * groups.len() + 16` bytes.
     #[target_feature(enable = "avx2,popcnt")]
     unsafe fn encode<const W: usize, T: Copy>(
         groups: &[T],
         tab: &[EncEntry],
         scale: u32,
+        shift: u32,
         x: &mut [u32; WIDE_LANES],
         out: Option<&mut [u8]>,
     ) -> usize {
         let wmask = _mm256_set1_epi32(tab.len() as i32 - 1);
+        let field_shift = _mm_cvtsi32_si128(shift as i32);
         let low16 = _mm256_set1_epi32(0xFFFF);
         let one = _mm256_set1_epi32(1);
         let total = _mm256_set1_epi32(1 << scale);
@@ -534,7 +544,7 @@ mod imp {
                 } else {
                     _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(at.cast()) })
                 };
-                let i = _mm256_and_si256(w, wmask);
+                let i = _mm256_and_si256(_mm256_srl_epi32(w, field_shift), wmask);
                 let a = unsafe { _mm256_i32gather_epi32::<8>(tabp, i) };
                 let rcp = unsafe { _mm256_i32gather_epi32::<8>(tabp.add(1), i) };
                 let freq = _mm256_and_si256(a, low16);
@@ -599,14 +609,15 @@ mod imp {
         groups: &[T],
         tab: &[EncEntry],
         scale: u32,
+        shift: u32,
         x: &mut [u32; WIDE_LANES],
         out: Option<&mut [u8]>,
     ) -> Option<usize> {
-        if !(available512() && encoder_args_fit::<W, T>(groups, tab, scale, &out, 32)) {
+        if !(available512() && encoder_args_fit::<W, T>(groups, tab, scale, shift, &out, 32)) {
             return None;
         }
         // SAFETY: the features are present and the arguments fit (checked above).
-        Some(unsafe { encode512::<W, T>(groups, tab, scale, x, out) })
+        Some(unsafe { encode512::<W, T>(groups, tab, scale, shift, x, out) })
     }
 
     /// [`encode`] on two vectors of 16 states (states 0-15 and 16-31): the same steps
@@ -625,10 +636,12 @@ mod imp {
         groups: &[T],
         tab: &[EncEntry],
         scale: u32,
+        shift: u32,
         x: &mut [u32; WIDE_LANES],
         out: Option<&mut [u8]>,
     ) -> usize {
         let wmask = _mm512_set1_epi32(tab.len() as i32 - 1);
+        let field_shift = _mm_cvtsi32_si128(shift as i32);
         let low16 = _mm512_set1_epi32(0xFFFF);
         let one = _mm512_set1_epi32(1);
         let total = _mm512_set1_epi32(1 << scale);
@@ -663,7 +676,7 @@ mod imp {
                 } else {
                     _mm512_cvtepu16_epi32(unsafe { _mm256_loadu_si256(at.cast()) })
                 };
-                let i = _mm512_and_si512(w, wmask);
+                let i = _mm512_and_si512(_mm512_srl_epi32(w, field_shift), wmask);
                 let a = unsafe { _mm512_i32gather_epi32::<8>(i, tabp) };
                 let rcp = unsafe { _mm512_i32gather_epi32::<8>(i, tabp.add(1)) };
                 let freq = _mm512_and_si512(a, low16);
