@@ -224,6 +224,10 @@ fn log2_table() -> &'static [f64] {
 /// Starts from the nearest rounding of `c_i 2^scale / n` (at least 1), fixes the sum
 /// one unit at a time where it costs least, then moves single units while that lowers
 /// the cost: for this separable convex cost, no improving unit move means optimal.
+/// Ties go to the lower index. Each phase keeps a heap of what it needs only: the sum
+/// is fixed from one heap (the units' costs as 128-bit keys), and the optimality test
+/// is a scan; the heaps of the unit moves are built only when a move pays, which on
+/// real histograms it never does (the fixed sum is already optimal).
 pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
     let lg = log2_table();
     let total_m = 1u64 << scale;
@@ -238,84 +242,150 @@ pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
             .map(|&c| (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32)
             .collect()
     };
-    let mut sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
-    // Gain of one more unit, loss of one fewer (infinite at f = 1), in bits.
-    let gain = |c: u64, f: u32| {
+    let sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
+    let q = UnitCosts { counts, lg };
+    if sum > total_m {
+        // Take units where the loss is least; a symbol at 1 has none to give.
+        let mut dec: BinaryHeap<Reverse<u128>> = (0..f.len())
+            .filter(|&i| f[i] > 1)
+            .map(|i| Reverse(q.loss_key(i, f[i])))
+            .collect::<Vec<_>>()
+            .into();
+        let mut left = sum - total_m;
+        while left > 0 {
+            let Some(Reverse(k)) = dec.pop() else {
+                break;
+            };
+            let (i, fi) = UnitCosts::loss_entry(k);
+            f[i] = fi - 1;
+            left -= 1;
+            if f[i] > 1 {
+                dec.push(Reverse(q.loss_key(i, f[i])));
+            }
+        }
+    } else if sum < total_m {
+        // Give units where the gain is most.
+        let mut inc: BinaryHeap<u128> = (0..f.len())
+            .map(|i| q.gain_key(i, f[i]))
+            .collect::<Vec<_>>()
+            .into();
+        for _ in sum..total_m {
+            let Some(k) = inc.pop() else {
+                break;
+            };
+            let (i, fi) = UnitCosts::gain_entry(k);
+            f[i] = fi + 1;
+            inc.push(q.gain_key(i, f[i]));
+        }
+    }
+    // Optimal unless moving a unit from the least loss to the most gain pays.
+    let best_gain = (0..f.len()).max_by_key(|&i| q.gain_key(i, f[i]));
+    let least_loss = (0..f.len())
+        .filter(|&i| f[i] > 1)
+        .min_by_key(|&i| q.loss_key(i, f[i]));
+    if let (Some(i), Some(j)) = (best_gain, least_loss) {
+        if i != j && !q.settled(q.gain(i, f[i]), q.loss(j, f[j])) {
+            q.unit_moves(&mut f);
+        }
+    }
+    debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
+    f
+}
+
+/// The cost in bits of a unit more or less of a frequency, for [`quantize`], and the
+/// heap keys that order them: the cost's bits above the index and the frequency, so
+/// that one 128-bit comparison orders by cost and then by index (lower first).
+struct UnitCosts<'a> {
+    counts: &'a [u64],
+    lg: &'a [f64],
+}
+
+impl UnitCosts<'_> {
+    /// Bits saved by one more unit of symbol `i` at frequency `f`.
+    fn gain(&self, i: usize, f: u32) -> f64 {
         let f = f as usize;
-        c as f64 * (lg.get(f + 1).copied().unwrap_or(16.0) - lg[f])
-    };
-    let loss = |c: u64, f: u32| {
+        self.counts[i] as f64 * (self.lg.get(f + 1).copied().unwrap_or(16.0) - self.lg[f])
+    }
+
+    /// Bits lost by one fewer unit (infinite at `f = 1`).
+    fn loss(&self, i: usize, f: u32) -> f64 {
         if f <= 1 {
             f64::INFINITY
         } else {
             let f = f as usize;
-            c as f64 * (lg[f] - lg[f - 1])
+            self.counts[i] as f64 * (self.lg[f] - self.lg[f - 1])
         }
-    };
-    // Heaps of (key, index, f at push); entries whose f changed since are stale.
-    type Inc = BinaryHeap<(u64, Reverse<usize>, u32)>;
-    type Dec = BinaryHeap<(Reverse<u64>, Reverse<usize>, u32)>;
-    let mut inc: Inc = f
-        .iter()
-        .enumerate()
-        .map(|(i, &fi)| (gain(counts[i], fi).to_bits(), Reverse(i), fi))
-        .collect::<Vec<_>>()
-        .into();
-    let mut dec: Dec = f
-        .iter()
-        .enumerate()
-        .filter(|&(_, &fi)| fi > 1)
-        .map(|(i, &fi)| (Reverse(loss(counts[i], fi).to_bits()), Reverse(i), fi))
-        .collect::<Vec<_>>()
-        .into();
-    let push = |inc: &mut Inc, dec: &mut Dec, i: usize, fi: u32| {
-        inc.push((gain(counts[i], fi).to_bits(), Reverse(i), fi));
-        if fi > 1 {
-            dec.push((Reverse(loss(counts[i], fi).to_bits()), Reverse(i), fi));
-        }
-    };
-    let top_inc = |inc: &mut Inc, f: &[u32]| loop {
-        let &(k, Reverse(i), fi) = inc.peek()?;
-        if f[i] == fi {
-            return Some((f64::from_bits(k), i));
-        }
-        inc.pop();
-    };
-    let top_dec = |dec: &mut Dec, f: &[u32]| loop {
-        let &(Reverse(k), Reverse(i), fi) = dec.peek()?;
-        if f[i] == fi {
-            return Some((f64::from_bits(k), i));
-        }
-        dec.pop();
-    };
-    while sum > total_m {
-        let Some((_, i)) = top_dec(&mut dec, &f) else {
-            break;
+    }
+
+    /// Max-heap key of the gain: larger gain first, then lower index.
+    fn gain_key(&self, i: usize, f: u32) -> u128 {
+        u128::from(self.gain(i, f).to_bits()) << 64
+            | u128::from(u32::MAX - i as u32) << 32
+            | u128::from(f)
+    }
+
+    /// Min-heap key of the loss: smaller loss first, then lower index.
+    fn loss_key(&self, i: usize, f: u32) -> u128 {
+        u128::from(self.loss(i, f).to_bits()) << 64 | (i as u128) << 32 | u128::from(f)
+    }
+
+    /// The symbol and frequency of a gain key.
+    fn gain_entry(k: u128) -> (usize, u32) {
+        ((u32::MAX - (k >> 32) as u32) as usize, k as u32)
+    }
+
+    /// The symbol and frequency of a loss key.
+    fn loss_entry(k: u128) -> (usize, u32) {
+        (((k >> 32) as u32) as usize, k as u32)
+    }
+
+    /// Whether moving a unit with `gain` for one with `loss` does not pay.
+    fn settled(&self, gain: f64, loss: f64) -> bool {
+        gain <= loss * (1.0 + 1e-12) + 1e-9
+    }
+
+    /// Unit moves from the least loss to the most gain while one pays.
+    fn unit_moves(&self, f: &mut [u32]) {
+        // Heaps of (key, index, f at push); entries whose f changed since are stale.
+        type Inc = BinaryHeap<(u64, Reverse<usize>, u32)>;
+        type Dec = BinaryHeap<(Reverse<u64>, Reverse<usize>, u32)>;
+        let mut inc: Inc = (0..f.len())
+            .map(|i| (self.gain(i, f[i]).to_bits(), Reverse(i), f[i]))
+            .collect::<Vec<_>>()
+            .into();
+        let mut dec: Dec = (0..f.len())
+            .filter(|&i| f[i] > 1)
+            .map(|i| (Reverse(self.loss(i, f[i]).to_bits()), Reverse(i), f[i]))
+            .collect::<Vec<_>>()
+            .into();
+        let top_inc = |inc: &mut Inc, f: &[u32]| loop {
+            let &(k, Reverse(i), fi) = inc.peek()?;
+            if f[i] == fi {
+                return Some((f64::from_bits(k), i));
+            }
+            inc.pop();
         };
-        f[i] -= 1;
-        sum -= 1;
-        push(&mut inc, &mut dec, i, f[i]);
-    }
-    while sum < total_m {
-        let Some((_, i)) = top_inc(&mut inc, &f) else {
-            break;
+        let top_dec = |dec: &mut Dec, f: &[u32]| loop {
+            let &(Reverse(k), Reverse(i), fi) = dec.peek()?;
+            if f[i] == fi {
+                return Some((f64::from_bits(k), i));
+            }
+            dec.pop();
         };
-        f[i] += 1;
-        sum += 1;
-        push(&mut inc, &mut dec, i, f[i]);
-    }
-    // Unit transfers while one strictly lowers the cost.
-    while let (Some((g, i)), Some((l, j))) = (top_inc(&mut inc, &f), top_dec(&mut dec, &f)) {
-        if i == j || g <= l * (1.0 + 1e-12) + 1e-9 {
-            break;
+        while let (Some((g, i)), Some((l, j))) = (top_inc(&mut inc, f), top_dec(&mut dec, f)) {
+            if i == j || self.settled(g, l) {
+                break;
+            }
+            f[i] += 1;
+            f[j] -= 1;
+            for k in [i, j] {
+                inc.push((self.gain(k, f[k]).to_bits(), Reverse(k), f[k]));
+                if f[k] > 1 {
+                    dec.push((Reverse(self.loss(k, f[k]).to_bits()), Reverse(k), f[k]));
+                }
+            }
         }
-        f[i] += 1;
-        f[j] -= 1;
-        push(&mut inc, &mut dec, i, f[i]);
-        push(&mut inc, &mut dec, j, f[j]);
     }
-    debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
-    f
 }
 
 /// Frequencies summing to `2^scale`, each >= 1, by rounding `c_i 2^scale / n` to the
@@ -1857,6 +1927,149 @@ mod tests {
                 "{scale}"
             );
         }
+    }
+
+    /// The quantizer as it was before its phases got a heap each (session 15): both heaps
+    /// built up front and kept through every phase. The reference [`quantize`] must equal.
+    /// Frequencies summing to `2^scale`, each >= 1, minimizing `sum c_i log2(2^scale / f_i)`.
+    /// Requires `1 <= counts.len() <= 2^scale <= 2^16` and every count >= 1.
+    ///
+    /// Starts from the nearest rounding of `c_i 2^scale / n` (at least 1), fixes the sum
+    /// one unit at a time where it costs least, then moves single units while that lowers
+    /// the cost: for this separable convex cost, no improving unit move means optimal.
+    fn quantize_by_heaps(counts: &[u64], scale: u32) -> Vec<u32> {
+        let lg = log2_table();
+        let total_m = 1u64 << scale;
+        let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+        let n = n.max(1);
+        let mut f: Vec<u32> = if n < 1 << 47 {
+            // `c << scale` fits 64 bits: no 128-bit division.
+            nearest(counts, n as u64, scale)
+        } else {
+            counts
+                .iter()
+                .map(|&c| {
+                    (((u128::from(c) << scale) + n / 2) / n).clamp(1, u128::from(total_m)) as u32
+                })
+                .collect()
+        };
+        let mut sum: u64 = f.iter().map(|&x| u64::from(x)).sum();
+        // Gain of one more unit, loss of one fewer (infinite at f = 1), in bits.
+        let gain = |c: u64, f: u32| {
+            let f = f as usize;
+            c as f64 * (lg.get(f + 1).copied().unwrap_or(16.0) - lg[f])
+        };
+        let loss = |c: u64, f: u32| {
+            if f <= 1 {
+                f64::INFINITY
+            } else {
+                let f = f as usize;
+                c as f64 * (lg[f] - lg[f - 1])
+            }
+        };
+        // Heaps of (key, index, f at push); entries whose f changed since are stale.
+        type Inc = BinaryHeap<(u64, Reverse<usize>, u32)>;
+        type Dec = BinaryHeap<(Reverse<u64>, Reverse<usize>, u32)>;
+        let mut inc: Inc = f
+            .iter()
+            .enumerate()
+            .map(|(i, &fi)| (gain(counts[i], fi).to_bits(), Reverse(i), fi))
+            .collect::<Vec<_>>()
+            .into();
+        let mut dec: Dec = f
+            .iter()
+            .enumerate()
+            .filter(|&(_, &fi)| fi > 1)
+            .map(|(i, &fi)| (Reverse(loss(counts[i], fi).to_bits()), Reverse(i), fi))
+            .collect::<Vec<_>>()
+            .into();
+        let push = |inc: &mut Inc, dec: &mut Dec, i: usize, fi: u32| {
+            inc.push((gain(counts[i], fi).to_bits(), Reverse(i), fi));
+            if fi > 1 {
+                dec.push((Reverse(loss(counts[i], fi).to_bits()), Reverse(i), fi));
+            }
+        };
+        let top_inc = |inc: &mut Inc, f: &[u32]| loop {
+            let &(k, Reverse(i), fi) = inc.peek()?;
+            if f[i] == fi {
+                return Some((f64::from_bits(k), i));
+            }
+            inc.pop();
+        };
+        let top_dec = |dec: &mut Dec, f: &[u32]| loop {
+            let &(Reverse(k), Reverse(i), fi) = dec.peek()?;
+            if f[i] == fi {
+                return Some((f64::from_bits(k), i));
+            }
+            dec.pop();
+        };
+        while sum > total_m {
+            let Some((_, i)) = top_dec(&mut dec, &f) else {
+                break;
+            };
+            f[i] -= 1;
+            sum -= 1;
+            push(&mut inc, &mut dec, i, f[i]);
+        }
+        while sum < total_m {
+            let Some((_, i)) = top_inc(&mut inc, &f) else {
+                break;
+            };
+            f[i] += 1;
+            sum += 1;
+            push(&mut inc, &mut dec, i, f[i]);
+        }
+        // Unit transfers while one strictly lowers the cost.
+        while let (Some((g, i)), Some((l, j))) = (top_inc(&mut inc, &f), top_dec(&mut dec, &f)) {
+            if i == j || g <= l * (1.0 + 1e-12) + 1e-9 {
+                break;
+            }
+            f[i] += 1;
+            f[j] -= 1;
+            push(&mut inc, &mut dec, i, f[i]);
+            push(&mut inc, &mut dec, j, f[j]);
+        }
+        debug_assert_eq!(f.iter().map(|&x| u64::from(x)).sum::<u64>(), total_m);
+        f
+    }
+
+    /// [`quantize`] gives exactly the frequencies of the quantizer with both heaps kept
+    /// through every phase (`quantize_by_heaps`), ties included: histograms with many
+    /// equal counts (ones and twos, as in short streams), skewed and flat ones, sums too
+    /// high and too low after rounding, a sum a transfer improves, at every precision
+    /// from the fewest slots up.
+    #[test]
+    fn quantizer_equals_the_heap_quantizer() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut cases: Vec<Vec<u64>> = vec![vec![1, 1, 6], vec![3, 1], vec![1, 1, 998]];
+        for k in [2usize, 3, 7, 40, 300, 1000, 3000] {
+            cases.push(vec![1; k]);
+            cases.push((0..k).map(|i| 1 + (i % 2) as u64).collect());
+            cases.push((0..k).map(|_| 1 + next() % 3).collect());
+            cases.push((0..k).map(|_| 1 + (next() % 1000).pow(2) / 997).collect());
+            cases.push((0..k).map(|i| if i == 0 { 100_000 } else { 1 }).collect());
+            cases.push((0..k).map(|_| 1 << (next() % 20)).collect());
+        }
+        let mut checked = 0;
+        for counts in &cases {
+            let smin = bits_needed(counts.len() as u64 - 1).max(1);
+            for scale in smin..=16 {
+                assert_eq!(
+                    quantize(counts, scale),
+                    quantize_by_heaps(counts, scale),
+                    "{} counts, scale {scale}",
+                    counts.len()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 300, "{checked}");
     }
 
     #[test]
