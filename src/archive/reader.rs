@@ -728,6 +728,11 @@ struct Structure {
 const APPENDED_SEARCH_BYTES: usize = 64 << 20;
 
 /// What is wrong with a file of `len` bytes holding an archive that ends at byte `end`.
+/// Bits in which the last 8 bytes may differ from [`format::END_MAGIC`] and still be
+/// called a damaged end marker rather than a missing one (8 random bytes differ from it
+/// in 32 bits on average; a flipped or mistyped byte in up to 8).
+const END_MARKER_NEAR_BITS: u32 = 8;
+
 fn appended(end: usize, len: usize) -> String {
     format!(
         "the archive ends at byte {end} (its trailer is sound there) but the file goes on: \
@@ -798,11 +803,16 @@ fn describe_foreign(bytes: &[u8]) -> String {
                 takes the checkpoint folder or its index)"
             .to_string();
     }
-    let shown: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!(
         "wrong magic bytes [{}] (expected \"BREVIS\\0\\0\")",
-        shown.join(" ")
+        hex_bytes(&bytes[..bytes.len().min(8)])
     )
+}
+
+/// Bytes as two hex digits each, separated by spaces (`50 4b 03 04`).
+fn hex_bytes(bytes: &[u8]) -> String {
+    let shown: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    shown.join(" ")
 }
 
 fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
@@ -858,14 +868,40 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         index_len.map_err(corrupt)?,
         index_sum.map_err(corrupt)?,
     );
-    if bytes[len - 8..] != format::END_MAGIC {
-        return Err(corrupt(match appended_after(bytes) {
-            Some(end) => appended(end, len),
-            None => "the end marker is missing (truncated or damaged archive)".to_string(),
-        }));
-    }
     let index_ok = index_offset >= format::FILE_HEADER_LEN as u64
         && index_offset.checked_add(index_len) == Some(trailer_start as u64);
+    let end = &bytes[len - 8..];
+    if end != format::END_MAGIC {
+        return Err(corrupt(match appended_after(bytes) {
+            Some(at) => appended(at, len),
+            None => {
+                // A few bits off the marker: say so, and whether the rest of the trailer
+                // still holds (then the damage is likely the marker's alone).
+                let bits: u32 = end
+                    .iter()
+                    .zip(&format::END_MAGIC)
+                    .map(|(a, b)| (a ^ b).count_ones())
+                    .sum();
+                if bits <= END_MARKER_NEAR_BITS {
+                    let sound = index_ok
+                        && xxh3_64(&bytes[index_offset as usize..trailer_start]) == index_sum;
+                    format!(
+                        "the end marker is damaged: its 8 bytes are [{}], {bits} bit{} off {:?}{}",
+                        hex_bytes(end),
+                        if bits == 1 { "" } else { "s" },
+                        String::from_utf8_lossy(&format::END_MAGIC),
+                        if sound {
+                            " (the rest of the trailer and the index are sound)"
+                        } else {
+                            " (truncated or damaged archive)"
+                        }
+                    )
+                } else {
+                    "the end marker is missing (truncated or damaged archive)".to_string()
+                }
+            }
+        }));
+    }
     if !index_ok {
         // The end marker of a second archive appended to this one (`cat a.brv a.brv`).
         if let Some(end) = appended_after(bytes) {
@@ -1085,6 +1121,34 @@ mod tests {
             parse_structure(b"B"),
             Err(ArchiveError::Corrupt { what }) if what == "truncated: 1 byte, fewer than the 48 of an empty archive"
         ));
+    }
+
+    /// An end marker a few bits off is called damaged, with its bytes and whether the
+    /// rest of the trailer holds; a cut archive still has its end marker missing.
+    #[test]
+    fn damaged_end_marker_is_named() {
+        let good = archive_of(&source(), 1);
+        let what = |b: &[u8]| match parse_structure(b) {
+            Err(ArchiveError::Corrupt { what }) => what,
+            Err(e) => panic!("expected Corrupt, got {e:?}"),
+            Ok(_) => panic!("expected Corrupt, got an archive"),
+        };
+        let mut flipped = good.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x01;
+        assert_eq!(
+            what(&flipped),
+            "the end marker is damaged: its 8 bytes are [42 52 56 49 4e 44 45 59], 1 bit off \
+             \"BRVINDEX\" (the rest of the trailer and the index are sound)"
+        );
+        // The marker and the index checksum both damaged.
+        flipped[last - 8] ^= 0x80;
+        assert!(what(&flipped).ends_with("1 bit off \"BRVINDEX\" (truncated or damaged archive)"));
+        let cut = &good[..good.len() - 5];
+        assert_eq!(
+            what(cut),
+            "the end marker is missing (truncated or damaged archive)"
+        );
     }
 
     /// Bytes appended to an archive are named as such, with where the archive ends (a
