@@ -1123,16 +1123,21 @@ mod tests {
         ));
     }
 
+    /// What `parse_structure` says is wrong with `b`, which must be a damaged archive.
+    fn corrupt_what(b: &[u8]) -> String {
+        match parse_structure(b) {
+            Err(ArchiveError::Corrupt { what }) => what,
+            Err(e) => panic!("expected Corrupt, got {e:?}"),
+            Ok(_) => panic!("expected Corrupt, got an archive"),
+        }
+    }
+
     /// An end marker a few bits off is called damaged, with its bytes and whether the
     /// rest of the trailer holds; a cut archive still has its end marker missing.
     #[test]
     fn damaged_end_marker_is_named() {
         let good = archive_of(&source(), 1);
-        let what = |b: &[u8]| match parse_structure(b) {
-            Err(ArchiveError::Corrupt { what }) => what,
-            Err(e) => panic!("expected Corrupt, got {e:?}"),
-            Ok(_) => panic!("expected Corrupt, got an archive"),
-        };
+        let what = corrupt_what;
         let mut flipped = good.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 0x01;
@@ -1158,11 +1163,7 @@ mod tests {
     #[test]
     fn appended_bytes_are_named() {
         let good = archive_of(&source(), 1);
-        let what = |b: &[u8]| match parse_structure(b) {
-            Err(ArchiveError::Corrupt { what }) => what,
-            Err(e) => panic!("expected Corrupt, got {e:?}"),
-            Ok(_) => panic!("expected Corrupt, got an archive"),
-        };
+        let what = corrupt_what;
         let end = good.len();
         let mut one = good.clone();
         one.push(b'\n');
