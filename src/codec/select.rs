@@ -350,6 +350,7 @@ pub fn matches_field(
     match codec {
         CodecId::Rans32 => rans::matches_field(body, src, shift, width, rans::Layout::Wide),
         CodecId::BitPack => bitpack::matches_field(body, src, shift, width),
+        CodecId::Raw => raw::matches_field(body, src, shift, width),
         _ => {
             let words = decode(codec, body, width, src.len())?;
             Ok(equals_field(&words, src, shift))
