@@ -727,12 +727,12 @@ struct Structure {
 /// to itself, little time on an error path.
 const APPENDED_SEARCH_BYTES: usize = 64 << 20;
 
-/// What is wrong with a file of `len` bytes holding an archive that ends at byte `end`.
 /// Bits in which the last 8 bytes may differ from [`format::END_MAGIC`] and still be
 /// called a damaged end marker rather than a missing one (8 random bytes differ from it
 /// in 32 bits on average; a flipped or mistyped byte in up to 8).
 const END_MARKER_NEAR_BITS: u32 = 8;
 
+/// What is wrong with a file of `len` bytes holding an archive that ends at byte `end`.
 fn appended(end: usize, len: usize) -> String {
     format!(
         "the archive ends at byte {end} (its trailer is sound there) but the file goes on: \

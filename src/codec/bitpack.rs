@@ -36,9 +36,8 @@ pub fn encode_k(words: &Words, k: u32, out: &mut Vec<u8>) {
     debug_assert!(k <= words.width() && bits_needed(words.max().unwrap_or(0)) <= k);
     out.push(k as u8);
     out.reserve(size_for(k, words.len()) as usize);
-    match (k, words.buf()) {
-        (1, WordBuf::U8(v)) => pack_bits_u8(v, out),
-        (4, WordBuf::U8(v)) => pack_nibbles_u8(v, out),
+    match words.buf() {
+        WordBuf::U8(v) => pack_u8(v, k, out),
         _ => with_buf!(words.buf(), v => pack(v, k, out)),
     }
 }
@@ -102,11 +101,7 @@ fn encode_field<T: Word>(
             for (o, &x) in b.iter_mut().zip(c) {
                 *o = narrow(x);
             }
-            match k {
-                1 => pack_bits_u8(b, out),
-                4 => pack_nibbles_u8(b, out),
-                _ => pack(b, k, out),
-            }
+            pack_u8(b, k, out);
         }
     } else {
         let mut buf = [0u16; FIELD_CHUNK];
@@ -117,6 +112,15 @@ fn encode_field<T: Word>(
             }
             pack(b, k, out);
         }
+    }
+}
+
+/// [`pack`] for words held in bytes, at 1 and 4 bits by their own folds.
+fn pack_u8(v: &[u8], k: u32, out: &mut Vec<u8>) {
+    match k {
+        1 => pack_bits_u8(v, out),
+        4 => pack_nibbles_u8(v, out),
+        _ => pack(v, k, out),
     }
 }
 
