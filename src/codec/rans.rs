@@ -208,6 +208,23 @@ fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
     best
 }
 
+/// Bits of the ideal payload of `counts` under frequencies `freqs` summing to `2^scale`:
+/// `sum c_i (scale - log2 f_i)` (`lg`: [`log2_table`]), summed in index order.
+///
+/// # Panics
+/// If a frequency exceeds `2^16` or the slices differ in length (debug builds).
+fn model_bits(counts: &[u64], freqs: &[u32], scale: u32, lg: &[f64]) -> f64 {
+    debug_assert_eq!(counts.len(), freqs.len());
+    let s = f64::from(scale);
+    // One accumulator in a register, added to in index order (the bits `Iterator::sum`
+    // gives, without its spill of the running sum to the stack on every word).
+    let mut bits = 0.0;
+    for (&c, &f) in counts.iter().zip(freqs) {
+        bits += c as f64 * (s - lg[f as usize]);
+    }
+    bits
+}
+
 /// `log2(f)` for `f` in `0..=2^16` (`f = 0` maps to 0), computed once.
 fn log2_table() -> &'static [f64] {
     static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
@@ -690,11 +707,7 @@ impl Plan {
         let least_table = head + 4 + 2 + (m as u64).min(5);
         for scale in scales {
             let freqs = quantize(&counts, scale);
-            let ideal: f64 = counts
-                .iter()
-                .zip(&freqs)
-                .map(|(&c, &f)| c as f64 * (f64::from(scale) - lg[f as usize]))
-                .sum();
+            let ideal = model_bits(&counts, &freqs, scale, lg);
             // The precision's total is at least its least table and its payload: when
             // that cannot beat the best so far (going down, where the stop test needs no
             // table), the frequencies need not be planned.

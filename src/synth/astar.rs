@@ -264,6 +264,34 @@ fn dense_from<C: Copy + Into<u64>>(counts: &[C]) -> Dense {
     )
 }
 
+/// [`marginal`] for the field `(x >> shift) & (2^width - 1)` of each word `x` (`width`
+/// at most 16 bits): the same histogram, counted without a call per word. Fields of at
+/// most 8 bits (the sign bit, a mantissa's low bits) are counted in four tables taken
+/// in turn, so that the few counters every word adds to are not one chain of
+/// dependent additions.
+fn marginal_field(list: &[(u64, u64)], shift: u32, width: u32) -> Dense {
+    debug_assert!(width <= 16);
+    let m = crate::tensor::mask(width);
+    let at = |x: u64| ((x >> shift) & m) as usize;
+    if width <= 8 {
+        let mut t = [[0u64; 256]; 4];
+        let mut quads = list.chunks_exact(4);
+        for q in &mut quads {
+            for (k, &(x, c)) in q.iter().enumerate() {
+                t[k][at(x)] += c;
+            }
+        }
+        for &(x, c) in quads.remainder() {
+            t[0][at(x)] += c;
+        }
+        let sum: Vec<u64> = (0..1usize << width)
+            .map(|y| t[0][y] + t[1][y] + t[2][y] + t[3][y])
+            .collect();
+        return dense_from(&sum);
+    }
+    marginal(list, width, |x| (x >> shift) & m)
+}
+
 /// The [`Dense`] histogram of the words `f(x)` (of `width` bits, at most 16) for the
 /// distinct words `x` of histogram `list` with their counts: by a table of a counter per
 /// word, or, when the list is much shorter than that table (a `map` of a 16-bit stream),
@@ -709,7 +737,10 @@ impl Search<'_> {
                                 let (cd, lit) = match key.and_then(|k| fields.get(&k)) {
                                     Some(h) => (h.dense.clone().flatten(), h.lit),
                                     None => {
-                                        let cd = marginal(list, *cw, f);
+                                        let cd = match key {
+                                            Some((shift, _)) => marginal_field(list, shift, *cw),
+                                            None => marginal(list, *cw, f),
+                                        };
                                         let lit = dense_estimate(&cd, *cw, n);
                                         if let Some(k) = key {
                                             fields.insert(
@@ -1371,6 +1402,36 @@ mod tests {
         let one = search(&ramp, Some(Dtype::I64), &opts(1), &Prior::uniform());
         assert_eq!(one.program.node_count(), 1);
         assert!(two.bytes < one.bytes / 10, "{} vs {}", two.bytes, one.bytes);
+    }
+
+    /// [`marginal_field`] gives what [`marginal`] gives with the field's closure: on a
+    /// real BF16 matrix's histogram (3,549 distinct words) for every field a float split
+    /// proposes, and on short lists that leave one to three words past the four tables.
+    #[test]
+    fn field_marginal_equals_the_closure_marginal() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors");
+        let bytes = std::fs::read(path).unwrap();
+        let src = crate::archive::safetensors::parse(&bytes).unwrap();
+        let name = "encoder.layer.0.intermediate.dense.weight";
+        let t = src.tensors().iter().position(|t| t.name == name).unwrap();
+        let real = Words::from_le_bytes(16, src.tensor_bytes(t)).unwrap();
+        let mut lists = vec![dense_of(&real).to_vec()];
+        for len in 1..=7u64 {
+            lists.push((0..len).map(|i| (i * 9_973 % 65_536, i + 1)).collect());
+        }
+        for list in &lists {
+            for (shift, width) in [(15, 1), (7, 8), (0, 7), (4, 11), (0, 4), (3, 3), (0, 16)] {
+                let m = crate::tensor::mask(width);
+                let want = marginal(list, width, |x| (x >> shift) & m);
+                assert_eq!(
+                    marginal_field(list, shift, width),
+                    want,
+                    "{} words, field ({shift}, {width})",
+                    list.len()
+                );
+            }
+        }
+        assert_eq!(lists[0].len(), 3_549);
     }
 
     /// The root literal's size from the plans [`explore`] keeps is exactly the size of the
