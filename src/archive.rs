@@ -74,6 +74,33 @@ pub enum ProgressEvent<'a> {
 /// A progress callback that ignores every event.
 pub fn no_progress(_: ProgressEvent<'_>) {}
 
+/// The metadata of `path` (symbolic links followed) when it is a regular file, checked
+/// before the file is opened: opening a FIFO for reading blocks until a writer comes,
+/// and a device reads as an endless or empty file.
+///
+/// # Errors
+/// [`crate::Error::Io`] naming `path`: it cannot be read, is a folder, or is not a
+/// regular file (a pipe, socket or device).
+pub(crate) fn regular_file(path: &std::path::Path) -> crate::Result<std::fs::Metadata> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| crate::Error::io(path, "cannot open", e))?;
+    if meta.is_dir() {
+        return Err(crate::Error::io(
+            path,
+            "cannot read",
+            std::io::Error::other("is a directory"),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(crate::Error::io(
+            path,
+            "cannot read",
+            std::io::Error::other("is not a regular file (a pipe, socket or device)"),
+        ));
+    }
+    Ok(meta)
+}
+
 /// Memory-maps a whole file for reading. The file must not be empty.
 ///
 /// # Errors

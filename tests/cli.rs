@@ -655,8 +655,9 @@ fn shard_folder(dir: &Path) -> PathBuf {
     to
 }
 
-/// `compress` and `calibrate` on a named pipe blocked in `open` until killed (found by a
-/// tester): an input that is not a regular file is refused before it is opened.
+/// `compress` and `calibrate` on a named pipe blocked in `open` until killed, and so did
+/// `decompress`, `verify`, `ls` and `show`, while a device read as an empty archive (found
+/// by testers): an input that is not a regular file is refused before it is opened.
 #[test]
 fn a_named_pipe_is_refused_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -680,6 +681,15 @@ fn a_named_pipe_is_refused_not_waited_on() {
             OsStr::new("-o"),
             out.as_os_str(),
         ],
+        vec![
+            OsStr::new("decompress"),
+            fifo.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ],
+        vec![OsStr::new("verify"), fifo.as_os_str()],
+        vec![OsStr::new("ls"), fifo.as_os_str()],
+        vec![OsStr::new("show"), fifo.as_os_str(), OsStr::new("x")],
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brevis"))
             .args(&args)
@@ -708,6 +718,10 @@ fn a_named_pipe_is_refused_not_waited_on() {
         assert!(text.contains("is not a regular file"), "{text}");
         assert!(text.contains("pipe.safetensors"), "{text}");
         assert!(!out.exists());
+    }
+    if Path::new("/dev/zero").exists() {
+        let o = brevis(["ls", "/dev/zero"]);
+        fails_with(&o, 1, &["/dev/zero", "is not a regular file"]);
     }
 }
 

@@ -174,6 +174,11 @@ pub fn not_an_archive(path: &Path) -> Option<Error> {
     if name.ends_with(".index.json") && path.is_file() {
         return wrong("a safetensors shard index".to_string());
     }
+    // Only a regular file is read here (a FIFO would block the open); anything else is
+    // refused by the archive's own open, naming what it is.
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let file = fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     let mut prefix = Vec::with_capacity(4096);

@@ -171,17 +171,11 @@ impl Archive {
     /// [`Error::Io`] if it cannot be read; [`Error::Archive`] if it is not an archive,
     /// has an unsupported version, or its structure is inconsistent.
     pub fn open(path: &Path) -> Result<Archive> {
+        super::regular_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let meta = file
             .metadata()
             .map_err(|e| Error::io(path, "cannot read", e))?;
-        if meta.is_dir() {
-            return Err(Error::io(
-                path,
-                "cannot read",
-                std::io::Error::other("is a directory"),
-            ));
-        }
         let bytes = if meta.len() == 0 {
             Backing::Owned(Vec::new())
         } else {

@@ -129,17 +129,7 @@ impl CompressSummary {
 /// [`Error::Io`] naming `input` if it cannot be opened or mapped, is a folder, or is not
 /// a regular file (a named pipe would block the open until a writer came).
 pub fn map_input(input: &Path) -> Result<Option<memmap2::Mmap>> {
-    let meta = fs::metadata(input).map_err(|e| Error::io(input, "cannot open", e))?;
-    if meta.is_dir() {
-        return Err(Error::io(input, "cannot read", is_a_directory()));
-    }
-    if !meta.is_file() {
-        return Err(Error::io(
-            input,
-            "cannot read",
-            io::Error::other("is not a regular file (a pipe, socket or device)"),
-        ));
-    }
+    let meta = super::regular_file(input)?;
     let file = File::open(input).map_err(|e| Error::io(input, "cannot open", e))?;
     if meta.len() == 0 {
         return Ok(None);
