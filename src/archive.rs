@@ -82,8 +82,7 @@ pub fn no_progress(_: ProgressEvent<'_>) {}
 /// [`crate::Error::Io`] naming `path`: it cannot be read, is a folder, or is not a
 /// regular file (a pipe, socket or device).
 pub(crate) fn regular_file(path: &std::path::Path) -> crate::Result<std::fs::Metadata> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| crate::Error::io(path, "cannot open", e))?;
+    let meta = std::fs::metadata(path).map_err(|e| crate::Error::io(path, "cannot open", e))?;
     if meta.is_dir() {
         return Err(crate::Error::io(
             path,

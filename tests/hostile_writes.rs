@@ -618,3 +618,56 @@ fn a_missing_output_folder_is_named_and_no_temporary_path_is() {
     }
     assert!(!missing.exists());
 }
+
+/// An input written to while it was being compressed gave exit 0 and an archive that
+/// failed its own `verify` and could not be decompressed (found by a tester: `dd` into
+/// the file 0.15 s into a compression): the change is noticed at the end, the job fails
+/// with kind `input_changed` naming the file, and no output (nor temporary) is left.
+#[test]
+fn an_input_changed_while_compressing_fails_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.safetensors");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors"),
+        &input,
+    )
+    .unwrap();
+    let output = dir.path().join("m.brv");
+    let opts = CompressOptions {
+        jobs: Some(1),
+        ..CompressOptions::default()
+    };
+    // The first record written: overwrite the input's last bytes in place (a new
+    // modification time, as any write gives).
+    let wrote = std::sync::atomic::AtomicBool::new(false);
+    let progress = |ev: brevis::archive::ProgressEvent<'_>| {
+        if matches!(ev, brevis::archive::ProgressEvent::Item { .. })
+            && !wrote.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&input)
+                .unwrap();
+            let len = f.metadata().unwrap().len();
+            io::Seek::seek(&mut f, io::SeekFrom::Start(len - 4)).unwrap();
+            f.write_all(&[1, 2, 3, 4]).unwrap();
+        }
+    };
+    let err = brevis::compress_file(&input, &output, &opts, &progress).unwrap_err();
+    assert_eq!(err.kind(), "input_changed", "{err}");
+    let text = err.to_string();
+    assert!(text.contains("m.safetensors"), "{text}");
+    assert!(
+        text.contains("changed while it was being compressed"),
+        "{text}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, vec!["m.safetensors".to_string()]);
+    // Unchanged, the same input compresses.
+    brevis::compress_file(&input, &output, &opts, &|_| {}).unwrap();
+    assert!(output.exists());
+}

@@ -129,14 +129,32 @@ impl CompressSummary {
 /// [`Error::Io`] naming `input` if it cannot be opened or mapped, is a folder, or is not
 /// a regular file (a named pipe would block the open until a writer came).
 pub fn map_input(input: &Path) -> Result<Option<memmap2::Mmap>> {
+    Ok(open_input(input)?.0)
+}
+
+/// [`map_input`] with the open file, whose [`Stamp`] tells later whether it was changed.
+fn open_input(input: &Path) -> Result<(Option<memmap2::Mmap>, File)> {
     let meta = super::regular_file(input)?;
     let file = File::open(input).map_err(|e| Error::io(input, "cannot open", e))?;
     if meta.len() == 0 {
-        return Ok(None);
+        return Ok((None, file));
     }
-    super::map_file(&file)
-        .map(Some)
-        .map_err(|e| Error::io(input, "cannot map", e))
+    let map = super::map_file(&file).map_err(|e| Error::io(input, "cannot map", e))?;
+    Ok((Some(map), file))
+}
+
+/// The length and modification time of an open file: a write to it (through any path
+/// or mapping) or a truncation changes them.
+#[derive(Debug, PartialEq, Eq)]
+struct Stamp(u64, Option<std::time::SystemTime>);
+
+impl Stamp {
+    fn of(file: &File, path: &Path) -> Result<Stamp> {
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(path, "cannot read", e))?;
+        Ok(Stamp(meta.len(), meta.modified().ok()))
+    }
 }
 
 pub fn compress_file(
@@ -147,7 +165,8 @@ pub fn compress_file(
 ) -> Result<CompressSummary> {
     check_output(input, output, opts.force)?;
     let evict = super::EvictReplaced::start(output, opts.force);
-    let map = map_input(input)?;
+    let (map, file) = open_input(input)?;
+    let before = Stamp::of(&file, input)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let src = parse(bytes).map_err(|e| Error::source(input, e))?;
 
@@ -163,6 +182,19 @@ pub fn compress_file(
         w.finish(output)?;
         written
     };
+    // The input is read through a mapping: a change to it while it was read would have
+    // been encoded in part, and the archive would not restore any version of the file.
+    // The temporary is dropped unpersisted, so no output is left.
+    if Stamp::of(&file, input)? != before {
+        return Err(Error::Invalid {
+            path: input.to_path_buf(),
+            what: "changed while it was being compressed",
+            detail: "its size or modification time differs from when it was opened; no \
+                     archive was written (compress it again once nothing writes to it)"
+                .to_string(),
+            kind: "input_changed",
+        });
+    }
     drop(evict);
     persist(tmp, output, opts.force)?;
 
