@@ -309,6 +309,20 @@ pub enum SourceError {
         /// Second offset.
         end: u64,
     },
+    /// A shape with a 0 dimension (no elements) whose dimensions overflow 64 bits when
+    /// multiplied in order before the 0 is reached: the safetensors library computes the
+    /// element count that way and refuses the file, so it is refused here too.
+    #[error(
+        "tensor {tensor:?}: shape {shape:?} has no elements (a dimension is 0), but \
+         multiplying its dimensions in order overflows 64 bits before the 0, which the \
+         safetensors library refuses"
+    )]
+    ShapeOverflow {
+        /// The tensor's name.
+        tensor: String,
+        /// The shape as written.
+        shape: Vec<u64>,
+    },
     /// A tensor's byte range ends past the end of the data region.
     #[error(
         "tensor {tensor:?}: data_offsets [{begin}, {end}] end past the data region \

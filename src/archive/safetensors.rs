@@ -304,6 +304,12 @@ fn check_entry(
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .and_then(|n| dt.byte_len(n));
+    if expected.is_none() && shape.contains(&0) {
+        return Err(SourceError::ShapeOverflow {
+            tensor: name,
+            shape,
+        });
+    }
     if expected != Some(actual) {
         return Err(SourceError::SizeMismatch {
             tensor: name,
@@ -820,6 +826,14 @@ mod tests {
             ),
             "{e}"
         );
+        // No elements, but the running product overflows first (found by a tester: the
+        // message said "needs more than 2^64 bytes").
+        let e = err(
+            r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}}"#,
+            &[],
+        );
+        assert!(matches!(e, SourceError::ShapeOverflow { .. }), "{e}");
+        assert!(e.to_string().contains("has no elements"), "{e}");
         let e = err(
             r#"{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#,
             &[0],
