@@ -78,6 +78,19 @@ fn compress_json_lists_every_tensor_and_the_warnings() {
     assert!(warnings
         .iter()
         .any(|w| w.as_str().unwrap().contains("belong to no tensor")));
+    // Success says so as every other command's JSON does (it had no "ok": a tester), and
+    // so does decompress.
+    assert_eq!(v["ok"], true);
+    let back = dir.path().join("g.safetensors");
+    let d = json_of(&brevis([
+        OsStr::new("decompress"),
+        out.as_os_str(),
+        OsStr::new("-o"),
+        back.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    assert_eq!(d["ok"], true, "{d}");
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap());
 }
 
 #[test]

@@ -727,6 +727,7 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
             .collect();
         let warnings: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
         emit_json(&json!({
+            "ok": true,
             "input": lossy(&s.input),
             "output": lossy(&s.output),
             "original_bytes": s.original_bytes,
@@ -786,6 +787,7 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
     }
     if a.json {
         emit_json(&json!({
+            "ok": true,
             "input": lossy(&a.input),
             "output": lossy(&s.output),
             "original_bytes": s.original_bytes,
@@ -1460,6 +1462,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
             })
             .collect();
         emit_json(&json!({
+            "ok": true,
             "input": lossy(&s.input),
             "output": lossy(&s.output),
             "original_bytes": s.original_bytes,
@@ -1527,6 +1530,7 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
     }
     if a.json {
         emit_json(&json!({
+            "ok": true,
             "input": lossy(dir),
             "output": lossy(&output),
             "original_bytes": bytes,
