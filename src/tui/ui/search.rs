@@ -143,7 +143,7 @@ fn draw_hint(frame: &mut Frame, area: Rect, app: &App) {
         )
     } else {
         Line::styled(
-            "e or Enter edits the selected field (b d n p f pick one), r runs on the selected tensor, ↑↓ picks the tensor",
+            "e or Enter edits the selected field, b d n p f edit that one, r runs on the selected tensor, ↑↓ picks the tensor",
             Style::default().fg(Color::DarkGray),
         )
     };
