@@ -204,6 +204,8 @@ Exit status:
   1                   an error: the file cannot be opened, read or compressed, the archive
                       cannot be written, or the terminal fails
   2                   bad arguments (an unknown option, more than one path)
+  3                   the archive opens as damaged (a record's header cannot be read), as
+                      `brevis verify` reports it
   101                 a bug: brevis-tui panicked (the terminal is restored; please report it)
   128+N               ended from outside by signal N (SIGHUP, SIGINT, SIGTERM)";
 
@@ -215,6 +217,9 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_ERROR: i32 = 1;
 /// Exit status for bad arguments (an unknown option, more than one path).
 pub const EXIT_USAGE: i32 = 2;
+/// Exit status when the archive is damaged in a way that keeps it from opening (a
+/// record's header cannot be read): the status `brevis` gives the same archive.
+pub const EXIT_DAMAGE: i32 = 3;
 
 /// The command line of `brevis-tui`.
 #[derive(clap::Parser, Debug)]
@@ -292,9 +297,9 @@ pub fn main_entry() -> i32 {
     };
     let plan = match plan(path.as_deref()) {
         Ok(p) => p,
-        Err(e) => {
+        Err((e, code)) => {
             eprintln!("error: {}", escape_typed(&e));
-            return EXIT_ERROR;
+            return code;
         }
     };
     {
@@ -327,16 +332,22 @@ pub fn main_entry() -> i32 {
     }
 }
 
-fn plan(path: Option<&Path>) -> Result<Plan, String> {
+/// What to show for `path`, or the error and the exit status to end with.
+fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
+    let error = |e: String| (e, EXIT_ERROR);
     match path {
         None => {
             let dir = tempfile::Builder::new()
                 .prefix("brevis-tui-demo-")
                 .tempdir()
-                .map_err(|e| format!("cannot create a temporary folder for the demo: {e}"))?;
+                .map_err(|e| {
+                    error(format!(
+                        "cannot create a temporary folder for the demo: {e}"
+                    ))
+                })?;
             let input = dir.path().join("demo.safetensors");
             std::fs::write(&input, DEMO)
-                .map_err(|e| format!("{}: cannot write the demo: {e}", input.display()))?;
+                .map_err(|e| error(format!("{}: cannot write the demo: {e}", input.display())))?;
             Ok(Plan::Compress {
                 input,
                 label: "the built-in demo (minilm-l6-v2-bf16-layer0)".into(),
@@ -350,8 +361,18 @@ fn plan(path: Option<&Path>) -> Result<Plan, String> {
             dir: None,
             keep: true,
         }),
-        Some(p) if p.is_dir() => Err(folder_hint(p)),
-        Some(p) => Ok(Plan::Open(Arc::new(ArchiveSource::open(p)?))),
+        Some(p) if p.is_dir() => Err(error(folder_hint(p))),
+        Some(p) => match crate::Archive::open(p) {
+            Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)))),
+            Err(e) => {
+                let code = if e.is_mismatch() {
+                    EXIT_DAMAGE
+                } else {
+                    EXIT_ERROR
+                };
+                Err((e.to_string(), code))
+            }
+        },
     }
 }
 

@@ -877,6 +877,30 @@ fn messages_keep_their_backslashes_and_no_terminal_is_explained() {
         out.stdout.is_empty(),
         "no escape codes on redirected output"
     );
+    // A record whose tensor name is no longer UTF-8 keeps the archive from opening:
+    // exit 3 (damage), as `brevis ls` and `verify` give it, not 1 (found by a tester).
+    let mut bytes = std::fs::read(&good).unwrap();
+    let name = b"embeddings.LayerNorm.weight";
+    let at = bytes
+        .windows(name.len())
+        .rposition(|w| w == name)
+        .expect("the name is in a record");
+    bytes[at] = 0xff;
+    let damaged = dir.path().join("damaged.brv");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
+        .arg(&damaged)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not UTF-8"), "{err}");
+    let ls = std::process::Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .arg("ls")
+        .arg(&damaged)
+        .output()
+        .unwrap();
+    assert_eq!(ls.status.code(), Some(3));
 }
 
 /// Bug: after moving to another tensor the Search view still showed the last tensor's
