@@ -997,3 +997,35 @@ fn a_missing_copied_file_is_an_error_for_every_command() {
     }
     assert!(!out.exists());
 }
+
+/// A checkpoint folder holding a stray `brevis-folder.json` (`{}`) was refused as "a
+/// Brevis folder archive ... did you mean `brevis decompress`" (found by a tester): it is
+/// refused for what it is, a file that would collide with the archive's manifest,
+/// naming it (kind `name_collision`), while a real compressed folder is still refused as
+/// one.
+#[test]
+fn a_stray_manifest_name_in_a_checkpoint_is_a_collision_not_an_archive() {
+    let (tmp, src, archive) = compressed_three_shards();
+    let again = brevis(&[Path::new("compress"), &archive, Path::new("--json")]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stdout(&again).contains("\"kind\":\"wrong_kind\""),
+        "{}",
+        stdout(&again)
+    );
+    std::fs::write(src.join("brevis-folder.json"), b"{}").unwrap();
+    let out = tmp.path().join("stray.brv");
+    let o = brevis(&[
+        Path::new("compress"),
+        &src,
+        Path::new("-o"),
+        &out,
+        Path::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("\"kind\":\"name_collision\""), "{text}");
+    assert!(text.contains("brevis-folder.json"), "{text}");
+    assert!(text.contains("not a Brevis manifest"), "{text}");
+    assert!(!out.exists());
+}

@@ -58,6 +58,9 @@ pub const MANIFEST_NAME: &str = "brevis-folder.json";
 /// File name of the Hugging Face shard index.
 pub const INDEX_NAME: &str = "model.safetensors.index.json";
 const FORMAT: &str = "brevis-folder";
+
+/// Largest manifest [`manifest_is_ours`] reads to tell.
+const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 const VERSION: u32 = 1;
 /// Largest manifest or index JSON read, in bytes.
 const MAX_JSON_BYTES: u64 = 256 << 20;
@@ -136,6 +139,23 @@ pub fn compressed_folder(path: &Path) -> Option<PathBuf> {
         });
     }
     None
+}
+
+/// Whether the compressed folder `dir` ([`compressed_folder`]) holds a manifest that
+/// Brevis wrote: a JSON object whose `format` is `brevis-folder`. A stray file of that
+/// name in a checkpoint folder (`{}`, say) is not one. An unreadable or very large file
+/// counts as one, so that it is refused as a compressed folder, as before.
+pub fn manifest_is_ours(dir: &Path) -> bool {
+    let path = dir.join(MANIFEST_NAME);
+    match fs::metadata(&path) {
+        Ok(m) if m.len() <= MAX_MANIFEST_BYTES => {}
+        _ => return true,
+    }
+    let Ok(bytes) = fs::read(&path) else {
+        return true;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .is_ok_and(|v| v.get("format").and_then(|f| f.as_str()) == Some(FORMAT))
 }
 
 /// Says what `path` is when it is plainly not an archive, for the commands that take one

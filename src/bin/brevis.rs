@@ -663,7 +663,20 @@ impl CompressArgs {
 }
 
 fn compress(a: CompressArgs) -> Result<Outcome> {
-    if folder::compressed_folder(&a.input).is_some() {
+    if let Some(dir) = folder::compressed_folder(&a.input) {
+        if !folder::manifest_is_ours(&dir) {
+            // A checkpoint folder with a stray file of the manifest's name: compressing
+            // it would put two files of that name in the archive folder.
+            return Err(brevis::Error::Invalid {
+                path: dir.join(folder::MANIFEST_NAME),
+                what: "cannot compress the folder",
+                detail: "this file is not a Brevis manifest, but the compressed folder's \
+                         manifest takes its name; rename or move it first"
+                    .to_string(),
+                kind: "name_collision",
+            }
+            .into());
+        }
         return Err(brevis::Error::WrongKind {
             path: a.input.clone(),
             found: "a Brevis folder archive".to_string(),
