@@ -1070,8 +1070,15 @@ fn a_folder_argument_points_to_brevis_compress() {
         ckpt.display(),
         ckpt.display()
     ));
+    // A `.brv` name on a file that is not an archive (a tester's hard link to a
+    // .safetensors file) is not offered.
+    std::fs::write(ckpt.join("a.brv"), b"not an archive").unwrap();
+    refused_with(format!(
+        "{} is a folder: brevis-tui opens one archive; compress the checkpoint folder first",
+        ckpt.display()
+    ));
     // A folder of archives: one of them is named.
-    std::fs::write(ckpt.join("model-00001-of-00002.brv"), b"").unwrap();
+    std::fs::write(ckpt.join("model-00001-of-00002.brv"), b"BREVIS\0\0").unwrap();
     refused_with(format!(
         "e.g. `brevis-tui {}`",
         ckpt.join("model-00001-of-00002.brv").display()
