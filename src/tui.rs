@@ -314,6 +314,8 @@ pub fn main_entry() -> i32 {
     }
     install_panic_hook();
     restore_on_signal();
+    #[cfg(unix)]
+    crate::archive::install_truncation_guard();
     let result = run_terminal(plan);
     restore_terminal();
     match result {

@@ -671,3 +671,47 @@ fn an_input_changed_while_compressing_fails_and_writes_nothing() {
     brevis::compress_file(&input, &output, &opts, &|_| {}).unwrap();
     assert!(output.exists());
 }
+
+/// An input truncated by another program while it was being compressed killed the
+/// process with SIGBUS (exit 135, no message, a temporary file left: found by a tester).
+/// With the truncation guard the pages past the new end read as zeros, the job fails as
+/// an input that changed, says the file was truncated, and leaves nothing behind.
+#[cfg(unix)]
+#[test]
+fn an_input_truncated_while_compressing_is_an_error_not_a_crash() {
+    brevis::archive::install_truncation_guard();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.safetensors");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.safetensors"),
+        &input,
+    )
+    .unwrap();
+    let output = dir.path().join("m.brv");
+    let opts = CompressOptions {
+        jobs: Some(1),
+        ..CompressOptions::default()
+    };
+    // When the header's record is written, cut the file to its first 64 KiB: the
+    // tensors not read yet are gone from under the mapping.
+    let cut = std::sync::atomic::AtomicBool::new(false);
+    let progress = |ev: brevis::archive::ProgressEvent<'_>| {
+        if matches!(ev, brevis::archive::ProgressEvent::Item { .. })
+            && !cut.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&input)
+                .unwrap();
+            f.set_len(64 << 10).unwrap();
+        }
+    };
+    let err = brevis::compress_file(&input, &output, &opts, &progress).unwrap_err();
+    assert_eq!(err.kind(), "input_changed", "{err}");
+    assert!(brevis::archive::truncated_while_read());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, vec!["m.safetensors".to_string()]);
+}

@@ -382,6 +382,8 @@ fn main() -> ExitCode {
         }
     };
     remove_temporary_files_on_signal();
+    #[cfg(unix)]
+    brevis::archive::install_truncation_guard();
     let json = cli.command.json();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -403,6 +405,12 @@ fn main() -> ExitCode {
                 if matches!(be, brevis::Error::OutputExists { .. }) {
                     msg.push_str(" (use --force to replace it)");
                 }
+            }
+            if brevis::archive::truncated_while_read() {
+                // What made the job fail: pages past the new end read as zeros.
+                msg.push_str(" (a file was truncated by another program while it was being read)");
+                kind = "truncated_while_read";
+                code = 1;
             }
             eprintln!("error: {msg}");
             if json {
