@@ -177,8 +177,14 @@ fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
     })
 }
 
-/// The shortest way to write `freqs`, and its size in bits (mode field included).
-fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) {
+lzcnt_fn! {
+    /// The shortest way to write `freqs`, and its size in bits (mode field included).
+    fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) = plan_freqs_in;
+}
+
+/// [`plan_freqs`]'s pass, inlined into each of its builds.
+#[inline(always)]
+fn plan_freqs_in(freqs: &[u32]) -> (FreqMode, u64) {
     // Every mode's size from one pass: `f - 1` and their differences as the table writes
     // them ([`freq_deltas`]) counted for the Exp-Golomb orders ([`SmallEg`]), with the
     // largest value and the adaptive code's total on the way.
@@ -1822,6 +1828,35 @@ fn finish_payload(
 mod tests {
     use super::*;
     use crate::stats::histogram;
+
+    /// Pseudo-random frequency tables: `m` frequencies in `1..=2^spread`.
+    fn freq_tables() -> Vec<Vec<u32>> {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) as u32
+        };
+        let mut tables = vec![vec![1, 1], vec![(1 << 16) - 1, 1], vec![1 << 15, 1 << 15]];
+        for m in [2usize, 3, 17, 255, 2048, 4096] {
+            for spread in [1u32, 7, 16] {
+                tables.push((0..m).map(|_| 1 + next() % (1 << spread)).collect());
+            }
+        }
+        tables
+    }
+
+    #[test]
+    fn plan_freqs_builds_agree() {
+        // The build picked at run time (with lzcnt on processors that have it, as this
+        // machine's) plans every table as the baseline build does.
+        for f in freq_tables() {
+            assert_eq!(plan_freqs(&f), plan_freqs_in(&f), "{} frequencies", f.len());
+        }
+        // Two frequencies of 1: each `f - 1 = 0` takes one bit of the adaptive code.
+        assert_eq!(plan_freqs(&[1, 1]), (FreqMode::Adaptive, 4));
+    }
 
     fn body(values: &[u64], width: u32) -> Vec<u8> {
         let layout = Layout::for_len(values.len());
