@@ -177,7 +177,8 @@ fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
     })
 }
 
-lzcnt_fn! {
+feature_fn! {
+    "lzcnt";
     /// The shortest way to write `freqs`, and its size in bits (mode field included).
     fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) = plan_freqs_in;
 }

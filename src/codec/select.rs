@@ -364,10 +364,19 @@ pub fn equals_field(words: &Words, src: &Words, shift: u32) -> bool {
     words.len() == src.len() && buf_equals_field(words.buf(), src, 0, shift, words.width())
 }
 
-/// Whether `part` holds field `(shift, width)` of the words of `src` from index `start`
-/// on (`part.len()` of them, which must be there): each `(v >> shift) & (2^width - 1)`.
-/// False if the field does not lie inside `src`'s words.
-pub(crate) fn buf_equals_field(
+feature_fn! {
+    "avx2";
+    /// Whether `part` holds field `(shift, width)` of the words of `src` from index `start`
+    /// on (`part.len()` of them, which must be there): each `(v >> shift) & (2^width - 1)`.
+    /// False if the field does not lie inside `src`'s words.
+    /// Compiled a second time with AVX2 (the comparison vectorizes twice as wide),
+    /// picked at run time.
+    pub(crate) fn buf_equals_field(part: &crate::tensor::WordBuf, src: &Words, start: usize, shift: u32, width: u32) -> bool = buf_equals_field_in;
+}
+
+/// [`buf_equals_field`]'s work, inlined into each of its builds.
+#[inline(always)]
+fn buf_equals_field_in(
     part: &crate::tensor::WordBuf,
     src: &Words,
     start: usize,

@@ -368,7 +368,8 @@ fn best_rice_k(vals: &[u64]) -> (u32, u64) {
     best
 }
 
-lzcnt_fn! {
+feature_fn! {
+    "lzcnt";
     /// Chooses how to write `syms` (strictly increasing, each `< 2^width`).
     pub(crate) fn plan_set(syms: &[u64], width: u32) -> SetPlan = plan_set_in;
 }
