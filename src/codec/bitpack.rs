@@ -569,6 +569,13 @@ fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
 mod tests {
     use super::*;
 
+    /// `n` pseudo-random 16-bit values: the top bits of a multiplicative hash of the index.
+    fn hashed_u16s(n: usize) -> Vec<u64> {
+        (0..n as u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48)
+            .collect()
+    }
+
     #[test]
     fn avx2_builds_agree() {
         // The builds picked at run time (AVX2 on processors that have it, as this
@@ -576,9 +583,7 @@ mod tests {
         // words pack: fields of 1, 4, 3, 7, 8 and 11 bits of 16-bit and 8-bit words, over
         // more than one chunk and a partial one.
         let n = 2 * FIELD_CHUNK + 13;
-        let src: Vec<u64> = (0..n as u64)
-            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48)
-            .collect();
+        let src = hashed_u16s(n);
         for width in [16u32, 8] {
             let words = Words::from_fn(width, n, |i| src[i] & mask(width));
             for (shift, k) in [(15, 1), (0, 4), (5, 3), (8, 7), (0, 8), (4, 11)] {
@@ -724,9 +729,7 @@ mod tests {
     #[test]
     fn chunked_check_agrees_with_decode() {
         let n = 3 * CHECK_WORDS + 5;
-        let src: Vec<u64> = (0..n as u64)
-            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48)
-            .collect();
+        let src = hashed_u16s(n);
         let words = Words::from_u64s(16, &src);
         for (shift, k) in [(15, 1), (0, 4), (5, 3), (8, 7)] {
             let field = Words::from_fn(k, n, |i| (src[i] >> shift) & ((1 << k) - 1));

@@ -1830,19 +1830,16 @@ mod tests {
     use super::*;
     use crate::stats::histogram;
 
-    /// Pseudo-random frequency tables: `m` frequencies in `1..=2^spread`.
+    /// Pseudo-random frequency tables: `m` frequencies in `1..=2^spread` (a
+    /// multiplicative hash of their index), and three extremes.
     fn freq_tables() -> Vec<Vec<u32>> {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (x >> 33) as u32
-        };
         let mut tables = vec![vec![1, 1], vec![(1 << 16) - 1, 1], vec![1 << 15, 1 << 15]];
-        for m in [2usize, 3, 17, 255, 2048, 4096] {
+        for m in [2u64, 3, 17, 255, 2048, 4096] {
             for spread in [1u32, 7, 16] {
-                tables.push((0..m).map(|_| 1 + next() % (1 << spread)).collect());
+                let f = |i: u64| {
+                    1 + ((i + m).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 % (1 << spread)
+                };
+                tables.push((0..m).map(f).collect());
             }
         }
         tables
