@@ -29,6 +29,7 @@
 
 pub mod folder;
 pub mod format;
+mod output;
 pub mod reader;
 pub mod rewrite;
 pub mod safetensors;

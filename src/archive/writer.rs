@@ -172,7 +172,7 @@ pub fn compress_file(
 
     let mut tmp = temp_beside(output)?;
     let written = {
-        let mut w = SyncAhead::new(tmp.as_file_mut());
+        let mut w = super::output::OutputFile::new(tmp.as_file_mut());
         let release = |part: &[u8]| {
             if let Some(m) = &map {
                 super::release_pages(m, part);
@@ -411,9 +411,9 @@ fn source_of<'a>(src: &SourceFile<'a>, i: usize) -> &'a [u8] {
 
 /// Writes record `head` and then `program`'s wire bytes, hashing both into `hasher`, and
 /// returns their length. The program is serialized as it is written, its literal bodies
-/// straight from the tree (never gathered into one buffer first), in vectored writes: a
-/// record larger than the writer's buffer goes to the file in one system call, as one
-/// contiguous buffer would (see [`WRITE_BUFFER_BYTES`] for why large writes matter).
+/// straight from the tree (never gathered into one buffer first), in vectored writes (the
+/// archive's writer, [`super::output::OutputFile`], copies the pieces into its blocks; a
+/// `Vec` appends them).
 fn write_record<W: Write>(
     out: &mut W,
     hasher: &mut Xxh3Default,
