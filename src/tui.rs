@@ -113,16 +113,26 @@ fn test_panic_hook() {
     }
 }
 
+/// Whether this program switched the terminal to its alternate screen and has not put it
+/// back yet.
+static IN_ALTERNATE_SCREEN: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Puts the terminal back: cooked mode, main screen, cursor visible, no mouse capture.
-/// Safe to call more than once.
+/// Safe to call more than once: only the first call after the program took the screen
+/// leaves the alternate screen. (Leaving it again restores the cursor saved on entering
+/// it, so a second call moved the cursor back above whatever was printed after the
+/// first, and the shell's prompt overwrote it.)
 pub fn restore_terminal() {
     let _ = disable_raw_mode();
-    let _ = crossterm::execute!(
-        io::stdout(),
-        DisableMouseCapture,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
+    if IN_ALTERNATE_SCREEN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        let _ = crossterm::execute!(
+            io::stdout(),
+            DisableMouseCapture,
+            LeaveAlternateScreen,
+            crossterm::cursor::Show
+        );
+    }
 }
 
 /// Folders this run stages archives in that are temporary (the demo's, a compression's
@@ -553,6 +563,7 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
     }
     enable_raw_mode()?;
     let _guard = TerminalGuard;
+    IN_ALTERNATE_SCREEN.store(true, std::sync::atomic::Ordering::SeqCst);
     crossterm::execute!(io::stdout(), EnterAlternateScreen, crossterm::cursor::Hide)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
@@ -566,16 +577,16 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
     run(&mut terminal, &mut app, &mut events)?;
     drop(terminal);
     restore_terminal();
+    let mut kept = None;
     if let Some((dir, keep)) = staging_dir {
         // The demo's folder and a cancelled job's staging folder go; a read-only
         // input's archive stays in its temporary folder, which the user was shown.
         let finished = app.source.is_some();
         if keep && finished {
-            // Said after the terminal is back, so it stays on screen.
-            eprintln!(
+            kept = Some(format!(
                 "the archive was written to the temporary folder {} (the input's folder is not writable)",
                 escape_name(&dir.path().display().to_string())
-            );
+            ));
             let _ = dir.keep();
         } else {
             drop(dir);
@@ -583,7 +594,11 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
     }
     let status = app.exit_code();
     let message = if status == EXIT_OK {
-        app.exit_note.take()
+        // Said once the terminal is back (by the caller), so it stays on screen.
+        match (kept, app.exit_note.take()) {
+            (Some(k), Some(n)) => Some(format!("{n}; {k}")),
+            (k, n) => k.or(n),
+        }
     } else {
         app.load_error.take()
     };

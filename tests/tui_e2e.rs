@@ -405,3 +405,59 @@ fn sigterm_restores_the_terminal_and_leaves_nothing() {
     p.assert_restored();
     assert_eq!(files_in(dir.path()), ["big.safetensors"]);
 }
+
+/// Whether commands can be run as user `nobody` here (`setpriv` present, and this test
+/// run by root).
+fn can_run_as_nobody() -> bool {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A checkpoint in a folder its user cannot write: the archive stays in a temporary
+/// folder, and the line that says where is still on the screen once the shell is back
+/// (a second restore of the terminal used to move the cursor above it, and the prompt
+/// overwrote it).
+#[test]
+fn a_read_only_folder_keeps_the_archive_and_the_note_stays_on_screen() {
+    if !have_tmux() || !can_run_as_nobody() {
+        eprintln!("SKIPPED: needs tmux, and root to run brevis-tui as nobody");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
+    std::fs::copy(&demo, ro.join("demo.safetensors")).unwrap();
+    for (p, mode) in [(dir.path(), 0o755), (ro.as_path(), 0o555)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let p = Pane::new("ro", dir.path());
+    p.line(&format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups {BIN} ro/demo.safetensors; echo EXIT=$?"
+    ));
+    p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    p.send(&["q"]);
+    let s = p.wait_for("EXIT=0", Duration::from_secs(10));
+    let note = s
+        .lines()
+        .find(|l| l.contains("written to the temporary folder"))
+        .unwrap_or_else(|| panic!("the note is on the screen:\n{s}"));
+    assert!(
+        note.starts_with("the archive was written to the temporary folder /"),
+        "the whole note, from its start: {note:?}\n{s}"
+    );
+    p.assert_restored();
+    assert_eq!(files_in(&ro), ["demo.safetensors"]);
+    // The kept folder is this test's to remove: named in the note, before " (the".
+    let kept = note
+        .trim_start_matches("the archive was written to the temporary folder ")
+        .split(" (the")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(Path::new(&kept).join("demo.brv").is_file(), "{kept}");
+    std::fs::remove_dir_all(&kept).unwrap();
+}
