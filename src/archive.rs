@@ -456,6 +456,13 @@ pub fn escape_name(name: &str) -> Cow<'_, str> {
     Cow::Owned(s)
 }
 
+/// A path made safe to print on a terminal, as [`escape_name`] makes a tensor name (its
+/// text lossy where it is not UTF-8): a file name holding an escape sequence, a bell or
+/// a line break cannot recolour the terminal or fake a line of output.
+pub fn shown_path(path: &std::path::Path) -> String {
+    escape_name(&path.to_string_lossy()).into_owned()
+}
+
 /// Bidirectional formatting characters (marks, embeddings, overrides, isolates).
 pub fn is_bidi(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

@@ -202,8 +202,9 @@ Keys (? inside the program lists them all):
   1-7, Tab            views: tensors, tree, text, why, plots, search, verify
   up/down, Enter      move, open the selected tensor's program tree
   s S, /              sort, reverse, filter by name (Esc clears the filter)
-  r                   re-run the search on the selected tensor (Search view: e edits a field,
-                      r runs, x cancels, w writes the new program into a new archive)
+  r                   open the Search view of the selected tensor; there r re-runs the
+                      search (e edits a field, x cancels, w writes the new program into a
+                      new archive)
   v V                 verify the selected tensor / the whole archive
   ?, q                help and lessons, quit
 
@@ -415,10 +416,21 @@ fn folder_hint(dir: &Path) -> String {
              e.g. `brevis-tui {}`",
             a.display()
         ),
-        None => format!(
-            "{shown} is a folder: brevis-tui opens one archive; compress the checkpoint \
+        None if crate::archive::folder::shard_paths(
+            dir,
+            crate::archive::folder::ShardsFor::Bench,
+        )
+        .is_ok() =>
+        {
+            format!(
+                "{shown} is a folder: brevis-tui opens one archive; compress the checkpoint \
              folder first with `brevis compress {shown}`, then open one of the .brv files it \
              writes"
+            )
+        }
+        None => format!(
+            "{shown} is a folder: brevis-tui opens one archive (.brv) or one checkpoint \
+             (.safetensors), and this folder holds neither"
         ),
     }
 }

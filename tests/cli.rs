@@ -1394,3 +1394,172 @@ fn ls_warns_about_a_program_with_no_operator() {
     let row = out.lines().find(|l| l.ends_with(&name)).unwrap();
     assert!(row.contains(" ? "), "{row}");
 }
+
+/// A file name holding an escape sequence, a line break and a bell is printed escaped in
+/// messages (as tensor names are), so it cannot recolour the terminal or fake a line.
+#[test]
+fn paths_in_messages_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "ev\u{1b}[31mil\nname\u{7}.safetensors";
+    let src = dir.path().join(name);
+    let whole = std::fs::read(case("B02_scalars.safetensors")).unwrap();
+    std::fs::write(&src, &whole[..20]).unwrap();
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        !stderr.contains(['\u{1b}', '\u{7}']) && stderr.trim_end().lines().count() == 1,
+        "{stderr:?}"
+    );
+    assert!(
+        stderr.contains("ev\\x1b[31mil\\nname\\x07.safetensors: "),
+        "{stderr:?}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("ev\\x1b[31mil\\nname\\x07"),
+        "{v}"
+    );
+    assert!(!dir.path().join("ev\u{1b}[31mil\nname\u{7}.brv").exists());
+}
+
+/// A run stopped by SIGTERM with `--json` still gives a script its failure object on
+/// stdout: kind `interrupted`, exit code 128 + 15.
+#[test]
+fn an_interrupted_json_run_says_so_on_stdout() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus/minilm-l6-v2-bf16.safetensors");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.brv");
+    let child = Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args([
+            OsStr::new("compress"),
+            src.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ])
+        .args(["--budget", "5000", "--jobs", "1", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough for the handler to be in place, far shorter than the job.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["kind"], "interrupted");
+    assert_eq!(v["exit_code"], 143);
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with(
+            "interrupted by signal 15; 1 temporary file or folder removed, no output written"
+        ),
+        "{msg}"
+    );
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// What a tester found in the JSON and the order of checks: a temporary left by a killed
+/// run is in the report's `warnings`; a prior that is not text is `invalid_prior`; a
+/// missing input is reported as missing even where its archive's name exists; a report
+/// that cannot be printed says the archive was written.
+#[test]
+fn json_warnings_prior_kinds_input_first_and_unprintable_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("s.safetensors");
+    std::fs::copy(case("B02_scalars.safetensors"), &src).unwrap();
+    // A process id that no longer runs.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let stale = dir.path().join(format!(".brevis-{pid}-AbC123.tmp"));
+    std::fs::write(&stale, b"left").unwrap();
+    let out = dir.path().join("s.brv");
+    let v = json_of(&brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains(&format!(
+            ".brevis-{pid}-AbC123.tmp: a temporary file left by brevis process {pid}"
+        ))),
+        "{warnings:?}"
+    );
+    assert!(stale.exists(), "nothing removes it");
+
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        dir.path().join("p.brv").as_os_str(),
+        OsStr::new("--prior"),
+        out.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "invalid_prior", "{v}");
+
+    std::fs::write(dir.path().join("nothere.brv"), b"").unwrap();
+    let o = brevis([
+        OsStr::new("compress"),
+        dir.path().join("nothere.safetensors").as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "io", "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("nothere.safetensors: cannot open"),
+        "{v}"
+    );
+
+    let full = std::fs::File::create("/dev/full");
+    if let Ok(full) = full {
+        let o = Command::new(env!("CARGO_BIN_EXE_brevis"))
+            .args([OsStr::new("compress"), src.as_os_str(), OsStr::new("-o")])
+            .arg(dir.path().join("f.brv"))
+            .arg("--json")
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains("f.brv was written, but its report could not be: stdout"),
+            "{stderr}"
+        );
+        assert!(dir.path().join("f.brv").exists());
+    }
+}

@@ -1065,6 +1065,18 @@ fn a_folder_argument_points_to_brevis_compress() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&want), "{err}");
     };
+    // An empty folder is not a checkpoint either: no command is suggested that would
+    // refuse it in turn.
+    refused_with(format!(
+        "{} is a folder: brevis-tui opens one archive (.brv) or one checkpoint \
+         (.safetensors), and this folder holds neither",
+        ckpt.display()
+    ));
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors"),
+        ckpt.join("model.safetensors"),
+    )
+    .unwrap();
     refused_with(format!(
         "{} is a folder: brevis-tui opens one archive; compress the checkpoint folder first with `brevis compress {}`",
         ckpt.display(),
@@ -1608,4 +1620,17 @@ fn writing_a_searched_program_refuses_a_link() {
         .file_type()
         .is_symlink());
     assert_eq!(std::fs::read(&brv).unwrap(), before);
+}
+
+/// A status line answers the last key and goes with the next one (a tester saw "nothing
+/// to cancel" stay on screen after later actions).
+#[test]
+fn the_status_line_goes_with_the_next_key() {
+    let mut a = app();
+    a.apply(Action::Cancel);
+    assert_eq!(a.status, "nothing to cancel");
+    assert!(screen_text(&mut a, 100, 20).contains("nothing to cancel"));
+    press(&mut a, KeyCode::Down);
+    assert_eq!(a.status, "");
+    assert!(!screen_text(&mut a, 100, 20).contains("nothing to cancel"));
 }

@@ -514,7 +514,7 @@ pub fn check_output_outside(input: &Path, output: &Path) -> Result<()> {
         return Err(other(
             output,
             "cannot write",
-            format!("is inside the input folder {}", input.display()),
+            format!("is inside the input folder {}", super::shown_path(input)),
         ));
     }
     Ok(())
@@ -533,13 +533,13 @@ fn check_folder_output(
     let (from, to) = (resolved(input), resolved(output));
     let refuse = |why: String| Err(other(output, "cannot write", why));
     if to == from {
-        return refuse(format!("is the input folder {}", input.display()));
+        return refuse(format!("is the input folder {}", super::shown_path(input)));
     }
     check_output_outside(input, output)?;
     if from.starts_with(&to) {
         return refuse(format!(
             "holds the input {}: replacing it would delete the input",
-            input.display()
+            super::shown_path(input)
         ));
     }
     let Ok(meta) = fs::symlink_metadata(output) else {

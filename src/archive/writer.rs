@@ -163,9 +163,11 @@ pub fn compress_file(
     opts: &CompressOptions,
     progress: &dyn Fn(ProgressEvent<'_>),
 ) -> Result<CompressSummary> {
+    // The input first: a mistyped input name is reported as such, not as the existing
+    // archive of the name it would have.
+    let (map, file) = open_input(input)?;
     check_output(input, output, opts.force)?;
     let evict = super::EvictReplaced::start(output, opts.force);
-    let (map, file) = open_input(input)?;
     let before = Stamp::of(&file, input)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let src = parse(bytes).map_err(|e| Error::source(input, e))?;

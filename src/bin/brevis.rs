@@ -5,8 +5,8 @@
 //! error; 3 verification mismatch (decoded bytes differ from the stored checksums or from
 //! the original). `verify` exits 3 on any damage it finds in an archive it can open,
 //! decodable or not: finding it is its result; an archive too damaged to open (its header,
-//! index or a shard of a folder missing or cut short) is an error, exit 1. `--help` says
-//! the same.
+//! index or a shard of a folder missing or cut short) is an error, exit 1; a run stopped
+//! by SIGINT, SIGTERM or SIGHUP exits 128 + the signal. `--help` says the same.
 
 use anyhow::Result;
 use brevis::archive::writer::{write_archive, RegionKind};
@@ -46,7 +46,9 @@ and exit 0, an archive whose only damage is in readable records when every resto
 matches its checksum. An archive too damaged to open (its header or index cut short or \
 damaged; a folder's manifest changed, or a shard archive or copied file of it missing) \
 is an error, exit 1. ls and show on a folder whose shard archives do not restore \
-the files its manifest names warn and exit 3.";
+the files its manifest names warn and exit 3. A run stopped by SIGINT, SIGTERM or SIGHUP \
+removes its temporary output and exits 128 + the signal (130, 143, 129); with --json it \
+still prints its failure object (kind interrupted).";
 
 #[derive(Parser)]
 #[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -175,10 +177,19 @@ impl PriorArgs {
         match &self.prior {
             None => Ok(PriorChoice::Auto),
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| brevis::Error::io(path, "cannot read", e))?;
+                let text = std::fs::read_to_string(path).map_err(|e| -> anyhow::Error {
+                    if e.kind() == std::io::ErrorKind::InvalidData {
+                        // Read, but not text: not a prior (a JSON file), as bad JSON is not.
+                        failure(
+                            "invalid_prior",
+                            format!("{}: not a prior: {e}", shown(path)),
+                        )
+                    } else {
+                        brevis::Error::io(path, "cannot read", e).into()
+                    }
+                })?;
                 let prior = brevis::synth::Prior::from_json(&text)
-                    .map_err(|e| failure("invalid_prior", format!("{}: {e}", path.display())))?;
+                    .map_err(|e| failure("invalid_prior", format!("{}: {e}", shown(path))))?;
                 Ok(PriorChoice::Given(std::sync::Arc::new(prior)))
             }
         }
@@ -381,10 +392,10 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
-    remove_temporary_files_on_signal();
+    let json = cli.command.json();
+    remove_temporary_files_on_signal(json);
     #[cfg(unix)]
     brevis::archive::install_truncation_guard();
-    let json = cli.command.json();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Mismatch) => ExitCode::from(3),
@@ -442,10 +453,11 @@ impl Command {
 }
 
 /// On SIGINT, SIGTERM or SIGHUP: remove the temporary output file, say so in one line
-/// and exit with 128 + the signal number. (SIGKILL cannot be caught; its leftover is a
+/// (and, with `--json`, in the failure object on stdout, kind `interrupted`) and exit
+/// with 128 + the signal number. (SIGKILL cannot be caught; its leftover is a
 /// `.brevis-PID-*.tmp` file, never a partial output under the final name, which the next
-/// compress or decompress into that folder removes.)
-fn remove_temporary_files_on_signal() {
+/// compress or decompress into that folder names in a warning.)
+fn remove_temporary_files_on_signal(json: bool) {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
@@ -459,16 +471,24 @@ fn remove_temporary_files_on_signal() {
             let written = match done.as_slice() {
                 [] => "no output written".to_string(),
                 outs => {
-                    let names: Vec<String> = outs.iter().map(|p| p.display().to_string()).collect();
+                    let names: Vec<String> = outs.iter().map(|p| shown(p)).collect();
                     format!("{} was complete before the signal", names.join(", "))
                 }
             };
-            let temps = match removed {
-                1 => "1 temporary file or folder".to_string(),
-                n => format!("{n} temporary files or folders"),
+            let msg = match removed {
+                0 => format!("interrupted by signal {sig}; {written}"),
+                1 => format!("interrupted by signal {sig}; 1 temporary file or folder removed, {written}"),
+                n => format!("interrupted by signal {sig}; {n} temporary files or folders removed, {written}"),
             };
-            eprintln!("error: interrupted by signal {sig}; {temps} removed, {written}");
-            std::process::exit(128 + sig);
+            eprintln!("error: {msg}");
+            let code = 128 + sig;
+            if json {
+                let _ = emit(&format!(
+                    "{}\n",
+                    json!({"ok": false, "error": msg, "kind": "interrupted", "exit_code": code})
+                ));
+            }
+            std::process::exit(code);
         }
     });
 }
@@ -477,16 +497,21 @@ fn remove_temporary_files_on_signal() {
 /// records a process that no longer exists) and names each in a warning on stderr.
 /// Warns about the temporaries runs killed by SIGKILL left beside `output` (never
 /// `input`): nothing removes them, as a name proves nothing about what a file holds.
-fn warn_stale_temporaries(output: &Path, input: &Path) {
+/// Returns the warnings, for the JSON report's `warnings`.
+fn warn_stale_temporaries(output: &Path, input: &Path) -> Vec<String> {
+    let mut said = Vec::new();
     for t in brevis::archive::writer::stale_temporaries(output, input) {
         let kind = if t.folder { "folder" } else { "file" };
-        eprintln!(
-            "warning: {}: a temporary {kind} left by brevis process {}, which no longer runs; \
+        let w = format!(
+            "{}: a temporary {kind} left by brevis process {}, which no longer runs; \
              nothing reads it, delete it if you do not need it",
-            t.path.display(),
+            shown(&t.path),
             t.pid
         );
+        eprintln!("warning: {w}");
+        said.push(w);
     }
+    said
 }
 
 fn run(cli: Cli) -> Result<Outcome> {
@@ -512,9 +537,28 @@ fn emit(s: &str) -> Result<()> {
     }
 }
 
+/// A path as text safe to print on a terminal ([`brevis::archive::shown_path`]).
+fn shown(path: &Path) -> String {
+    brevis::archive::shown_path(path)
+}
+
 /// A path as a JSON string (lossy for paths that are not UTF-8, which JSON cannot hold).
 fn lossy(path: &Path) -> String {
     path.to_string_lossy().into_owned()
+}
+
+/// `report`, the printing of a job's report, failing with what says that the job's
+/// `output` was written all the same (a script that retries must pass `--force`).
+fn after_writing(output: &Path, report: Result<()>) -> Result<()> {
+    report.map_err(|e| {
+        failure(
+            "io",
+            format!(
+                "{} was written, but its report could not be: {e}",
+                shown(output)
+            ),
+        )
+    })
 }
 
 fn emit_json(v: &Value) -> Result<()> {
@@ -646,12 +690,12 @@ fn mb_per_s(bytes: u64, secs: f64) -> f64 {
 fn print_warnings(file: &Path, warnings: &[brevis::error::Warning]) {
     const SHOWN: usize = 20;
     for w in warnings.iter().take(SHOWN) {
-        eprintln!("warning: {}: {w}", file.display());
+        eprintln!("warning: {}: {w}", shown(file));
     }
     if warnings.len() > SHOWN {
         eprintln!(
             "warning: {}: ... and {} more warnings",
-            file.display(),
+            shown(file),
             warnings.len() - SHOWN
         );
     }
@@ -701,7 +745,7 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_archive_name(&a.input));
     let opts = a.options()?;
-    warn_stale_temporaries(&output, &a.input);
+    let stale = warn_stale_temporaries(&output, &a.input);
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = archive::compress_file(&a.input, &output, &opts, &|ev| progress.event(ev))?;
@@ -746,33 +790,40 @@ fn compress(a: CompressArgs) -> Result<Outcome> {
             .filter(|r| r.kind == RegionKind::Gap)
             .map(region)
             .collect();
-        let warnings: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
-        emit_json(&json!({
-            "ok": true,
-            "input": lossy(&s.input),
-            "output": lossy(&s.output),
-            "original_bytes": s.original_bytes,
-            "archive_bytes": s.archive_bytes,
-            "reduction_percent": reduction,
-            "seconds": secs,
-            "jobs": resolve_jobs(a.jobs),
-            "header": header,
-            "tensors": tensors,
-            "gaps": gaps,
-            "warnings": warnings,
-        }))?;
+        let mut warnings: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
+        warnings.extend(stale);
+        after_writing(
+            &s.output,
+            emit_json(&json!({
+                "ok": true,
+                "input": lossy(&s.input),
+                "output": lossy(&s.output),
+                "original_bytes": s.original_bytes,
+                "archive_bytes": s.archive_bytes,
+                "reduction_percent": reduction,
+                "seconds": secs,
+                "jobs": resolve_jobs(a.jobs),
+                "header": header,
+                "tensors": tensors,
+                "gaps": gaps,
+                "warnings": warnings,
+            })),
+        )?;
     } else {
-        emit(&format!(
-            "{} -> {}: {} -> {} bytes ({}), {}, {:.2} s ({:.1} MB/s)\n",
-            s.input.display(),
-            s.output.display(),
-            s.original_bytes,
-            s.archive_bytes,
-            fmt_change(reduction),
-            plural(s.tensors().count(), "tensor"),
-            secs,
-            mb_per_s(s.original_bytes, secs),
-        ))?;
+        after_writing(
+            &s.output,
+            emit(&format!(
+                "{} -> {}: {} -> {} bytes ({}), {}, {:.2} s ({:.1} MB/s)\n",
+                shown(&s.input),
+                shown(&s.output),
+                s.original_bytes,
+                s.archive_bytes,
+                fmt_change(reduction),
+                plural(s.tensors().count(), "tensor"),
+                secs,
+                mb_per_s(s.original_bytes, secs),
+            )),
+        )?;
     }
     Ok(Outcome::Ok)
 }
@@ -786,7 +837,7 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_restored_name(&a.input));
     let archive = open_archive(&a.input)?;
-    warn_stale_temporaries(&output, &a.input);
+    let mut warnings = warn_stale_temporaries(&output, &a.input);
     let progress = Progress::new("decompress");
     let start = Instant::now();
     let opts = DecompressOptions {
@@ -800,32 +851,41 @@ fn decompress(a: DecompressArgs) -> Result<Outcome> {
     // names or shapes in the records does not change them but is worth saying.
     let records_intact = s.records_intact;
     if !records_intact {
-        eprintln!(
-            "warning: {}: the archive's records (names, shapes, programs) do not match \
+        let w = format!(
+            "{}: the archive's records (names, shapes, programs) do not match \
              their stored checksum; the restored file matches its whole-file checksum",
-            a.input.display()
+            shown(&a.input)
         );
+        eprintln!("warning: {w}");
+        warnings.push(w);
     }
     if a.json {
-        emit_json(&json!({
-            "ok": true,
-            "input": lossy(&a.input),
-            "output": lossy(&s.output),
-            "original_bytes": s.original_bytes,
-            "archive_bytes": archive.archive_len(),
-            "seconds": secs,
-            "checksums_ok": true,
-            "records_intact": records_intact,
-        }))?;
+        after_writing(
+            &s.output,
+            emit_json(&json!({
+                "ok": true,
+                "input": lossy(&a.input),
+                "output": lossy(&s.output),
+                "original_bytes": s.original_bytes,
+                "archive_bytes": archive.archive_len(),
+                "seconds": secs,
+                "checksums_ok": true,
+                "records_intact": records_intact,
+                "warnings": warnings,
+            })),
+        )?;
     } else {
-        emit(&format!(
-            "{} -> {}: {} bytes, tensor and whole-file checksums match, {:.2} s ({:.1} MB/s)\n",
-            a.input.display(),
-            s.output.display(),
-            s.original_bytes,
-            secs,
-            mb_per_s(s.original_bytes, secs),
-        ))?;
+        after_writing(
+            &s.output,
+            emit(&format!(
+                "{} -> {}: {} bytes, tensor and whole-file checksums match, {:.2} s ({:.1} MB/s)\n",
+                shown(&a.input),
+                shown(&s.output),
+                s.original_bytes,
+                secs,
+                mb_per_s(s.original_bytes, secs),
+            )),
+        )?;
     }
     Ok(Outcome::Ok)
 }
@@ -868,8 +928,8 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
                     "{}: is a checkpoint folder or shard index, and {} is a single-file \
                      archive: --against takes the original .safetensors file it was made \
                      from",
-                    original.display(),
-                    a.input.display()
+                    shown(original),
+                    shown(&a.input)
                 ),
             ));
         }
@@ -930,7 +990,7 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
         }))?;
     } else {
         let mut s = String::new();
-        let name = a.input.display();
+        let name = shown(&a.input);
         for line in failure_lines(&report) {
             writeln!(s, "{name}: FAILED: {line}")?;
         }
@@ -987,11 +1047,11 @@ fn verify(a: VerifyArgs) -> Result<Outcome> {
         }
         if let (Some(c), Some(path)) = (&against, &a.against) {
             match c.first_difference {
-                None => writeln!(s, "{name}: identical to {} ({} bytes)", path.display(), c.file_bytes)?,
+                None => writeln!(s, "{name}: identical to {} ({} bytes)", shown(path), c.file_bytes)?,
                 Some(at) => writeln!(
                     s,
                     "{name}: FAILED: differs from {} at byte {at} (decoded {} bytes, file {} bytes)",
-                    path.display(),
+                    shown(path),
                     c.decoded_bytes,
                     c.file_bytes
                 )?,
@@ -1018,7 +1078,7 @@ fn ls(a: LsArgs) -> Result<Outcome> {
         eprintln!(
             "warning: {}: tensor {:?}: its program does not start with an operator; the \
              archive is damaged (`brevis verify` checks every record)",
-            archive.path().display(),
+            shown(archive.path()),
             t.name
         );
         unreadable += 1;
@@ -1146,7 +1206,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         let Some(found) = f.find_tensor(&a.tensor)? else {
             let missing = format!(
                 "{}: no tensor named \"{}\" in its {} shards",
-                a.input.display(),
+                shown(&a.input),
                 escape_name(&a.tensor),
                 f.shards().count(),
             );
@@ -1166,10 +1226,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
             }
             return Err(failure(
                 "no_such_tensor",
-                format!(
-                    "{missing} (list them with `brevis ls {}`)",
-                    a.input.display()
-                ),
+                format!("{missing} (list them with `brevis ls {}`)", shown(&a.input)),
             ));
         };
         if let Some(entry) = f.entry_of(&found.0) {
@@ -1181,7 +1238,7 @@ fn show(a: ShowArgs) -> Result<Outcome> {
         let Some(i) = archive.find_as_printed(&a.tensor) else {
             let missing = format!(
                 "{}: no tensor named \"{}\" ({}; list them with `brevis ls`)",
-                a.input.display(),
+                shown(&a.input),
                 escape_name(&a.tensor),
                 plural(archive.tensors().len(), "tensor")
             );
@@ -1253,16 +1310,16 @@ fn show(a: ShowArgs) -> Result<Outcome> {
     let shard = if archive.path() == a.input {
         String::new()
     } else {
-        format!(" (in {})", archive.path().display())
+        format!(" (in {})", shown(archive.path()))
     };
     writeln!(
         s,
-        "tensor {}{shard}  {} {}  {} bytes -> record {} bytes ({})",
+        "tensor {}{shard}  {} {}  {} -> record {} ({})",
         escape_name(&t.name),
         t.dtype,
         fmt_shape(&t.shape),
-        t.original_bytes(),
-        record,
+        plural(t.original_bytes() as usize, "byte"),
+        plural(record as usize, "byte"),
         fmt_change(percent_smaller(t.original_bytes(), record)),
     )?;
     writeln!(s)?;
@@ -1346,7 +1403,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
                     "internal",
                     format!(
                         "{}: internal error: the archive differs between 1 and {all} threads",
-                        path.display()
+                        shown(path)
                     ),
                 ));
             }
@@ -1458,7 +1515,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| folder::default_folder_archive_name(dir));
     let opts = a.options()?;
-    warn_stale_temporaries(&output, dir);
+    let mut warnings = warn_stale_temporaries(&output, dir);
     let progress = Progress::new("compress");
     let start = Instant::now();
     let s = folder::compress_folder(dir, &output, &opts, &folder_progress(&progress))?;
@@ -1466,7 +1523,21 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
     let secs = start.elapsed().as_secs_f64();
     for shard in &s.shards {
         print_warnings(&shard.input, &shard.warnings);
+        let file = shown(&shard.input);
+        warnings.extend(shard.warnings.iter().map(|w| format!("{file}: {w}")));
     }
+    let empty: Vec<String> = s
+        .empty_folders
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: empty folder \"{}\" is not kept (an archive folder holds files only)",
+                shown(&s.input),
+                escape_name(d)
+            )
+        })
+        .collect();
+    warnings.extend(empty.iter().cloned());
     let reduction = percent_smaller(s.original_bytes, s.archive_bytes);
     if a.json {
         let shards: Vec<Value> = s
@@ -1482,41 +1553,44 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
                 })
             })
             .collect();
-        emit_json(&json!({
-            "ok": true,
-            "input": lossy(&s.input),
-            "output": lossy(&s.output),
-            "original_bytes": s.original_bytes,
-            "archive_bytes": s.archive_bytes,
-            "reduction_percent": reduction,
-            "seconds": secs,
-            "jobs": resolve_jobs(a.jobs),
-            "shards": shards,
-            "copied": s.copied,
-            "empty_folders": s.empty_folders,
-        }))?;
+        after_writing(
+            &s.output,
+            emit_json(&json!({
+                "ok": true,
+                "input": lossy(&s.input),
+                "output": lossy(&s.output),
+                "original_bytes": s.original_bytes,
+                "archive_bytes": s.archive_bytes,
+                "reduction_percent": reduction,
+                "seconds": secs,
+                "jobs": resolve_jobs(a.jobs),
+                "shards": shards,
+                "copied": s.copied,
+                "empty_folders": s.empty_folders,
+                "warnings": warnings,
+            })),
+        )?;
     } else {
         let tensors: usize = s.shards.iter().map(|c| c.tensors().count()).sum();
-        emit(&format!(
-            "{} -> {}: {} -> {} bytes ({}), {}, {}, {} copied, {:.2} s ({:.1} MB/s)\n",
-            s.input.display(),
-            s.output.display(),
-            s.original_bytes,
-            s.archive_bytes,
-            fmt_change(reduction),
-            plural(s.shards.len(), "shard"),
-            plural(tensors, "tensor"),
-            plural(s.copied.len(), "file"),
-            secs,
-            mb_per_s(s.original_bytes, secs),
-        ))?;
+        after_writing(
+            &s.output,
+            emit(&format!(
+                "{} -> {}: {} -> {} bytes ({}), {}, {}, {} copied, {:.2} s ({:.1} MB/s)\n",
+                shown(&s.input),
+                shown(&s.output),
+                s.original_bytes,
+                s.archive_bytes,
+                fmt_change(reduction),
+                plural(s.shards.len(), "shard"),
+                plural(tensors, "tensor"),
+                plural(s.copied.len(), "file"),
+                secs,
+                mb_per_s(s.original_bytes, secs),
+            )),
+        )?;
     }
-    for dir in &s.empty_folders {
-        eprintln!(
-            "warning: {}: empty folder \"{}\" is not kept (an archive folder holds files only)",
-            s.input.display(),
-            escape_name(dir)
-        );
+    for w in &empty {
+        eprintln!("warning: {w}");
     }
     Ok(Outcome::Ok)
 }
@@ -1527,7 +1601,7 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| default_restored_folder(dir));
     let f = folder::Folder::open(dir)?;
-    warn_stale_temporaries(&output, dir);
+    let mut warnings = warn_stale_temporaries(&output, dir);
     warn_unlisted(&f, dir);
     let progress = Progress::new("decompress");
     let start = Instant::now();
@@ -1543,33 +1617,42 @@ fn decompress_folder(a: DecompressArgs, dir: &Path) -> Result<Outcome> {
     // worth saying (found by a tester: the folder stayed silent).
     let records_intact = restored.damaged_records.is_empty();
     for (archive, file) in &restored.damaged_records {
-        eprintln!(
-            "warning: {}: the archive's records (names, shapes, programs) do not match \
+        let w = format!(
+            "{}: the archive's records (names, shapes, programs) do not match \
              their stored checksum; the restored {file:?} matches its whole-file checksum",
-            archive.display(),
+            shown(archive),
         );
+        eprintln!("warning: {w}");
+        warnings.push(w);
     }
     if a.json {
-        emit_json(&json!({
-            "ok": true,
-            "input": lossy(dir),
-            "output": lossy(&output),
-            "original_bytes": bytes,
-            "files": f.files().len(),
-            "seconds": secs,
-            "checksums_ok": true,
-            "records_intact": records_intact,
-        }))?;
+        after_writing(
+            &output,
+            emit_json(&json!({
+                "ok": true,
+                "input": lossy(dir),
+                "output": lossy(&output),
+                "original_bytes": bytes,
+                "files": f.files().len(),
+                "seconds": secs,
+                "checksums_ok": true,
+                "records_intact": records_intact,
+                "warnings": warnings,
+            })),
+        )?;
     } else {
-        emit(&format!(
-            "{} -> {}: {}, {} bytes, all checksums match, {:.2} s ({:.1} MB/s)\n",
-            dir.display(),
-            output.display(),
-            plural(f.files().len(), "file"),
-            bytes,
-            secs,
-            mb_per_s(bytes, secs),
-        ))?;
+        after_writing(
+            &output,
+            emit(&format!(
+                "{} -> {}: {}, {} bytes, all checksums match, {:.2} s ({:.1} MB/s)\n",
+                shown(dir),
+                shown(&output),
+                plural(f.files().len(), "file"),
+                bytes,
+                secs,
+                mb_per_s(bytes, secs),
+            )),
+        )?;
     }
     Ok(Outcome::Ok)
 }
@@ -1625,7 +1708,7 @@ fn warn_unlisted(f: &folder::Folder, dir: &Path) -> Vec<String> {
             for p in &paths {
                 eprintln!(
                     "warning: {}: not named by the folder's manifest, so not restored",
-                    f.root().join(p).display()
+                    shown(&f.root().join(p))
                 );
             }
             paths
@@ -1633,7 +1716,7 @@ fn warn_unlisted(f: &folder::Folder, dir: &Path) -> Vec<String> {
         Err(e) => {
             eprintln!(
                 "warning: {}: cannot look for files the manifest does not name: {e}",
-                dir.display()
+                shown(dir)
             );
             Vec::new()
         }
@@ -1699,7 +1782,7 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
         }))?;
     } else {
         let mut s = String::new();
-        let name = dir.display();
+        let name = shown(dir);
         for (path, c) in checks.iter().filter(|(_, c)| !c.is_ok()) {
             let path = escape_name(path);
             let lines = folder_failure_lines(c);
@@ -1720,9 +1803,9 @@ fn verify_folder(a: VerifyArgs, dir: &Path) -> Result<Outcome> {
             )?;
         }
         if let (Some(v), Some(original)) = (&against, &against_dir) {
-            let orig = original.display();
+            let orig = shown(original);
             // `join`, not "{orig}/{path}": an original given as `dir/` printed `dir//file`.
-            let inside = |path: &str| original.join(path).display().to_string();
+            let inside = |path: &str| shown(&original.join(path));
             for (path, c) in v {
                 let path = escape_name(path);
                 match c {
@@ -1859,7 +1942,7 @@ fn warn_header_disagreements(archive: &Archive) -> Vec<String> {
     for d in &disagreements {
         eprintln!(
             "warning: {}: {d}; the archive is damaged (`brevis verify` checks every record)",
-            archive.path().display()
+            shown(archive.path())
         );
     }
     disagreements
@@ -1874,7 +1957,7 @@ fn warn_shard_mismatch(entry: &folder::FolderFile, a: &Archive) -> Outcome {
         Some(what) => {
             eprintln!(
                 "warning: {}: {what}; `brevis verify` checks the folder",
-                a.path().display(),
+                shown(a.path()),
             );
             Outcome::Mismatch
         }
@@ -2042,7 +2125,7 @@ fn calibrate(a: CalibrateArgs) -> Result<Outcome> {
     brevis::archive::writer::write_output_file(&a.input, &a.output, a.force, json.as_bytes())?;
     eprintln!(
         "{}: {} contexts in {secs:.2}s ({})",
-        a.output.display(),
+        shown(&a.output),
         prior.counts.len(),
         prior.source
     );

@@ -511,6 +511,9 @@ impl App {
             }
             return;
         }
+        // A status line answers the last key: the next one clears it (its own answer, if
+        // any, is set below), so an old "nothing to cancel" does not stay on screen.
+        self.status.clear();
         match action {
             Action::Quit => self.quit = true,
             Action::Show(v) => self.show(v),

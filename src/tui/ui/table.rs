@@ -97,7 +97,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         String::new(),
         format!(
             "total of {} tensor{}",
-            app.order.len(),
+            thousands(app.order.len() as u64),
             if app.order.len() == 1 { "" } else { "s" }
         ),
         String::new(),

@@ -149,12 +149,13 @@ fn detail_lines(ins: &Inspection, i: usize, n: &NodeInfo) -> Vec<Line<'static>> 
         ),
     ])];
     lines.push(Line::raw(format!(
-        "own {} B · subtree {} B = {:.1}% of the program's {} B · {} words of {}",
+        "own {} B · subtree {} B = {:.1}% of the program's {} B · {} word{} of {}",
         thousands(n.own_bytes),
         thousands(n.subtree_bytes),
         share(n.subtree_bytes, ins.total_bytes) * 100.0,
         thousands(ins.total_bytes),
         thousands(n.ty.len),
+        if n.ty.len == 1 { "" } else { "s" },
         super::super::inspect::bits(u64::from(n.ty.width))
     )));
     if let Some(l) = &n.lit {

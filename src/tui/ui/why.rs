@@ -64,10 +64,12 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
         Line::from(vec![
             Span::styled(name.to_string(), Style::default().fg(ACCENT).bold()),
             Span::raw(format!(
-                "  {} words of {}, program {} bytes",
+                "  {} word{} of {}, program {} byte{}",
                 thousands(w.words),
+                if w.words == 1 { "" } else { "s" },
                 super::super::inspect::bits(u64::from(w.width)),
-                thousands(ins.total_bytes)
+                thousands(ins.total_bytes),
+                if ins.total_bytes == 1 { "" } else { "s" }
             )),
         ]),
         Line::raw(""),
