@@ -204,7 +204,7 @@ Keys (? inside the program lists them all):
   s S, /              sort, reverse, filter by name (Esc clears the filter)
   r                   open the Search view of the selected tensor; there r re-runs the
                       search (e edits a field, x cancels, w writes the new program into a
-                      new archive)
+                      new archive, PgUp/PgDn scroll the two programs)
   v V                 verify the selected tensor / the whole archive
   ?, q                help and lessons, quit
 

@@ -1634,3 +1634,62 @@ fn the_status_line_goes_with_the_next_key() {
     assert_eq!(a.status, "");
     assert!(!screen_text(&mut a, 100, 20).contains("nothing to cancel"));
 }
+
+/// The search view's program panes scroll with PageUp / PageDown (the arrows pick the
+/// tensor there): a `concat` of 40 regions does not fit them (a tester could see only
+/// its first lines).
+#[test]
+fn the_search_view_scrolls_a_long_program() {
+    let bytes: Vec<u8> = (0..40u8).flat_map(|r| [r, r ^ 0x5a, 7, r]).collect();
+    let parts = bytes
+        .chunks(4)
+        .map(|c| Node::lit(&Words::from_le_bytes(8, c).unwrap()))
+        .collect();
+    let program = Node::concat(parts).unwrap();
+    let src = MemorySource::from_tensors(
+        "regions.brv",
+        vec![MemoryTensor {
+            row: TensorRow {
+                name: "regions".into(),
+                dtype: Dtype::U8,
+                shape: vec![160],
+                original_bytes: 160,
+                archive_bytes: program_len(&program),
+                root_op: "concat".into(),
+            },
+            program,
+            bytes,
+        }],
+    );
+    let mut a = App::new(Arc::new(src));
+    press(&mut a, KeyCode::Char('6'));
+    assert_eq!(a.view, View::Search);
+    let text = screen_text(&mut a, 120, 30);
+    assert!(text.contains("lines 1-"), "{text}");
+    assert!(text.contains(" of 41 (PgUp/PgDn)"), "{text}");
+    let page = a.pages.search;
+    assert!(page > 1 && page < 41, "{page}");
+    press(&mut a, KeyCode::PageDown);
+    assert_eq!(a.search_scroll, page);
+    let text = screen_text(&mut a, 120, 30);
+    assert!(
+        text.contains(&format!("lines {}-{} of 41", page + 1, 2 * page)),
+        "{text}"
+    );
+    assert!(
+        !text.contains("concat :"),
+        "the root line scrolled away:\n{text}"
+    );
+    // As far as the last line, no further.
+    for _ in 0..10 {
+        press(&mut a, KeyCode::PageDown);
+    }
+    screen_text(&mut a, 120, 30);
+    assert_eq!(a.search_scroll, 41 - page);
+    press(&mut a, KeyCode::PageUp);
+    screen_text(&mut a, 120, 30);
+    assert_eq!(a.search_scroll, 41 - 2 * page);
+    // Another tensor (here: the same, picked again) starts at the top.
+    press(&mut a, KeyCode::Down);
+    assert_eq!(a.search_scroll, 0);
+}

@@ -30,6 +30,8 @@ pub struct PageRows {
     pub tree: usize,
     /// Lines the text and why views show.
     pub text: usize,
+    /// Lines each program pane of the search view shows (PageUp / PageDown scroll both).
+    pub search: usize,
 }
 
 impl Default for PageRows {
@@ -38,6 +40,7 @@ impl Default for PageRows {
             table: PAGE,
             tree: PAGE,
             text: PAGE,
+            search: PAGE,
         }
     }
 }
@@ -276,6 +279,9 @@ pub struct App {
     pub tree: TreeState,
     /// Scroll of the text and why views.
     pub scroll: usize,
+    /// Scroll of the search view's two program panes (lines from the top), back to 0
+    /// when another tensor is picked or a search starts.
+    pub search_scroll: usize,
     /// Search form.
     pub search: SearchState,
     /// Verification.
@@ -323,6 +329,7 @@ impl App {
             inspecting: None,
             tree: TreeState::default(),
             scroll: 0,
+            search_scroll: 0,
             search: SearchState {
                 form: SearchForm {
                     opts: SearchOptions {
@@ -533,6 +540,14 @@ impl App {
             },
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),
+            // In the search view the arrows pick the tensor, and the pages scroll its
+            // programs (a long `concat` does not fit the panes).
+            Action::PageUp if self.view == View::Search => {
+                self.search_scroll = self.search_scroll.saturating_sub(self.pages.search);
+            }
+            Action::PageDown if self.view == View::Search => {
+                self.search_scroll = self.search_scroll.saturating_add(self.pages.search);
+            }
             Action::PageUp => self.move_by(-(self.page_rows() as isize)),
             Action::PageDown => self.move_by(self.page_rows() as isize),
             Action::Home => self.move_by(isize::MIN / 2),
@@ -579,7 +594,10 @@ impl App {
             }
             Action::VerifyOne => self.start_verify(true),
             Action::VerifyAll => self.start_verify(false),
-            Action::SearchRun => self.start_search(),
+            Action::SearchRun => {
+                self.search_scroll = 0;
+                self.start_search()
+            }
             Action::SearchField(f) => {
                 self.search.field = f;
                 self.search_edit();
@@ -762,6 +780,7 @@ impl App {
                 if n > 0 {
                     self.selected = step(self.selected, delta, n);
                 }
+                self.search_scroll = 0;
             }
             View::Tree => {
                 let vis = self.visible_nodes();

@@ -261,6 +261,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
             ("w", "write"),
             ("↑↓", "tensor"),
             ("1-7", "views"),
+            ("PgUp/PgDn", "scroll"),
             ("q", "quit"),
         ],
         View::Verify => &[

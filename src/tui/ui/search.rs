@@ -45,10 +45,29 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             _ => (String::new(), String::new(), None, None),
         },
     };
-    let title = |what: &str, b: Option<u64>| match b {
-        Some(b) => format!(" {what} · {} B ", thousands(b)),
-        None => format!(" {what} "),
+    // Both panes scroll together, as far as the longer program goes.
+    let inner = usize::from(left.height.saturating_sub(2)).max(1);
+    app.pages.search = inner;
+    let longest = old_text.lines().count().max(new_text.lines().count());
+    let more = longest > inner;
+    app.search_scroll = app.search_scroll.min(longest.saturating_sub(inner));
+    let from = app.search_scroll;
+    let title = |what: &str, b: Option<u64>| {
+        let size = b
+            .map(|b| format!(" · {} B", thousands(b)))
+            .unwrap_or_default();
+        let lines = if more {
+            format!(
+                " · lines {}-{} of {longest} (PgUp/PgDn)",
+                from + 1,
+                (from + inner).min(longest)
+            )
+        } else {
+            String::new()
+        };
+        format!(" {what}{size}{lines} ")
     };
+    let scroll = u16::try_from(from).unwrap_or(u16::MAX);
     for (area, text, t) in [
         (left, old_text, title("in the archive", old_b)),
         (right, new_text, title("new", new_b)),
@@ -57,7 +76,12 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             .borders(Borders::ALL)
             .title(t)
             .title_style(Style::default().fg(ACCENT).bold());
-        frame.render_widget(Paragraph::new(highlight(&text)).block(block), area);
+        frame.render_widget(
+            Paragraph::new(highlight(&text))
+                .block(block)
+                .scroll((scroll, 0)),
+            area,
+        );
     }
 }
 
