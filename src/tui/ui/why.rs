@@ -30,15 +30,18 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     );
 }
 
+/// One row of bits per word: `bits` drawn as a bar of which a full one is `scale` bits
+/// (the raw width, or what the program takes when it takes more: a tiny tensor's
+/// framing can cost more than its words, and its bar must then outgrow raw's).
 fn reference(
     label: &str,
     bits: Option<f64>,
-    width: u32,
+    scale: f64,
     note: &str,
     strong: bool,
 ) -> Line<'static> {
     let (num, b) = match bits {
-        Some(b) => (format!("{b:>7.3}"), bar(b / f64::from(width.max(1)), BAR)),
+        Some(b) => (format!("{b:>7.3}"), bar(b / scale, BAR)),
         None => ("    n/a".to_string(), " ".repeat(BAR)),
     };
     let style = if strong {
@@ -60,6 +63,7 @@ fn reference(
 
 fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
     let w = &ins.why;
+    let scale = f64::from(w.width.max(1)).max(w.achieved_bits);
     let mut out = vec![
         Line::from(vec![
             Span::styled(name.to_string(), Style::default().fg(ACCENT).bold()),
@@ -77,15 +81,15 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
         reference(
             "achieved (program bytes × 8 / words)",
             Some(w.achieved_bits),
-            w.width,
+            scale,
             "",
             true,
         ),
-        reference("raw width", Some(f64::from(w.width)), w.width, "", false),
+        reference("raw width", Some(f64::from(w.width)), scale, "", false),
         reference(
             "order-0 entropy of whole words",
             w.whole_entropy,
-            w.width,
+            scale,
             &w.distinct
                 .map(|d| format!("{} distinct", thousands(d)))
                 .unwrap_or_else(|| "too many distinct to count".into()),
@@ -104,7 +108,7 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
         out.push(reference(
             "order-0 fields, mantissa raw",
             w.field_bound_bits,
-            w.width,
+            scale,
             "",
             false,
         ));
