@@ -222,6 +222,17 @@ pub fn install_truncation_guard() {
     }
 }
 
+/// Makes a write past the file-size limit (`ulimit -f`) fail with `EFBIG` ("File too
+/// large") instead of killing the process with SIGXFSZ: the job then fails as on a full
+/// disk, with a message naming the file, its temporary removed and the terminal put back
+/// (killed, `brevis` exited 153 without a word, `--json` printed nothing, and both
+/// binaries left their temporaries behind). Call once at start-up.
+#[cfg(all(unix, any(feature = "cli", feature = "tui")))]
+pub fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN runs no code of ours in a handler.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+}
+
 /// Whether a file this process mapped was truncated while it was read (see
 /// [`truncation`]): an error then says so, since the zeros read in its place are what
 /// made the job fail.

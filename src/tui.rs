@@ -20,6 +20,15 @@ pub mod model;
 pub mod ui;
 pub mod worker;
 
+/// `eprintln!` that ignores a failure to write (std's panics), so that a closed or full
+/// stderr cannot turn brevis-tui's exit into a panic.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use app::App;
 use archive_source::ArchiveSource;
 use crossterm::event::{DisableMouseCapture, Event};
@@ -327,6 +336,8 @@ pub fn main_entry() -> i32 {
     restore_on_signal();
     #[cfg(unix)]
     crate::archive::install_truncation_guard();
+    #[cfg(unix)]
+    crate::archive::ignore_file_size_signal();
     let result = run_terminal(plan);
     restore_terminal();
     match result {

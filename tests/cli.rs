@@ -1563,3 +1563,105 @@ fn json_warnings_prior_kinds_input_first_and_unprintable_reports() {
         assert!(dir.path().join("f.brv").exists());
     }
 }
+
+/// With stderr full, a job still reports on stdout and exits with its own code (writing
+/// a warning or the error line panicked: exit 101, `--json` printed nothing).
+#[test]
+fn a_full_stderr_does_not_stop_the_report() {
+    let Ok(full) = std::fs::File::options().write(true).open("/dev/full") else {
+        eprintln!("SKIPPED: no /dev/full");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.brv");
+    // B07 has a gap: a warning is printed before the report.
+    let o = Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args([
+            OsStr::new("compress"),
+            case("B07_gap_between.safetensors").as_os_str(),
+        ])
+        .args([OsStr::new("-o"), out.as_os_str(), OsStr::new("--json")])
+        .stderr(full.try_clone().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(!v["warnings"].as_array().unwrap().is_empty());
+    let o = Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args(["compress", "/nonexistent.safetensors", "--json"])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "io");
+}
+
+/// A `--prior` that is a device or a named pipe is refused before it is opened (it was
+/// read without end from /dev/zero, and waited forever on a FIFO).
+#[test]
+fn a_prior_must_be_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("prior.json");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    let mut priors = vec![PathBuf::from("/dev/zero")];
+    if made.is_ok_and(|s| s.success()) {
+        priors.push(fifo);
+    }
+    for prior in priors {
+        let o = brevis([
+            OsStr::new("compress"),
+            case("B02_scalars.safetensors").as_os_str(),
+            OsStr::new("-o"),
+            dir.path().join("p.brv").as_os_str(),
+            OsStr::new("--prior"),
+            prior.as_os_str(),
+            OsStr::new("--json"),
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["kind"], "io", "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .ends_with("cannot read: is not a regular file (a pipe, socket or device)"),
+            "{v}"
+        );
+    }
+}
+
+/// JSON reports escape the C1 controls (U+0080-U+009F) of names: valid JSON raw, but a
+/// terminal may take U+009B for the start of an escape sequence.
+#[test]
+fn json_escapes_c1_controls_in_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "{\"a\u{9b}2J\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}";
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[1, 2, 3, 4]);
+    let src = dir.path().join("c1.safetensors");
+    std::fs::write(&src, &bytes).unwrap();
+    let out = dir.path().join("c1.brv");
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !text.contains('\u{9b}') && text.contains("a\\u009b2J"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["tensors"][0]["name"], "a\u{9b}2J");
+    let o = brevis([OsStr::new("ls"), out.as_os_str(), OsStr::new("--json")]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !text.contains('\u{9b}') && text.contains("a\\u009b2J"),
+        "{text}"
+    );
+}

@@ -396,7 +396,7 @@ fn search_form_takes_a_prior_file() {
     press(&mut a, KeyCode::Char('r'));
     let e = a.search.form_error.clone().unwrap();
     assert!(
-        e.starts_with(&format!("prior file {}: cannot read", missing.display())),
+        e.starts_with(&format!("prior file {}: cannot open", missing.display())),
         "{e}"
     );
     assert!(a.search.running.is_none(), "not started");

@@ -706,7 +706,7 @@ fn quoted(names: &[&str], at_most: usize) -> String {
     let mut s: Vec<String> = names
         .iter()
         .take(at_most)
-        .map(|n| format!("{n:?}"))
+        .map(|n| format!("\"{}\"", super::escape_name(n)))
         .collect();
     if names.len() > at_most {
         s.push(format!("and {} more", names.len() - at_most));

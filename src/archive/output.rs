@@ -326,8 +326,9 @@ fn write_blocks(
         let end = job.offset + job.len as u64;
         if r.is_ok() && !direct && end >= synced_to + SYNC_AHEAD_BYTES {
             synced_to = end;
-            // An error here comes back from the final sync.
-            let _ = file.sync_data();
+            // Reported now: the final sync would not see it again (Linux reports a
+            // writeback error once per open file, and this handle shares the caller's).
+            r = file.sync_data();
         }
         let failed = r.is_err();
         if done.send(r.map(|()| job.block)).is_err() || failed {

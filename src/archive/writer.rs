@@ -824,7 +824,10 @@ pub(crate) struct SyncAhead<'a> {
     written: u64,
     next: u64,
     tx: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Returns the first error of its syncs: reported by [`SyncAhead::finish`], as the
+    /// final sync no longer sees it (Linux reports a writeback error once per open file,
+    /// and the thread's handle shares this one's).
+    thread: Option<std::thread::JoinHandle<Option<io::Error>>>,
 }
 
 impl<'a> SyncAhead<'a> {
@@ -841,9 +844,11 @@ impl<'a> SyncAhead<'a> {
                         while rx.recv().is_ok() {
                             // Requests that came in meanwhile are served by this flush.
                             while rx.try_recv().is_ok() {}
-                            // An error here comes back from the final sync.
-                            let _ = second.sync_data();
+                            if let Err(e) = second.sync_data() {
+                                return Some(e);
+                            }
                         }
+                        None
                     });
                 match spawned {
                     Ok(t) => (Some(tx), Some(t)),
@@ -873,7 +878,9 @@ impl<'a> SyncAhead<'a> {
             .map_err(|e| Error::io(path, "cannot write", e))?;
         self.tx = None;
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if let Ok(Some(e)) = t.join() {
+                return Err(Error::io(path, "cannot sync", e));
+            }
         }
         self.out
             .get_ref()
@@ -928,6 +935,12 @@ fn temp_prefix() -> String {
 /// leading zeros and six ASCII letters and digits (tempfile's random part). `None` for
 /// any other name, including the unnumbered `.brevis-X.tmp` of older versions and of
 /// the folder that holds a replaced output ([`rename_temp_dir`]).
+/// Whether `name` is named like a temporary file or folder of a `brevis` run
+/// (`.brevis-PID-XXXXXX.tmp`), such as one a killed run left.
+pub fn is_temporary_name(name: &str) -> bool {
+    temp_pid(name).is_some()
+}
+
 fn temp_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(".brevis-")?.strip_suffix(".tmp")?;
     let (pid, random) = rest.split_once('-')?;
@@ -1122,25 +1135,42 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// temporary file or folder, or renames one into place, before the caller exits (a
 /// signal that came before a job made its temporary folder left one behind when the
 /// locks were released here). Call it only on the way out of the process.
-pub fn remove_temporary_files() -> usize {
+pub fn remove_temporary_files() -> RemovedTemporaries {
     // A poisoned list is still the list: a panic elsewhere must not keep its files. Both
     // lists stay locked until the end, so no new temporary file is made and no rename
     // starts meanwhile.
     let mut files = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
     let mut dirs = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
-    let removed_files = files
-        .drain(..)
-        .filter(|p| fs::remove_file(p).is_ok())
-        .count();
+    let mut out = RemovedTemporaries::default();
+    for p in files.drain(..) {
+        if fs::remove_file(&p).is_ok() || !p.exists() {
+            out.removed += 1;
+        } else {
+            out.left.push(p);
+        }
+    }
     // Another thread may still be writing into a folder (a copied file, a subfolder):
     // removing it fails while an entry appears behind the walk, so try again.
-    let removed_dirs = dirs
-        .drain(..)
-        .filter(|p| (0..100).any(|_| fs::remove_dir_all(p).is_ok() || !p.exists()))
-        .count();
+    for p in dirs.drain(..) {
+        if (0..100).any(|_| fs::remove_dir_all(&p).is_ok() || !p.exists()) {
+            out.removed += 1;
+        } else {
+            out.left.push(p);
+        }
+    }
     std::mem::forget(files);
     std::mem::forget(dirs);
-    removed_files + removed_dirs
+    out
+}
+
+/// What [`remove_temporary_files`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemovedTemporaries {
+    /// Temporary files and folders removed.
+    pub removed: usize,
+    /// Those that could not be removed (their folder no longer writable, say): left for
+    /// the user, who should be told.
+    pub left: Vec<PathBuf>,
 }
 
 /// A temporary folder beside `output`, removed on drop unless kept, and by
@@ -1226,15 +1256,34 @@ pub(crate) fn rename_temp_dir(
         }
     }
     drop(live);
-    if renamed.is_err() {
-        let _ = fs::remove_dir_all(&path);
-    }
+    let renamed = match renamed {
+        Err(e) => {
+            let _ = fs::remove_dir_all(&path);
+            Err(with_left_behind(e, &path))
+        }
+        ok => ok,
+    };
     if let (Some(old), Ok(())) = (&aside, &renamed) {
         let _ = fs::remove_dir_all(old);
         let mut live = LIVE_TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner());
         live.retain(|p| p != old);
     }
     renamed
+}
+
+/// `e`, saying that the temporary `tmp` is still there if it is (its folder no longer
+/// lets it be removed, say): nothing else will remove it, and nothing else says so.
+fn with_left_behind(e: io::Error, tmp: &Path) -> io::Error {
+    if fs::symlink_metadata(tmp).is_err() {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{e}; its temporary {} could not be removed (delete it yourself)",
+            super::shown_path(tmp)
+        ),
+    )
 }
 
 /// Renames a complete, synced temporary file to `output` (replacing it only if `force`),
@@ -1255,14 +1304,22 @@ pub(crate) fn persist(tmp: tempfile::NamedTempFile, output: &Path, force: bool) 
         completed(output);
     }
     drop(live);
-    if let Err(e) = result {
-        return Err(if e.error.kind() == io::ErrorKind::AlreadyExists {
-            Error::OutputExists {
-                path: output.to_path_buf(),
-            }
-        } else {
-            Error::io(output, "cannot rename into place", e.error)
-        });
+    if let Err(tempfile::PersistError { error, file }) = result {
+        // Removed now, so that a failure to remove it can be said.
+        drop(file);
+        return Err(
+            if error.kind() == io::ErrorKind::AlreadyExists && !path.exists() {
+                Error::OutputExists {
+                    path: output.to_path_buf(),
+                }
+            } else {
+                Error::io(
+                    output,
+                    "cannot rename into place",
+                    with_left_behind(error, &path),
+                )
+            },
+        );
     }
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         // Best effort: not every file system lets a folder be synced.

@@ -8,6 +8,24 @@
 //! index or a shard of a folder missing or cut short) is an error, exit 1; a run stopped
 //! by SIGINT, SIGTERM or SIGHUP exits 128 + the signal. `--help` says the same.
 
+/// `eprintln!` that ignores a failure to write (std's panics): with stderr full or
+/// closed, a job still prints its report on stdout and exits with its own code (it
+/// panicked, exit 101, and `--json` printed nothing).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!`, ignoring a failure to write as [`eprintln!`] does.
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use anyhow::Result;
 use brevis::archive::writer::{write_archive, RegionKind};
 use brevis::archive::{
@@ -177,19 +195,10 @@ impl PriorArgs {
         match &self.prior {
             None => Ok(PriorChoice::Auto),
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| -> anyhow::Error {
-                    if e.kind() == std::io::ErrorKind::InvalidData {
-                        // Read, but not text: not a prior (a JSON file), as bad JSON is not.
-                        failure(
-                            "invalid_prior",
-                            format!("{}: not a prior: {e}", shown(path)),
-                        )
-                    } else {
-                        brevis::Error::io(path, "cannot read", e).into()
-                    }
+                let prior = brevis::synth::Prior::read_file(path).map_err(|e| match e {
+                    brevis::synth::prior::ReadPriorError::Io(e) => anyhow::Error::from(e),
+                    e => failure("invalid_prior", format!("{}: {e}", shown(path))),
                 })?;
-                let prior = brevis::synth::Prior::from_json(&text)
-                    .map_err(|e| failure("invalid_prior", format!("{}: {e}", shown(path))))?;
                 Ok(PriorChoice::Given(std::sync::Arc::new(prior)))
             }
         }
@@ -393,9 +402,12 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.command.json();
-    remove_temporary_files_on_signal(json);
+    let writes = cli.command.writes();
+    remove_temporary_files_on_signal(json, writes);
     #[cfg(unix)]
     brevis::archive::install_truncation_guard();
+    #[cfg(unix)]
+    brevis::archive::ignore_file_size_signal();
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Mismatch) => ExitCode::from(3),
@@ -438,6 +450,15 @@ fn main() -> ExitCode {
 }
 
 impl Command {
+    /// Whether the command writes an output file (so an interruption says whether one
+    /// was written).
+    fn writes(&self) -> bool {
+        matches!(
+            self,
+            Command::Compress(_) | Command::Decompress(_) | Command::Calibrate(_)
+        )
+    }
+
     /// Whether the command was asked to print JSON on stdout (`--json`).
     fn json(&self) -> bool {
         match self {
@@ -457,7 +478,7 @@ impl Command {
 /// with 128 + the signal number. (SIGKILL cannot be caught; its leftover is a
 /// `.brevis-PID-*.tmp` file, never a partial output under the final name, which the next
 /// compress or decompress into that folder names in a warning.)
-fn remove_temporary_files_on_signal(json: bool) {
+fn remove_temporary_files_on_signal(json: bool, writes: bool) {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
@@ -475,11 +496,21 @@ fn remove_temporary_files_on_signal(json: bool) {
                     format!("{} was complete before the signal", names.join(", "))
                 }
             };
-            let msg = match removed {
-                0 => format!("interrupted by signal {sig}; {written}"),
-                1 => format!("interrupted by signal {sig}; 1 temporary file or folder removed, {written}"),
-                n => format!("interrupted by signal {sig}; {n} temporary files or folders removed, {written}"),
+            let mut msg = match removed.removed {
+                0 => format!("interrupted by signal {sig}"),
+                1 => format!("interrupted by signal {sig}; 1 temporary file or folder removed"),
+                n => format!("interrupted by signal {sig}; {n} temporary files or folders removed"),
             };
+            if writes {
+                msg.push_str(&format!(", {written}"));
+            }
+            if !removed.left.is_empty() {
+                let names: Vec<String> = removed.left.iter().map(|p| shown(p)).collect();
+                msg.push_str(&format!(
+                    "; could not remove {} (delete it yourself)",
+                    names.join(", ")
+                ));
+            }
             eprintln!("error: {msg}");
             let code = 128 + sig;
             if json {
@@ -562,9 +593,27 @@ fn after_writing(output: &Path, report: Result<()>) -> Result<()> {
 }
 
 fn emit_json(v: &Value) -> Result<()> {
-    let mut s = serde_json::to_string_pretty(v)?;
+    let mut s = c1_escaped(serde_json::to_string_pretty(v)?);
     s.push('\n');
     emit(&s)
+}
+
+/// JSON text with the C1 control characters (U+0080 to U+009F) escaped as `\u00XX`:
+/// JSON lets them stand raw, but some terminals take U+009B for the start of an escape
+/// sequence, and names from a file may hold them. Outside strings JSON has none.
+fn c1_escaped(json: String) -> String {
+    if !json.chars().any(|c| ('\u{80}'..='\u{9f}').contains(&c)) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if ('\u{80}'..='\u{9f}').contains(&c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `x.safetensors` -> `x.brv` (anything else: `.brv` appended).
@@ -1485,7 +1534,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
             fmt_percent(r["reduction_percent"].as_f64()),
             cells("compress_mb_s_1", "compress_mb_s_all"),
             cells("decompress_mb_s_1", "decompress_mb_s_all"),
-            r["file"].as_str().unwrap_or("?"),
+            escape_name(r["file"].as_str().unwrap_or("?")),
         )?;
     }
     emit(&s)?;
@@ -1538,6 +1587,26 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
         })
         .collect();
     warnings.extend(empty.iter().cloned());
+    // Copied as they are, as every other file of the folder; but one is likely garbage.
+    let temporaries: Vec<String> = s
+        .copied
+        .iter()
+        .filter(|p| {
+            Path::new(p.as_str())
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(brevis::archive::writer::is_temporary_name)
+        })
+        .map(|p| {
+            format!(
+                "{}: copied \"{}\", which is named like a temporary left by a killed brevis \
+                 run (delete it from the folder if it is one)",
+                shown(&s.input),
+                escape_name(p)
+            )
+        })
+        .collect();
+    warnings.extend(temporaries.iter().cloned());
     let reduction = percent_smaller(s.original_bytes, s.archive_bytes);
     if a.json {
         let shards: Vec<Value> = s
@@ -1589,7 +1658,7 @@ fn compress_folder(a: CompressArgs, dir: &Path) -> Result<Outcome> {
             )),
         )?;
     }
-    for w in &empty {
+    for w in empty.iter().chain(&temporaries) {
         eprintln!("warning: {w}");
     }
     Ok(Outcome::Ok)
@@ -2127,7 +2196,7 @@ fn calibrate(a: CalibrateArgs) -> Result<Outcome> {
         "{}: {} contexts in {secs:.2}s ({})",
         shown(&a.output),
         prior.counts.len(),
-        prior.source
+        escape_name(&prior.source)
     );
     Ok(Outcome::Ok)
 }

@@ -200,6 +200,21 @@ impl Default for Prior {
     }
 }
 
+/// Largest prior file [`Prior::read_file`] reads, in bytes: a calibrated prior takes a
+/// few KiB.
+pub const MAX_PRIOR_FILE_BYTES: u64 = 16 << 20;
+
+/// Why [`Prior::read_file`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadPriorError {
+    /// The file cannot be opened or read, or is not a regular file.
+    #[error(transparent)]
+    Io(crate::Error),
+    /// The file was read but holds no prior: what is wrong with it.
+    #[error("{0}")]
+    NotAPrior(String),
+}
+
 /// Why a prior file was rejected.
 #[derive(Debug, thiserror::Error)]
 pub enum PriorError {
@@ -318,6 +333,37 @@ impl Prior {
     /// The file form: pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a prior always serializes")
+    }
+
+    /// Reads and checks the prior file at `path`: a regular file (a pipe or a device is
+    /// refused before it is opened, so nothing blocks or reads forever) of at most
+    /// [`MAX_PRIOR_FILE_BYTES`], UTF-8 text, and a prior ([`Prior::from_json`]).
+    ///
+    /// # Errors
+    /// [`ReadPriorError::Io`] if the file cannot be opened or read or is not a regular
+    /// file; [`ReadPriorError::NotAPrior`] if it is too large, not text or not a prior.
+    pub fn read_file(path: &std::path::Path) -> Result<Prior, ReadPriorError> {
+        use std::io::Read as _;
+        let meta = crate::archive::regular_file(path).map_err(ReadPriorError::Io)?;
+        let too_large = || {
+            ReadPriorError::NotAPrior(format!(
+                "larger than {} MiB: not a prior (a calibrated prior takes a few KiB)",
+                MAX_PRIOR_FILE_BYTES >> 20
+            ))
+        };
+        if meta.len() > MAX_PRIOR_FILE_BYTES {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_PRIOR_FILE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| ReadPriorError::Io(crate::Error::io(path, "cannot read", e)))?;
+        if bytes.len() as u64 > MAX_PRIOR_FILE_BYTES {
+            return Err(too_large());
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| ReadPriorError::NotAPrior("not text (UTF-8): not a prior".into()))?;
+        Prior::from_json(&text).map_err(|e| ReadPriorError::NotAPrior(e.to_string()))
     }
 
     /// Parses and checks a prior file.

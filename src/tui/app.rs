@@ -965,10 +965,12 @@ impl App {
                         "prior file: type its path (f), or choose uniform or calibrated (p)".into(),
                     );
                 }
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("prior file {path}: cannot read: {e}"))?;
-                let prior = crate::synth::Prior::from_json(&text)
-                    .map_err(|e| format!("prior file {path}: {e}"))?;
+                let prior = crate::synth::Prior::read_file(std::path::Path::new(path)).map_err(
+                    |e| match e {
+                        crate::synth::prior::ReadPriorError::Io(e) => format!("prior file {e}"),
+                        e => format!("prior file {path}: {e}"),
+                    },
+                )?;
                 Ok(PriorRequest::Given(Arc::new(prior), path.to_string()))
             }
         }
