@@ -31,6 +31,33 @@ fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).expect("stdout is JSON")
 }
 
+/// The failure object a `--json` run that exits 1 prints on stdout.
+fn json_failure<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Value {
+    let o = brevis(args);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(v["ok"], false, "{v}");
+    v
+}
+
+/// `compress SRC -o OUT --prior PRIOR --json` (that must fail): its failure object.
+fn compress_with_prior_fails(src: &Path, out: &Path, prior: &Path) -> Value {
+    json_failure([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        OsStr::new("--prior"),
+        prior.as_os_str(),
+        OsStr::new("--json"),
+    ])
+}
+
 /// Copies a case into `dir` and compresses it there; returns (source, archive).
 fn compressed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let src = dir.join(name);
@@ -1516,26 +1543,15 @@ fn json_warnings_prior_kinds_input_first_and_unprintable_reports() {
     );
     assert!(stale.exists(), "nothing removes it");
 
-    let o = brevis([
-        OsStr::new("compress"),
-        src.as_os_str(),
-        OsStr::new("-o"),
-        dir.path().join("p.brv").as_os_str(),
-        OsStr::new("--prior"),
-        out.as_os_str(),
-        OsStr::new("--json"),
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = compress_with_prior_fails(&src, &dir.path().join("p.brv"), &out);
     assert_eq!(v["kind"], "invalid_prior", "{v}");
 
     std::fs::write(dir.path().join("nothere.brv"), b"").unwrap();
-    let o = brevis([
+    let v = json_failure([
         OsStr::new("compress"),
         dir.path().join("nothere.safetensors").as_os_str(),
         OsStr::new("--json"),
     ]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["kind"], "io", "{v}");
     assert!(
         v["error"]
@@ -1610,17 +1626,8 @@ fn a_prior_must_be_a_regular_file() {
         priors.push(fifo);
     }
     for prior in priors {
-        let o = brevis([
-            OsStr::new("compress"),
-            case("B02_scalars.safetensors").as_os_str(),
-            OsStr::new("-o"),
-            dir.path().join("p.brv").as_os_str(),
-            OsStr::new("--prior"),
-            prior.as_os_str(),
-            OsStr::new("--json"),
-        ]);
-        assert_eq!(o.status.code(), Some(1));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let src = case("B02_scalars.safetensors");
+        let v = compress_with_prior_fails(&src, &dir.path().join("p.brv"), &prior);
         assert_eq!(v["kind"], "io", "{v}");
         assert!(
             v["error"]
