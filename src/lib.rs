@@ -11,6 +11,7 @@ pub mod archive;
 pub mod codec;
 pub mod dsl;
 pub mod error;
+pub mod hash;
 pub mod stats;
 pub mod synth;
 pub mod tensor;

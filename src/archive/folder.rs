@@ -46,12 +46,12 @@ use super::writer::{
 };
 use super::{map_file, ProgressEvent};
 use crate::error::{Error, Result};
+use crate::hash::Xxh3;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use xxhash_rust::xxh3::Xxh3Default;
 
 /// File name of the manifest inside a compressed folder.
 pub const MANIFEST_NAME: &str = "brevis-folder.json";
@@ -107,7 +107,7 @@ struct Manifest {
 /// 16 lowercase hex digits.
 fn files_checksum(files: &[FolderFile]) -> String {
     let json = serde_json::to_vec(files).expect("manifest entries serialize");
-    hex(xxhash_rust::xxh3::xxh3_64(&json))
+    hex(crate::hash::xxh3_64(&json))
 }
 
 /// Whether `path` asks for folder mode on compression: a folder, or a shard index JSON.
@@ -718,7 +718,7 @@ fn quoted(names: &[&str], at_most: usize) -> String {
 fn file_checksum(path: &Path) -> Result<(u64, u64)> {
     use std::io::Read;
     let mut f = fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
-    let mut h = Xxh3Default::new();
+    let mut h = Xxh3::new();
     let mut buf = vec![0u8; 4 << 20];
     let mut len = 0u64;
     loop {

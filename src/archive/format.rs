@@ -205,7 +205,7 @@ pub fn trailer(offset: u64, index: &[u8]) -> [u8; TRAILER_LEN] {
     let mut t = [0u8; TRAILER_LEN];
     t[..8].copy_from_slice(&offset.to_le_bytes());
     t[8..16].copy_from_slice(&(index.len() as u64).to_le_bytes());
-    t[16..24].copy_from_slice(&xxhash_rust::xxh3::xxh3_64(index).to_le_bytes());
+    t[16..24].copy_from_slice(&crate::hash::xxh3_64(index).to_le_bytes());
     t[24..].copy_from_slice(&END_MAGIC);
     t
 }

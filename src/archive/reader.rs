@@ -14,13 +14,13 @@ use super::writer::{check_output, persist, temp_beside, SyncAhead};
 use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
 use crate::dsl::{execute, read_program, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
+use crate::hash::{xxh3_64, Xxh3};
 use crate::tensor::Dtype;
 use std::fs::File;
 use std::io::Write;
 use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// Most bytes one region (the header, a tensor or a gap) may decode to: 64 GiB, well
 /// above the largest single tensor of published checkpoints. A region is also refused
@@ -247,7 +247,7 @@ impl Archive {
         // In chunks whose mapped pages are released once hashed: memory does not grow
         // with the archive.
         const CHUNK: usize = 8 << 20;
-        let mut hasher = Xxh3Default::new();
+        let mut hasher = Xxh3::new();
         let mut at = format::FILE_HEADER_LEN;
         while at < self.records_end {
             if stop.load(Ordering::Relaxed) {
@@ -603,8 +603,8 @@ impl Archive {
         name: &Path,
     ) -> Result<()> {
         let write_err = |e| Error::io(name, "cannot write", e);
-        let mut hasher = Xxh3Default::new();
-        let mut region = Xxh3Default::new();
+        let mut hasher = Xxh3::new();
+        let mut region = Xxh3::new();
         stream::decode_all_with_progress(
             self,
             resolve_jobs(jobs),

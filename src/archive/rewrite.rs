@@ -13,11 +13,11 @@ use super::words_into_le_bytes;
 use super::writer::{persist, temp_beside};
 use crate::dsl::{execute, program_bytes, Node};
 use crate::error::{ArchiveError, Error, Result};
+use crate::hash::{xxh3_64, Xxh3};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// Writes a copy of the archive `src` to `dst` in which tensor `i` (an index into
 /// [`Archive::tensors`]) holds `program` for every `(i, program)` of `replacements`;
@@ -139,8 +139,8 @@ pub fn rewrite_with_programs(
 
     let mut tmp = temp_beside(dst)?;
     let write_err = |e: std::io::Error| Error::io(dst, "cannot write", e);
-    let mut old_hasher = Xxh3Default::new();
-    let mut new_hasher = Xxh3Default::new();
+    let mut old_hasher = Xxh3::new();
+    let mut new_hasher = Xxh3::new();
     let mut record_lens = Vec::with_capacity(old_index.record_lens.len());
     let mut offset = format::FILE_HEADER_LEN as u64;
     {

@@ -5,10 +5,10 @@ use super::reader::{Archive, Item};
 use super::stream::{self, decode_all, Decoded};
 use super::{resolve_jobs, ProgressEvent};
 use crate::error::{Error, Result};
+use crate::hash::Xxh3;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
-use xxhash_rust::xxh3::Xxh3Default;
 
 /// Outcome of decoding one region.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,8 +101,8 @@ pub fn verify_until(
 ) -> Result<Option<VerifyReport>> {
     let items = archive.items();
     let mut regions = Vec::with_capacity(items.len());
-    let mut hasher = Xxh3Default::new();
-    let mut region = Xxh3Default::new();
+    let mut hasher = Xxh3::new();
+    let mut region = Xxh3::new();
     let mut whole_ok = true;
     // The region whose decoding failed: its other units are ignored.
     let mut failed: Option<Item> = None;

@@ -13,6 +13,7 @@ use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
 use crate::dsl::wire::{program_pieces, Piece};
 use crate::dsl::{program_len, Node, Ty};
 use crate::error::{Error, Result, Warning};
+use crate::hash::{xxh3_64, Xxh3};
 use crate::synth::{synthesize_shared, PriorChoice, SearchOptions, SearchStats};
 use crate::tensor::{Dtype, Words};
 use rayon::prelude::*;
@@ -20,7 +21,6 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// How to compress.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -274,8 +274,8 @@ fn write_archive_releasing<W: Write>(
     let mut record_lens = Vec::with_capacity(count);
     let mut stats = Vec::with_capacity(count);
     let mut warnings = Vec::new();
-    let mut hasher = Xxh3Default::new();
-    let mut records_hasher = Xxh3Default::new();
+    let mut hasher = Xxh3::new();
+    let mut records_hasher = Xxh3::new();
     let mut hashed = ReleaseBatch::new(src.bytes(), release);
 
     progress(ProgressEvent::Begin {
@@ -418,7 +418,7 @@ fn source_of<'a>(src: &SourceFile<'a>, i: usize) -> &'a [u8] {
 /// `Vec` appends them).
 fn write_record<W: Write>(
     out: &mut W,
-    hasher: &mut Xxh3Default,
+    hasher: &mut Xxh3,
     head: &[u8],
     program: &Node,
 ) -> io::Result<u64> {
