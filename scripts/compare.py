@@ -12,7 +12,9 @@ Usage:
     --jobs N   threads for every tool (default 1); zstd gets -T N, ZipNN threads=N.
                Several (--jobs 1,2) run everything once per count and add, per tool,
                each count's throughput relative to the first count's.
-    --runs R   best of R runs for the timings (default 3)
+    --runs R   best of R rounds for the timings (default 3); each round runs every tool
+               at every job count once, interleaved, so that a machine whose speed drifts
+               over minutes (a shared VM) slows them alike. Medians follow the table.
     --tools    only these tools (brevis, zstd-3, zstd-19, zipnn; default all)
 
 ZipNN (pip install zipnn) is run through its Python API in a child process; its time
@@ -30,6 +32,7 @@ import os
 import shutil
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
 
@@ -161,18 +164,26 @@ def main():
     print(hdr)
     print("-" * len(hdr))
     scaling = {}
-    for path, jobs in [(p, j) for p in a.files for j in job_counts]:
+    medians = []
+    for path in a.files:
         size = os.path.getsize(path)
         dtype = safetensors_dtype(path)
-        rows = []
+        # Every (job count, tool) pair runs once per round, all in the same round, so a
+        # machine whose speed drifts over minutes (a shared VM) slows every pair alike,
+        # rather than the pairs that happened to run last.
+        cells = [
+            (jobs, name, comp, dec, internal)
+            for jobs in job_counts
+            for name, comp, dec, internal in tools(a.brevis, jobs, dtype)
+            if name.replace(" ", "") in wanted
+        ]
+        timings = {(jobs, name): ([], [], [], []) for jobs, name, *_ in cells}
         with tempfile.TemporaryDirectory(prefix="brevis-compare-") as tmp:
-            for name, comp, dec, internal in tools(a.brevis, jobs, dtype):
-                if name.replace(" ", "") not in wanted:
-                    continue
-                packed = os.path.join(tmp, "packed")
-                back = os.path.join(tmp, "back")
-                ct, cr, dt, dr = [], [], [], []
-                for _ in range(a.runs):
+            for _ in range(a.runs):
+                for k, (jobs, name, comp, dec, internal) in enumerate(cells):
+                    ct, cr, dt, dr = timings[(jobs, name)]
+                    packed = os.path.join(tmp, f"packed{k}")
+                    back = os.path.join(tmp, f"back{k}")
                     # Every run writes a new file: the previous run's output is deleted
                     # first, untimed, so no tool is charged for freeing the file it
                     # would replace (tens of MB of blocks and cached pages).
@@ -188,20 +199,32 @@ def main():
                     s, r = timed(dec(packed, back), internal)
                     dt.append(s)
                     dr.append(r)
-                csize = os.path.getsize(packed)
-                with open(path, "rb") as f1, open(back, "rb") as f2:
-                    if f1.read() != f2.read():
-                        sys.exit(f"error: {name} did not restore {path} byte for byte")
-                rows.append(
-                    (name, 100.0 * (1 - csize / size), size / min(ct) / 1e6, size / min(dt) / 1e6, max(cr), max(dr))
+                    with open(path, "rb") as f1, open(back, "rb") as f2:
+                        if f1.read() != f2.read():
+                            sys.exit(f"error: {name} did not restore {path} byte for byte")
+                    remove(back)
+            sizes = {
+                (jobs, name): os.path.getsize(os.path.join(tmp, f"packed{k}"))
+                for k, (jobs, name, *_) in enumerate(cells)
+            }
+        for jobs in job_counts:
+            rows = []
+            for cj, name, *_ in cells:
+                if cj != jobs:
+                    continue
+                ct, cr, dt, dr = timings[(jobs, name)]
+                red = 100.0 * (1 - sizes[(jobs, name)] / size)
+                rows.append((name, red, size / min(ct) / 1e6, size / min(dt) / 1e6, max(cr), max(dr)))
+                medians.append(
+                    (path, name, jobs, size / statistics.median(ct) / 1e6, size / statistics.median(dt) / 1e6)
                 )
-        base = rows[0]
-        for name, red, cs, ds, cr, dr in rows:
-            print(
-                f"{os.path.basename(path)[:34]:<34} {name:<8} {jobs:>4} {red:>8.2f}% {cs:>10.1f} {ds:>9.1f} "
-                f"{cr:>7.0f}Mi {dr:>6.0f}Mi {cs / base[2]:>6.2f}x {ds / base[3]:>5.2f}x"
-            )
-            scaling.setdefault((path, name), []).append((jobs, cs, ds))
+            base = rows[0]
+            for name, red, cs, ds, cr, dr in rows:
+                print(
+                    f"{os.path.basename(path)[:34]:<34} {name:<8} {jobs:>4} {red:>8.2f}% {cs:>10.1f} {ds:>9.1f} "
+                    f"{cr:>7.0f}Mi {dr:>6.0f}Mi {cs / base[2]:>6.2f}x {ds / base[3]:>5.2f}x"
+                )
+                scaling.setdefault((path, name), []).append((jobs, cs, ds))
     print("comp x / dec x: the tool's throughput divided by the first tool's on the same file")
     if len(job_counts) > 1:
         print()
@@ -213,6 +236,10 @@ def main():
                     f"{os.path.basename(path)[:34]:<34} {name:<8} jobs {j} vs {j0}: "
                     f"compress {c / c0:.2f}x, decompress {d / d0:.2f}x"
                 )
+    print()
+    print("medians of the same runs (MB/s): steadier than the best run on a machine whose speed drifts")
+    for path, name, jobs, cm, dm in medians:
+        print(f"{os.path.basename(path)[:34]:<34} {name:<8} {jobs:>4} compress {cm:>7.1f} decompress {dm:>7.1f}")
 
 
 if __name__ == "__main__":
