@@ -52,10 +52,18 @@ fn unwritable_folders_give_a_clear_error() {
     let out_path = a_file.join("out.brv");
     let out = brevis(&[Path::new("compress"), &input, Path::new("-o"), &out_path]);
     one_error_line(&out, &["out.brv", "cannot create a temporary file"]);
-    // A folder that refuses new files.
+    // A folder that refuses new files, with "not found": not called missing (it was
+    // told "its folder does not exist").
     let proc_out = Path::new("/proc/self/out.brv");
     let out = brevis(&[Path::new("compress"), &input, Path::new("-o"), proc_out]);
-    one_error_line(&out, &["/proc/self/out.brv"]);
+    let line = one_error_line(
+        &out,
+        &[
+            "/proc/self/out.brv",
+            "cannot create a temporary file in its folder",
+        ],
+    );
+    assert!(!line.contains("does not exist"), "{line}");
     // Decompress likewise.
     let brv = dir.path().join("in.brv");
     assert!(

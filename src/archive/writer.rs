@@ -1075,6 +1075,8 @@ pub(crate) fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
 /// The error for a temporary file or folder beside `output` that could not be created:
 /// it names `output` (the temporary name, random and never seen by the user, is cut
 /// from the operating system's message) and says so when `output`'s folder is missing.
+/// A folder that exists but takes no new file and answers "not found" (`/proc/self`)
+/// gets `what`, not "does not exist".
 fn temp_error(output: &Path, what: &'static str, e: io::Error) -> Error {
     let kind = e.kind();
     let text = e.to_string();
@@ -1084,13 +1086,14 @@ fn temp_error(output: &Path, what: &'static str, e: io::Error) -> Error {
         .next()
         .unwrap_or_default()
         .to_string();
-    let what = if kind == io::ErrorKind::NotFound {
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty());
+    let folder = parent.unwrap_or(Path::new("."));
+    let what = if kind == io::ErrorKind::NotFound && !folder.is_dir() {
         "its folder does not exist"
     } else {
         what
     };
     // `afile/x.brv` with `afile` a file: name the part that is not a folder.
-    let parent = output.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(p) = parent.filter(|p| p.exists() && !p.is_dir()) {
         return Error::io(
             output,
