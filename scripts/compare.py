@@ -4,7 +4,8 @@
 For every file and tool: reduction (% smaller), compress and decompress throughput
 (MB/s = 10^6 original bytes per second, wall clock of the whole command), and peak
 resident memory (MiB, from /usr/bin/time -v), then each tool's throughput relative to
-Brevis. Every decompressed output is compared byte for byte with the input.
+the first tool of --tools (Brevis by default). Every decompressed output is compared
+byte for byte with the input.
 
 Usage:
     scripts/compare.py [--jobs N[,N...]] [--brevis PATH] [--runs R] [--tools T,...] FILE...
@@ -14,13 +15,20 @@ Usage:
                each count's throughput relative to the first count's.
     --runs R   best of R rounds for the timings (default 3); each round runs every tool
                at every job count once, interleaved, so that a machine whose speed drifts
-               over minutes (a shared VM) slows them alike. Medians follow the table.
-    --tools    only these tools (brevis, zstd-3, zstd-19, zipnn; default all)
+               over minutes (a shared VM) slows them alike. The same figures from the
+               rounds' medians follow the best-of ones (with 2 rounds a median is their
+               mean, with 1 it is the only run).
+    --tools    these tools, in this order (brevis, zstd-3, zstd-19, zipnn; default all);
+               the first is the one the others are divided by
+    --brevis   the brevis binary (default target/release/brevis; only needed when
+               brevis is one of the tools)
 
 ZipNN (pip install zipnn) is run through its Python API in a child process; its time
 is measured inside that process, around compress()/decompress() plus file I/O, so
 Python start-up and `import torch` are not charged to it (its peak memory includes
-them). When `zipnn` cannot be imported, its rows say so and the rest still runs.
+them). When `zipnn` cannot be imported, a note says so and the other tools still run.
+ZipNN is told the file's most common dtype when it is BF16, F16 or F32, and bfloat16
+otherwise (a note says so).
 Every timed run writes a new output file (the previous run's is deleted first,
 untimed), so no tool pays for freeing a file it replaces, and every decompression starts
 with its input read once (untimed) into the page cache: Brevis writes its archives with
@@ -84,30 +92,63 @@ def remove(path):
 
 
 def safetensors_dtype(path):
-    """The most common dtype of a .safetensors file, in ZipNN's spelling."""
+    """(most common dtype of a .safetensors file in ZipNN's spelling, that dtype as the
+    file names it, whether it is one ZipNN takes). Raises ValueError on a file that is
+    not .safetensors."""
     import json
     import struct
 
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-    sizes = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        b, e = v["data_offsets"]
-        sizes[v["dtype"]] = sizes.get(v["dtype"], 0) + (e - b)
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > 100 << 20:
+                raise ValueError(f"header length {n} is implausible")
+            header = json.loads(f.read(n))
+        sizes = {}
+        for k, v in header.items():
+            if k == "__metadata__":
+                continue
+            b, e = v["data_offsets"]
+            sizes[v["dtype"]] = sizes.get(v["dtype"], 0) + (e - b)
+    except (struct.error, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"not a .safetensors file ({e})") from None
     top = max(sizes, key=sizes.get) if sizes else "BF16"
-    return {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}.get(top, "bfloat16")
+    known = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
+    return known.get(top, "bfloat16"), top, top in known
 
 
 def have_zipnn():
+    """Whether `import zipnn` works (in a child, as the timed runs do)."""
     p = subprocess.run([sys.executable, "-c", "import zipnn"], capture_output=True)
     return p.returncode == 0
 
 
+TOOLS = ["brevis", "zstd-3", "zstd-19", "zipnn"]
+
+
+def fail(message):
+    """Exits with status 2 and a one-line message."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def positive_counts(text, what):
+    """'1,2' -> [1, 2]: positive integers, duplicates dropped, order kept."""
+    out = []
+    for part in text.split(","):
+        try:
+            n = int(part)
+        except ValueError:
+            fail(f"{what}: {part!r} is not a whole number (e.g. --jobs 1,2)")
+        if n < 1:
+            fail(f"{what}: {n} is not at least 1")
+        if n not in out:
+            out.append(n)
+    return out
+
+
 def tools(brevis, jobs, dtype):
-    """(name, compress(src, dst), decompress(src, dst), internal timing)."""
+    """{name: (compress(src, dst), decompress(src, dst), internal timing)}."""
     j = str(jobs)
     out = [
         (
@@ -126,16 +167,15 @@ def tools(brevis, jobs, dtype):
                 False,
             )
         )
-    if have_zipnn():
-        out.append(
-            (
-                "zipnn",
-                lambda s, d: [sys.executable, "-c", ZIPNN_CHILD, "c", s, d, dtype, j],
-                lambda s, d: [sys.executable, "-c", ZIPNN_CHILD, "d", s, d, dtype, j],
-                True,
-            )
+    out.append(
+        (
+            "zipnn",
+            lambda s, d: [sys.executable, "-c", ZIPNN_CHILD, "c", s, d, dtype, j],
+            lambda s, d: [sys.executable, "-c", ZIPNN_CHILD, "d", s, d, dtype, j],
+            True,
         )
-    return out
+    )
+    return {name.replace(" ", ""): (name, c, d, i) for name, c, d, i in out}
 
 
 def main():
@@ -151,31 +191,52 @@ def main():
         ),
     )
     a = ap.parse_args()
-    if not os.path.exists(a.brevis):
-        sys.exit(f"error: {a.brevis}: not found (cargo build --release, or pass --brevis)")
-    if shutil.which("zstd") is None:
-        sys.exit("error: zstd not found (apt-get install -y zstd)")
-    if not have_zipnn():
-        print("note: zipnn is not importable (pip install zipnn); its rows are skipped")
-    job_counts = [int(j) for j in a.jobs.split(",")]
-    wanted = set(a.tools.replace("zstd -", "zstd-").split(","))
-    print(f"jobs={a.jobs}, best of {a.runs} runs; MB/s = 10^6 original bytes per second")
-    hdr = f"{'file':<34} {'tool':<8} {'jobs':>4} {'reduction':>9} {'comp MB/s':>10} {'dec MB/s':>9} {'comp RSS':>9} {'dec RSS':>8} {'comp x':>7} {'dec x':>6}"
-    print(hdr)
-    print("-" * len(hdr))
-    scaling = {}
-    medians = []
+    if a.runs < 1:
+        fail(f"--runs: {a.runs} is not at least 1")
+    job_counts = positive_counts(a.jobs, "--jobs")
+    wanted = []
+    for t in a.tools.split(","):
+        t = t.strip().lower().replace(" ", "")
+        if t not in TOOLS:
+            fail(f"--tools: unknown tool {t!r} (choose from {', '.join(TOOLS)})")
+        if t not in wanted:
+            wanted.append(t)
+    if "zipnn" in wanted and not have_zipnn():
+        if wanted == ["zipnn"]:
+            fail("zipnn is not importable (pip install zipnn)")
+        print("note: zipnn is not importable (pip install zipnn); its rows are left out")
+        wanted.remove("zipnn")
+    if "brevis" in wanted and not (os.path.isfile(a.brevis) and os.access(a.brevis, os.X_OK)):
+        fail(f"{a.brevis}: not an executable file (cargo build --release, or pass --brevis)")
+    if any(t.startswith("zstd") for t in wanted) and shutil.which("zstd") is None:
+        fail("zstd not found (apt-get install -y zstd)")
+    files, seen = [], set()
     for path in a.files:
+        if not os.path.isfile(path):
+            fail(f"{path}: not found, or not a file")
+        try:
+            dtype = safetensors_dtype(path)
+        except ValueError as e:
+            fail(f"{path}: {e}")
+        except OSError as e:
+            fail(f"{path}: cannot read ({e.strerror})")
+        if os.path.realpath(path) in seen:
+            continue
+        seen.add(os.path.realpath(path))
+        files.append((path, dtype))
+        if "zipnn" in wanted and not dtype[2]:
+            print(f"note: {path}: most bytes are {dtype[1]}; ZipNN is given bfloat16 (it takes BF16, F16, F32)")
+    rounds = f"{a.runs} round" + ("s" if a.runs != 1 else "")
+    print(f"jobs={','.join(map(str, job_counts))}, best of {rounds}; MB/s = 10^6 original bytes per second")
+    width = max(4, min(60, max(len(os.path.basename(p)) for p, _ in files)))
+    results = []  # (path, jobs, tool, reduction, best c, best d, median c, median d, rss c, rss d)
+    for path, (zipnn_dtype, _, _) in files:
         size = os.path.getsize(path)
-        dtype = safetensors_dtype(path)
         # Every (job count, tool) pair runs once per round, all in the same round, so a
         # machine whose speed drifts over minutes (a shared VM) slows every pair alike,
         # rather than the pairs that happened to run last.
         cells = [
-            (jobs, name, comp, dec, internal)
-            for jobs in job_counts
-            for name, comp, dec, internal in tools(a.brevis, jobs, dtype)
-            if name.replace(" ", "") in wanted
+            (jobs,) + tools(a.brevis, jobs, zipnn_dtype)[t] for jobs in job_counts for t in wanted
         ]
         timings = {(jobs, name): ([], [], [], []) for jobs, name, *_ in cells}
         with tempfile.TemporaryDirectory(prefix="brevis-compare-") as tmp:
@@ -188,59 +249,81 @@ def main():
                     # first, untimed, so no tool is charged for freeing the file it
                     # would replace (tens of MB of blocks and cached pages).
                     remove(packed)
-                    s, r = timed(comp(path, packed), internal)
-                    ct.append(s)
-                    cr.append(r)
-                    remove(back)
-                    # Every decompression starts from its input in the page cache, as it
-                    # is after a buffered write: Brevis writes archives with direct I/O,
-                    # which leaves nothing cached, and would be timed reading the disk.
-                    warm(packed)
-                    s, r = timed(dec(packed, back), internal)
+                    try:
+                        s, r = timed(comp(path, packed), internal)
+                        ct.append(s)
+                        cr.append(r)
+                        remove(back)
+                        # Every decompression starts from its input in the page cache,
+                        # as it is after a buffered write: Brevis writes archives with
+                        # direct I/O, which leaves nothing cached, and would be timed
+                        # reading the disk.
+                        warm(packed)
+                        s, r = timed(dec(packed, back), internal)
+                    except (RuntimeError, OSError) as e:
+                        fail(f"{name} on {path}: {e}")
                     dt.append(s)
                     dr.append(r)
                     with open(path, "rb") as f1, open(back, "rb") as f2:
                         if f1.read() != f2.read():
-                            sys.exit(f"error: {name} did not restore {path} byte for byte")
+                            fail(f"{name} did not restore {path} byte for byte")
                     remove(back)
-            sizes = {
-                (jobs, name): os.path.getsize(os.path.join(tmp, f"packed{k}"))
-                for k, (jobs, name, *_) in enumerate(cells)
-            }
-        for jobs in job_counts:
-            rows = []
-            for cj, name, *_ in cells:
-                if cj != jobs:
-                    continue
+            for k, (jobs, name, *_) in enumerate(cells):
                 ct, cr, dt, dr = timings[(jobs, name)]
-                red = 100.0 * (1 - sizes[(jobs, name)] / size)
-                rows.append((name, red, size / min(ct) / 1e6, size / min(dt) / 1e6, max(cr), max(dr)))
-                medians.append(
-                    (path, name, jobs, size / statistics.median(ct) / 1e6, size / statistics.median(dt) / 1e6)
+                csize = os.path.getsize(os.path.join(tmp, f"packed{k}"))
+                results.append(
+                    (
+                        path,
+                        jobs,
+                        name,
+                        100.0 * (1 - csize / size),
+                        size / min(ct) / 1e6,
+                        size / min(dt) / 1e6,
+                        size / statistics.median(ct) / 1e6,
+                        size / statistics.median(dt) / 1e6,
+                        max(cr),
+                        max(dr),
+                    )
                 )
-            base = rows[0]
-            for name, red, cs, ds, cr, dr in rows:
-                print(
-                    f"{os.path.basename(path)[:34]:<34} {name:<8} {jobs:>4} {red:>8.2f}% {cs:>10.1f} {ds:>9.1f} "
-                    f"{cr:>7.0f}Mi {dr:>6.0f}Mi {cs / base[2]:>6.2f}x {ds / base[3]:>5.2f}x"
-                )
-                scaling.setdefault((path, name), []).append((jobs, cs, ds))
-    print("comp x / dec x: the tool's throughput divided by the first tool's on the same file")
-    if len(job_counts) > 1:
-        print()
-        print(f"scaling: throughput with N jobs / throughput with {job_counts[0]}")
+    print_table(results, width, best=True)
+    print()
+    print(f"medians of the same {rounds} (steadier than the best on a machine whose speed drifts):")
+    print_table(results, width, best=False)
+
+
+def print_table(results, width, best):
+    """The table of `results` from the best runs or from the medians, with each tool's
+    throughput over the first tool's and, for several job counts, over the first count's."""
+    hdr = (
+        f"{'file':<{width}} {'tool':<8} {'jobs':>4} {'reduction':>9} {'comp MB/s':>10} {'dec MB/s':>9}"
+        + (f" {'comp RSS':>9} {'dec RSS':>8}" if best else "")
+        + f" {'comp x':>7} {'dec x':>6}"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    first = {}
+    for path, jobs, name, red, bc, bd, mc, md, rc, rd in results:
+        c, d = (bc, bd) if best else (mc, md)
+        base = first.setdefault((path, jobs), (c, d))
+        print(
+            f"{os.path.basename(path)[:width]:<{width}} {name:<8} {jobs:>4} {red:>8.2f}% {c:>10.1f} {d:>9.1f}"
+            + (f" {rc:>7.0f}Mi {rd:>6.0f}Mi" if best else "")
+            + f" {c / base[0]:>6.2f}x {d / base[1]:>5.2f}x"
+        )
+    print("comp x / dec x: the tool's throughput divided by the first tool's on the same file and jobs")
+    scaling = {}
+    for path, jobs, name, red, bc, bd, mc, md, rc, rd in results:
+        scaling.setdefault((path, name), []).append((jobs, bc, bd) if best else (jobs, mc, md))
+    if any(len(v) > 1 for v in scaling.values()):
+        j0 = next(iter(scaling.values()))[0][0]
+        print(f"scaling: throughput with N jobs / throughput with {j0}")
         for (path, name), runs in scaling.items():
             j0, c0, d0 = runs[0]
             for j, c, d in runs[1:]:
                 print(
-                    f"{os.path.basename(path)[:34]:<34} {name:<8} jobs {j} vs {j0}: "
+                    f"{os.path.basename(path)[:width]:<{width}} {name:<8} jobs {j} vs {j0}: "
                     f"compress {c / c0:.2f}x, decompress {d / d0:.2f}x"
                 )
-    print()
-    print("medians of the same runs (MB/s): steadier than the best run on a machine whose speed drifts")
-    for path, name, jobs, cm, dm in medians:
-        print(f"{os.path.basename(path)[:34]:<34} {name:<8} {jobs:>4} compress {cm:>7.1f} decompress {dm:>7.1f}")
-
 
 if __name__ == "__main__":
     main()
