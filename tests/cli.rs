@@ -58,6 +58,15 @@ fn compress_with_prior_fails(src: &Path, out: &Path, prior: &Path) -> Value {
     ])
 }
 
+/// The bytes of a `.safetensors` file: `header`'s length (8 bytes, little-endian), then
+/// `header`, then `data`.
+fn safetensors_bytes(header: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    bytes.extend_from_slice(data);
+    bytes
+}
+
 /// Copies a case into `dir` and compresses it there; returns (source, archive).
 fn compressed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let src = dir.join(name);
@@ -366,9 +375,7 @@ fn ls_shows_a_small_growth_with_two_decimals() {
         r#"{{"perm":{{"dtype":"U16","shape":[{n}],"data_offsets":[0,{}]}}}}"#,
         data.len()
     );
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend_from_slice(header.as_bytes());
-    file.extend_from_slice(&data);
+    let file = safetensors_bytes(header.as_bytes(), &data);
     let input = dir.path().join("perm.safetensors");
     std::fs::write(&input, &file).unwrap();
     let archive = dir.path().join("perm.brv");
@@ -1215,9 +1222,7 @@ fn show_takes_names_as_ls_prints_them_and_names_the_shard() {
     while !header.len().is_multiple_of(8) {
         header.push(b' ');
     }
-    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
-    bytes.extend_from_slice(&header);
-    bytes.extend(0..8u8);
+    let bytes = safetensors_bytes(&header, &[0, 1, 2, 3, 4, 5, 6, 7]);
     let folder = dir.path().join("ckpt");
     std::fs::create_dir(&folder).unwrap();
     let src = folder.join("model.safetensors");
@@ -1645,9 +1650,7 @@ fn a_prior_must_be_a_regular_file() {
 fn json_escapes_c1_controls_in_names() {
     let dir = tempfile::tempdir().unwrap();
     let header = "{\"a\u{9b}2J\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}";
-    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend_from_slice(&[1, 2, 3, 4]);
+    let bytes = safetensors_bytes(header.as_bytes(), &[1, 2, 3, 4]);
     let src = dir.path().join("c1.safetensors");
     std::fs::write(&src, &bytes).unwrap();
     let out = dir.path().join("c1.brv");
