@@ -930,17 +930,17 @@ fn temp_prefix() -> String {
     format!(".brevis-{}-", std::process::id())
 }
 
-/// The process id recorded in `name` when it is the name of a temporary file or folder
-/// made by [`temp_prefix`]: `.brevis-PID-XXXXXX.tmp` with PID a decimal number without
-/// leading zeros and six ASCII letters and digits (tempfile's random part). `None` for
-/// any other name, including the unnumbered `.brevis-X.tmp` of older versions and of
-/// the folder that holds a replaced output ([`rename_temp_dir`]).
 /// Whether `name` is named like a temporary file or folder of a `brevis` run
 /// (`.brevis-PID-XXXXXX.tmp`), such as one a killed run left.
 pub fn is_temporary_name(name: &str) -> bool {
     temp_pid(name).is_some()
 }
 
+/// The process id recorded in `name` when it is the name of a temporary file or folder
+/// made by [`temp_prefix`]: `.brevis-PID-XXXXXX.tmp` with PID a decimal number without
+/// leading zeros and six ASCII letters and digits (tempfile's random part). `None` for
+/// any other name, including the unnumbered `.brevis-X.tmp` of older versions and of
+/// the folder that holds a replaced output ([`rename_temp_dir`]).
 fn temp_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(".brevis-")?.strip_suffix(".tmp")?;
     let (pid, random) = rest.split_once('-')?;
