@@ -323,6 +323,11 @@ struct BenchArgs {
     /// own budgets and priors, so it takes none of --budget, --prior, --uniform, --json)
     #[arg(long, conflicts_with_all = ["budget", "json", "report", "prior", "uniform"])]
     ablation: bool,
+    /// Timed runs of each direction (after one untimed warm-up run that also gives the
+    /// archive); the median is reported, so one run disturbed by the machine does not move
+    /// the figure
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
     /// Print JSON on stdout
     #[arg(long)]
     json: bool,
@@ -725,6 +730,17 @@ fn fmt_change(p: Option<f64>) -> String {
 fn fmt_shape(shape: &[u64]) -> String {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     format!("[{}]", dims.join(","))
+}
+
+/// The median of `secs` (the mean of the middle two for an even count); 0 when empty.
+fn median(mut secs: Vec<f64>) -> f64 {
+    secs.sort_by(f64::total_cmp);
+    let n = secs.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => secs[n / 2],
+        _ => (secs[n / 2 - 1] + secs[n / 2]) / 2.0,
+    }
 }
 
 fn mb_per_s(bytes: u64, secs: f64) -> f64 {
@@ -1433,11 +1449,21 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
                 verify: false,
                 prior: prior.clone(),
             };
-            let timed_compress = |jobs| -> Result<(Vec<u8>, f64)> {
+            let runs = a.runs as usize;
+            let compress_once = |jobs| -> Result<(Vec<u8>, f64)> {
                 let mut out = Vec::with_capacity(bytes.len() / 2);
                 let start = Instant::now();
                 write_archive(&src, &mut out, &opts(jobs), &no_progress, path)?;
                 Ok((out, start.elapsed().as_secs_f64()))
+            };
+            // One untimed warm-up run (it gives the archive), then `runs` timed ones.
+            let timed_compress = |jobs| -> Result<(Vec<u8>, f64)> {
+                let (archive, _) = compress_once(jobs)?;
+                let mut secs = Vec::with_capacity(runs);
+                for _ in 0..runs {
+                    secs.push(compress_once(jobs)?.1);
+                }
+                Ok((archive, median(secs)))
             };
             // With one thread in all, each direction is timed once (both columns, and
             // both JSON keys, hold that figure).
@@ -1458,10 +1484,18 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
             }
             let archive_len = archive_one.len() as u64;
             let archive = Archive::from_bytes(archive_one, path)?;
-            let timed_decompress = |jobs| -> Result<f64> {
+            let decompress_once = |jobs| -> Result<f64> {
                 let start = Instant::now();
                 archive.write_original(&mut std::io::sink(), Some(jobs), &no_progress, path)?;
                 Ok(start.elapsed().as_secs_f64())
+            };
+            let timed_decompress = |jobs| -> Result<f64> {
+                decompress_once(jobs)?;
+                let mut secs = Vec::with_capacity(runs);
+                for _ in 0..runs {
+                    secs.push(decompress_once(jobs)?);
+                }
+                Ok(median(secs))
             };
             let d1 = timed_decompress(1)?;
             let dn = if all == 1 { d1 } else { timed_decompress(all)? };
@@ -1473,6 +1507,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
                 "archive_bytes": archive_len,
                 "reduction_percent": percent_smaller(n, archive_len),
                 "threads": all,
+                "runs": runs,
                 "compress_mb_s_1": mb_per_s(n, c1),
                 "compress_mb_s_all": mb_per_s(n, cn),
                 "decompress_mb_s_1": mb_per_s(n, d1),

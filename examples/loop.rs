@@ -1,0 +1,38 @@
+//! Profiling loop (not shipped): `loop c|d FILE N` compresses (c) or decompresses (d) FILE
+//! in memory N times with one worker, for `perf record`.
+use brevis::archive::{no_progress, writer::write_archive, Archive, CompressOptions};
+use std::path::Path;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (mode, path, n) = (&args[1], Path::new(&args[2]), args[3].parse::<usize>().unwrap());
+    let bytes = std::fs::read(path).unwrap();
+    let src = brevis::archive::safetensors::parse(&bytes).unwrap();
+    let opts = CompressOptions {
+        jobs: Some(1),
+        verify: false,
+        ..CompressOptions::default()
+    };
+    let mut out = Vec::new();
+    write_archive(&src, &mut out, &opts, &no_progress, path).unwrap();
+    let t = std::time::Instant::now();
+    if mode == "c" {
+        for _ in 0..n {
+            let mut o = Vec::with_capacity(bytes.len() / 2);
+            write_archive(&src, &mut o, &opts, &no_progress, path).unwrap();
+        }
+    } else {
+        let archive = Archive::from_bytes(out, path).unwrap();
+        let mut v = Vec::new();
+        for _ in 0..n {
+            let t = std::time::Instant::now();
+            archive
+                .write_original(&mut std::io::sink(), Some(1), &no_progress, path)
+                .unwrap();
+            v.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        eprintln!("{:.2?}", &v[..20]);
+    }
+    let s = t.elapsed().as_secs_f64() / n as f64;
+    eprintln!("{:.3} ms/run, {:.1} MB/s", s * 1e3, bytes.len() as f64 / s / 1e6);
+}
