@@ -312,6 +312,23 @@ pub enum SourceError {
         /// Second offset.
         end: u64,
     },
+    /// A tensor of a sub-byte dtype (`F4`, `F6_E2M3`, `F6_E3M2`) whose elements do not
+    /// fill a whole number of bytes: the safetensors library refuses such a tensor (its
+    /// last byte would be part padding, which the format does not define).
+    #[error(
+        "tensor {tensor:?}: {elements} elements of {dtype} are {bits} bits, not a whole number \
+         of bytes, which the safetensors format does not allow"
+    )]
+    PartialByte {
+        /// The tensor's name.
+        tensor: String,
+        /// The dtype name.
+        dtype: String,
+        /// Elements (the product of the shape).
+        elements: u64,
+        /// Bits they take.
+        bits: u64,
+    },
     /// A shape with a 0 dimension (no elements) whose dimensions overflow 64 bits when
     /// multiplied in order before the 0 is reached: the safetensors library computes the
     /// element count that way and refuses the file, so it is refused here too.

@@ -228,12 +228,44 @@ pub fn parse(bytes: &[u8]) -> Result<SourceFile<'_>, SourceError> {
     }
     // Both bounds checked above: the header lies inside `bytes`.
     let data_start = 8 + header_len as usize;
-    let header = &bytes[8..data_start];
+    let data_len = file_len - 8 - header_len;
+    let h = parse_header(&bytes[8..data_start], data_len)?;
+    Ok(SourceFile {
+        bytes,
+        header_len,
+        tensors: h.tensors,
+        metadata: h.metadata,
+        regions: h.regions,
+        warnings: h.warnings,
+    })
+}
+
+/// What a `.safetensors` header says about its file ([`parse_header`]).
+#[derive(Clone, Debug)]
+pub struct ParsedHeader {
+    /// The tensor entries in the order of the JSON object.
+    pub tensors: Vec<TensorInfo>,
+    /// The `__metadata__` map in file order, if present.
+    pub metadata: Option<Vec<(String, String)>>,
+    /// The data region cut into tensors and gaps ([`SourceFile::regions`]).
+    pub regions: Vec<Region>,
+    /// What is unusual but allowed ([`SourceFile::warnings`]).
+    pub warnings: Vec<Warning>,
+}
+
+/// Parses the JSON header `header` (the bytes after the 8-byte length field, exactly
+/// as written) of a file whose data region has `data_len` bytes, with every check of
+/// [`parse`] but those of the length field. The archive reader uses it on the header
+/// it restores, to learn the tensors a version-2 archive's records hold.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_header(header: &[u8], data_len: u64) -> Result<ParsedHeader, SourceError> {
+    let header_len = header.len() as u64;
     let text = std::str::from_utf8(header).map_err(|e| SourceError::NotUtf8 {
         offset: e.valid_up_to() as u64,
     })?;
     let raw = parse_json(text)?;
-    let data_len = file_len - 8 - header_len;
 
     let mut warnings = Vec::new();
     let leading_ws = text.len() - text.trim_start().len();
@@ -267,9 +299,7 @@ pub fn parse(bytes: &[u8]) -> Result<SourceFile<'_>, SourceError> {
     }
 
     let regions = layout(&tensors, data_len, &mut warnings)?;
-    Ok(SourceFile {
-        bytes,
-        header_len,
+    Ok(ParsedHeader {
         tensors,
         metadata,
         regions,
@@ -300,6 +330,17 @@ fn check_entry(
         });
     }
     let actual = end - begin;
+    let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+    if let Some(bits) = elements.and_then(|n| n.checked_mul(u64::from(dt.element_bits()))) {
+        if !bits.is_multiple_of(8) {
+            return Err(SourceError::PartialByte {
+                tensor: name,
+                dtype: dt.name().to_string(),
+                elements: elements.unwrap_or(0),
+                bits,
+            });
+        }
+    }
     let expected = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -682,6 +723,38 @@ mod tests {
             parse(b"\x7b\x00\x00\x00\x00\x00\x00\x00{}"),
             Err(SourceError::HeaderPastEof { declared: 123, .. })
         ));
+    }
+
+    /// Sub-byte dtypes whose elements do not fill whole bytes are refused, as the
+    /// reference safetensors library refuses them (3 F4 elements are 12 bits); whole
+    /// bytes of them are data like any other.
+    #[test]
+    fn sub_byte_tensors_must_fill_whole_bytes() {
+        assert_eq!(
+            err(r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#, &[0, 0]),
+            SourceError::PartialByte {
+                tensor: "a".into(),
+                dtype: "F4".into(),
+                elements: 3,
+                bits: 12
+            }
+        );
+        assert!(matches!(
+            err(r#"{"b":{"dtype":"F6_E2M3","shape":[2,3],"data_offsets":[0,5]}}"#, &[0; 5]),
+            SourceError::PartialByte { bits: 36, .. }
+        ));
+        let f = file(
+            r#"{"a":{"dtype":"F4","shape":[2,2],"data_offsets":[0,2]},"b":{"dtype":"F6_E3M2","shape":[4],"data_offsets":[2,5]}}"#,
+            &[1, 2, 3, 4, 5],
+        );
+        let parsed = parse(&f).unwrap();
+        assert_eq!(parsed.tensor_bytes(0), [1, 2]);
+        assert_eq!(parsed.tensor_bytes(1), [3, 4, 5]);
+        assert_eq!(
+            err(r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#, &[0, 0]).to_string(),
+            "tensor \"a\": 3 elements of F4 are 12 bits, not a whole number of bytes, which \
+             the safetensors format does not allow"
+        );
     }
 
     #[test]
