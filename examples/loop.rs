@@ -5,7 +5,11 @@ use std::path::Path;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (mode, path, n) = (&args[1], Path::new(&args[2]), args[3].parse::<usize>().unwrap());
+    let (mode, path, n) = (
+        &args[1],
+        Path::new(&args[2]),
+        args[3].parse::<usize>().unwrap(),
+    );
     let bytes = std::fs::read(path).unwrap();
     let src = brevis::archive::safetensors::parse(&bytes).unwrap();
     let opts = CompressOptions {
@@ -34,5 +38,9 @@ fn main() {
         eprintln!("{:.2?}", &v[..20]);
     }
     let s = t.elapsed().as_secs_f64() / n as f64;
-    eprintln!("{:.3} ms/run, {:.1} MB/s", s * 1e3, bytes.len() as f64 / s / 1e6);
+    eprintln!(
+        "{:.3} ms/run, {:.1} MB/s",
+        s * 1e3,
+        bytes.len() as f64 / s / 1e6
+    );
 }

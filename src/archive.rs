@@ -37,7 +37,9 @@ mod stream;
 pub mod verify;
 pub mod writer;
 
-pub use reader::{Archive, DecompressOptions, DecompressSummary, GapEntry, TensorEntry};
+pub use reader::{
+    Archive, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
+};
 pub use rewrite::rewrite_with_programs;
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,

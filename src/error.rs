@@ -435,13 +435,17 @@ pub enum ArchiveError {
         what: String,
     },
     /// The archive was written by a newer or unknown format version.
-    #[error("unsupported {what} version {found} (this build reads version {supported})")]
+    #[error(
+        "unsupported {what} version {found} (this build reads versions {first} to {supported})"
+    )]
     Version {
         /// Which version (`format` or `program wire`).
         what: &'static str,
         /// The version in the file.
         found: u64,
-        /// The version this build reads.
+        /// The oldest version this build reads.
+        first: u64,
+        /// The newest version this build reads.
         supported: u64,
     },
     /// The archive is truncated or its structure is inconsistent.

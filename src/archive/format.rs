@@ -6,10 +6,13 @@
 //! ```text
 //! offset 0     file header      16 bytes
 //! offset 16    record 0         the source header (length field and JSON text)
-//!              record 1..R-1    one per region of the data region, in offset order
-//! index_offset index            record lengths, counts, whole-file checksum
+//!              record 1..R-1    the data region, in offset order
+//! index_offset index            record lengths, what each record covers, checksums
 //! end - 32     trailer          32 bytes: where the index is, its checksum, end magic
 //! ```
+//!
+//! This module writes format version 2 ([`FORMAT_VERSION`]) and reads versions 1 and 2;
+//! version 1 is described at the end.
 //!
 //! **Integers.** Fixed-size fields are little-endian (`u16`, `u32`, `u64`). Variable
 //! fields (`uleb`) are unsigned LEB128, at most 10 bytes, no bits beyond 64. Checksums
@@ -20,42 +23,60 @@
 //! | bytes | field |
 //! | --- | --- |
 //! | 0..8 | magic [`MAGIC`] = `"BREVIS\0\0"` |
-//! | 8..10 | format version `u16` = [`FORMAT_VERSION`] |
-//! | 10..12 | program wire version `u16` = [`crate::dsl::wire::WIRE_VERSION`] |
+//! | 8..10 | format version `u16` (2; 1 for the first format) |
+//! | 10..12 | program wire version `u16` = [`crate::dsl::wire::WIRE_VERSION`] (1 in version-1 archives) |
 //! | 12..16 | flags `u32`, must be 0 |
 //!
-//! **Records** follow each other without padding from byte 16. Each starts with a kind
-//! byte and ends exactly where its program ends:
+//! **Items.** The source header says everything about the tensors: names, dtypes,
+//! shapes and offsets. A reader decodes record 0 (the header, a few kilobytes), parses
+//! it as the writer's parser did ([`super::safetensors::parse_header`]), and cuts the
+//! data region into *items*: the non-empty tensors and the gaps between them (bytes no
+//! tensor owns), in offset order. Empty tensors have no bytes and no item. Records of
+//! version 2 therefore store no name, dtype, shape or offset: only their bytes' checksum
+//! and program.
+//!
+//! **Records** follow each other without padding from byte 16. Record 0 is the header
+//! record; records `1..R` each cover one or more consecutive items (how many is in the
+//! index) and together cover them all, in order. Each record starts with a kind byte and
+//! its program runs to the record's end:
 //!
 //! | kind | fields after the kind byte |
 //! | --- | --- |
-//! | `0` header | `uleb` header length `N` (the value of the source's 8-byte length field); `u64` checksum of the `N` JSON bytes; `uleb` program length; program of type `u8[N]` |
-//! | `1` tensor | `uleb` name length, name (UTF-8); `uleb` position among the header's tensor entries; `u8` dtype code ([`crate::tensor::Dtype::code`]); `uleb` rank, `uleb` per dimension; `uleb` begin, `uleb` end (its `data_offsets`); `u64` checksum of its bytes; `uleb` program length; program |
-//! | `2` gap | `uleb` begin, `uleb` end (bytes of the data region no tensor owns, never empty); `u64` checksum; `uleb` program length; program of type `u8[end - begin]` |
+//! | `0` header | `uleb` header length `N` (the value of the source's 8-byte length field); `u64` checksum of the `N` JSON bytes; program of type `u8[N]` |
+//! | `1` data | `u64` checksum of the bytes it restores; program |
+//! | `2` copy | `uleb` index `j` of an earlier data record (`1 <= j` < this one) of the same type, whose bytes these are (a tensor stored twice, e.g. tied embeddings) |
 //!
-//! A tensor of dtype `d` and byte length `L` has a program of type
-//! `b[L / (b / 8)]` with `b = d.word_bits()` (DESIGN §2): its bytes read as little-endian
-//! `b`-bit words. Programs are in the wire format of [`crate::dsl::wire`]; a zero-byte
-//! tensor has the program `Lit` of 0 words.
+//! A data record covers either one item, or several consecutive tensors of one dtype
+//! (a *group*: small tensors coded together, see [`crate::archive::writer`]). Its
+//! program has type `b[L / (b / 8)]`: its `L` bytes read as little-endian `b`-bit words,
+//! `b` the word width of its tensors' dtype (DESIGN §2), 8 for a gap.
 //!
-//! Record 0 is the header record. The others come in data-offset order: the non-empty
-//! ones (tensors and gaps) tile the data region `[0, D)` exactly, in order; an empty
-//! tensor only needs `begin == end <= D`. The original file is the 8-byte length field,
-//! the decoded header, then every record's decoded bytes in record order.
+//! **Index** (at `index_offset`, `index_len` bytes):
 //!
-//! **Index** (at `index_offset`, `index_len` bytes): `uleb` record count `R` (>= 1);
-//! `uleb` tensor count; `uleb` original file length in bytes; `u64` checksum of the whole
-//! original file; `u64` xxh3-64 of the archive bytes `[16, index_offset)` (all records,
-//! checked by verification, not on open); then `R` times `uleb` record length in bytes. Record `i` starts at
-//! `16 + sum of the lengths before it`; the lengths must add up to `index_offset - 16`.
+//! 1. `uleb` record count `R` (>= 1);
+//! 2. `uleb` original file length in bytes;
+//! 3. `u64` checksum of the whole original file;
+//! 4. `u64` xxh3-64 of the archive bytes `[16, index_offset)` (all records, checked by
+//!    verification, not on open);
+//! 5. `uleb` length and UTF-8 bytes of the source's file name (no folders; empty if not
+//!    known), which `decompress` restores by default;
+//! 6. `uleb` count `S` of search settings, then each: `uleb` budget (expansions per
+//!    region), `uleb` depth limit, `uleb` node limit, `u8` prior (0 uniform, 1
+//!    calibrated on the source, 2 given), `u64` xxh3-64 of the prior's JSON (0 for
+//!    uniform) ([`Settings`]);
+//! 7. `R` times `uleb` record length in bytes: record `i` starts at `16 + sum of the
+//!    lengths before it`; the lengths add up to `index_offset - 16`;
+//! 8. for each record `1..R`: `uleb` count of items it covers (>= 1), `uleb` index of
+//!    the settings that built it (< `S`).
 //!
 //! **Trailer** (last 32 bytes): `u64` index offset, `u64` index length, `u64` xxh3-64 of
 //! the index bytes, end magic [`END_MAGIC`] = `"BRVINDEX"`. The index must end where the
 //! trailer starts.
 //!
-//! Every record can be decoded alone, given its offset and length from the index. The
-//! reader checks every length, count and offset against the bytes present before using
-//! it; see [`crate::archive::reader`].
+//! Every record can be decoded alone, given its offset and length from the index and the
+//! decoded header (a copy through the record it names). The reader checks every length,
+//! count and offset against the bytes present before using it; see
+//! [`crate::archive::reader`].
 //!
 //! **Large tensors** of more than [`crate::archive::writer::REGION_WORDS`] words are
 //! stored as an explicit `Concat` whose children cover consecutive regions of that many
@@ -67,6 +88,20 @@
 //! [`crate::archive::folder`] for the layout. One archive per shard keeps random access
 //! (open only the shard holding a tensor) and lets shards be written, read and verified
 //! independently.
+//!
+//! **Version 1** (read only) had the same file header (version 1, wire version 1),
+//! trailer and layout, with self-describing records, one per tensor (empty ones too) or
+//! gap, in data-offset order:
+//!
+//! | kind | fields after the kind byte |
+//! | --- | --- |
+//! | `0` header | `uleb` header length `N`; `u64` checksum of the `N` JSON bytes; `uleb` program length; program of type `u8[N]` |
+//! | `1` tensor | `uleb` name length, name (UTF-8); `uleb` position among the header's tensor entries; `u8` dtype code ([`crate::tensor::Dtype::code`]); `uleb` rank, `uleb` per dimension; `uleb` begin, `uleb` end (its `data_offsets`); `u64` checksum of its bytes; `uleb` program length; program |
+//! | `2` gap | `uleb` begin, `uleb` end (never empty); `u64` checksum; `uleb` program length; program of type `u8[end - begin]` |
+//!
+//! and an index of: `uleb` record count `R`; `uleb` tensor count; `uleb` original file
+//! length; `u64` whole-file checksum; `u64` records checksum; `R` times `uleb` record
+//! length.
 
 use crate::dsl::wire::Sink;
 use crate::tensor::Dtype;
@@ -77,8 +112,11 @@ pub const MAGIC: [u8; 8] = *b"BREVIS\0\0";
 /// Magic at the very end of every archive.
 pub const END_MAGIC: [u8; 8] = *b"BRVINDEX";
 
-/// Version of this layout.
-pub const FORMAT_VERSION: u16 = 1;
+/// Version of the layout this build writes (it reads [`FIRST_VERSION`] to this one).
+pub const FORMAT_VERSION: u16 = 2;
+
+/// Oldest layout this build reads.
+pub const FIRST_VERSION: u16 = 1;
 
 /// Length of the file header in bytes.
 pub const FILE_HEADER_LEN: usize = 16;
@@ -88,21 +126,288 @@ pub const TRAILER_LEN: usize = 32;
 
 /// Record kinds.
 pub const KIND_HEADER: u8 = 0;
-/// A tensor record.
+/// A tensor record (version 1).
 pub const KIND_TENSOR: u8 = 1;
-/// A gap record.
+/// A gap record (version 1).
 pub const KIND_GAP: u8 = 2;
+/// A data record (version 2).
+pub const KIND_DATA: u8 = 1;
+/// A copy record (version 2).
+pub const KIND_COPY: u8 = 2;
 
-/// The 16-byte file header for this build.
+/// The 16-byte file header this build writes (format [`FORMAT_VERSION`]).
 pub fn file_header() -> [u8; FILE_HEADER_LEN] {
+    file_header_of(FORMAT_VERSION, crate::dsl::wire::WIRE_VERSION as u16)
+}
+
+/// The 16-byte file header of a version-1 archive (format 1, wire 1): what the
+/// version-1 record writers below go with, to build such archives in tests.
+pub fn file_header_v1() -> [u8; FILE_HEADER_LEN] {
+    file_header_of(1, 1)
+}
+
+fn file_header_of(version: u16, wire: u16) -> [u8; FILE_HEADER_LEN] {
     let mut h = [0u8; FILE_HEADER_LEN];
     h[..8].copy_from_slice(&MAGIC);
-    h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    h[10..12].copy_from_slice(&(crate::dsl::wire::WIRE_VERSION as u16).to_le_bytes());
+    h[8..10].copy_from_slice(&version.to_le_bytes());
+    h[10..12].copy_from_slice(&wire.to_le_bytes());
     h
 }
 
-/// Fields of a tensor record other than its program.
+/// How the production prior of a search was chosen ([`Settings`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PriorKind {
+    /// Uniform production costs.
+    Uniform = 0,
+    /// Calibrated on the source's own tensors (DESIGN §6).
+    Calibrated = 1,
+    /// Given by the user (a prior file).
+    Given = 2,
+}
+
+impl PriorKind {
+    /// Lowercase name (`uniform`, `calibrated`, `given`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PriorKind::Uniform => "uniform",
+            PriorKind::Calibrated => "calibrated",
+            PriorKind::Given => "given",
+        }
+    }
+
+    fn from_u8(b: u8) -> Option<PriorKind> {
+        match b {
+            0 => Some(PriorKind::Uniform),
+            1 => Some(PriorKind::Calibrated),
+            2 => Some(PriorKind::Given),
+            _ => None,
+        }
+    }
+}
+
+/// The search settings that built a record (version 2 keeps them in the index): the
+/// expansion budget per region, the depth and node limits, and which prior ordered the
+/// search, by the xxh3-64 of its JSON ([`crate::synth::Prior::to_json`]; 0 for uniform).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Settings {
+    /// Expansions per region (`--budget`).
+    pub budget: u64,
+    /// Deepest program (`--max-depth`).
+    pub max_depth: u64,
+    /// Most nodes per program (`--max-nodes`).
+    pub max_nodes: u64,
+    /// How the prior was chosen.
+    pub prior: PriorKind,
+    /// xxh3-64 of the prior's JSON text; 0 for a uniform prior.
+    pub prior_digest: u64,
+}
+
+impl Settings {
+    /// The digest as 16 hex digits (what `show` and `ls --json` print).
+    pub fn digest_hex(&self) -> String {
+        format!("{:016x}", self.prior_digest)
+    }
+}
+
+/// What a version-2 record holds, read from its bytes without decoding its program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordV2 {
+    /// The source header.
+    Header {
+        /// Length of the JSON header in bytes.
+        header_len: u64,
+        /// xxh3-64 of the JSON header.
+        checksum: u64,
+        /// Program bytes, relative to the record start.
+        program: std::ops::Range<usize>,
+    },
+    /// Bytes of the data region.
+    Data {
+        /// xxh3-64 of the bytes.
+        checksum: u64,
+        /// Program bytes, relative to the record start.
+        program: std::ops::Range<usize>,
+    },
+    /// The bytes of an earlier data record.
+    Copy {
+        /// Index of that record (>= 1).
+        of: u64,
+    },
+}
+
+/// Appends everything of a version-2 header record but its program.
+pub fn header_record_head_v2(out: &mut Vec<u8>, header_len: u64, checksum: u64) {
+    out.push(KIND_HEADER);
+    out.put_uleb(header_len);
+    out.extend_from_slice(&checksum.to_le_bytes());
+}
+
+/// Appends everything of a version-2 data record but its program.
+pub fn data_record_head(out: &mut Vec<u8>, checksum: u64) {
+    out.push(KIND_DATA);
+    out.extend_from_slice(&checksum.to_le_bytes());
+}
+
+/// Appends a version-2 copy record of record `of`.
+pub fn copy_record(out: &mut Vec<u8>, of: u64) {
+    out.push(KIND_COPY);
+    out.put_uleb(of);
+}
+
+/// Reads one version-2 record from exactly its bytes. Allocates nothing.
+pub fn read_record_v2(bytes: &[u8]) -> Result<RecordV2, String> {
+    let mut c = Cursor::new(bytes, "record");
+    let rest = |c: &Cursor<'_>| c.pos()..bytes.len();
+    let rec = match c.u8()? {
+        KIND_HEADER => {
+            let header_len = c.uleb()?;
+            let checksum = c.u64()?;
+            RecordV2::Header {
+                header_len,
+                checksum,
+                program: rest(&c),
+            }
+        }
+        KIND_DATA => {
+            let checksum = c.u64()?;
+            RecordV2::Data {
+                checksum,
+                program: rest(&c),
+            }
+        }
+        KIND_COPY => {
+            let of = c.uleb()?;
+            c.finish()?;
+            RecordV2::Copy { of }
+        }
+        k => return Err(format!("unknown record kind {k}")),
+    };
+    Ok(rec)
+}
+
+/// The index of a version-2 archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexV2 {
+    /// Length of the original file in bytes.
+    pub original_len: u64,
+    /// xxh3-64 of the whole original file.
+    pub file_checksum: u64,
+    /// xxh3-64 of the archive's record bytes (from byte 16 to the index).
+    pub records_checksum: u64,
+    /// The source's file name (empty if not known).
+    pub file_name: String,
+    /// The search settings the records refer to.
+    pub settings: Vec<Settings>,
+    /// Length in bytes of every record, in order (record 0 is the header record).
+    pub record_lens: Vec<u64>,
+    /// For records `1..`: how many items each covers, and which settings built it.
+    pub records: Vec<(u64, u64)>,
+}
+
+/// Appends the bytes of a version-2 index.
+///
+/// # Panics
+/// If `index.records` does not have one entry per record after the first.
+pub fn write_index_v2(out: &mut Vec<u8>, index: &IndexV2) {
+    assert_eq!(index.records.len() + 1, index.record_lens.len());
+    out.put_uleb(index.record_lens.len() as u64);
+    out.put_uleb(index.original_len);
+    out.extend_from_slice(&index.file_checksum.to_le_bytes());
+    out.extend_from_slice(&index.records_checksum.to_le_bytes());
+    out.put_uleb(index.file_name.len() as u64);
+    out.extend_from_slice(index.file_name.as_bytes());
+    out.put_uleb(index.settings.len() as u64);
+    for s in &index.settings {
+        out.put_uleb(s.budget);
+        out.put_uleb(s.max_depth);
+        out.put_uleb(s.max_nodes);
+        out.push(s.prior as u8);
+        out.extend_from_slice(&s.prior_digest.to_le_bytes());
+    }
+    for &l in &index.record_lens {
+        out.put_uleb(l);
+    }
+    for &(items, settings) in &index.records {
+        out.put_uleb(items);
+        out.put_uleb(settings);
+    }
+}
+
+/// Reads a version-2 index from exactly its bytes. Every count is bounded by the bytes
+/// left (each entry takes at least one byte) before anything is allocated.
+pub fn read_index_v2(bytes: &[u8]) -> Result<IndexV2, String> {
+    let mut c = Cursor::new(bytes, "index");
+    let count = c.uleb()?;
+    let original_len = c.uleb()?;
+    let file_checksum = c.u64()?;
+    let records_checksum = c.u64()?;
+    let name_len = c.uleb()?;
+    let file_name = std::str::from_utf8(c.take(name_len)?)
+        .map_err(|_| "the file name is not UTF-8".to_string())?
+        .to_string();
+    let bounded = |c: &Cursor<'_>, n: u64, what: &str, each: u64| {
+        if n.saturating_mul(each) > c.remaining() as u64 {
+            Err(format!(
+                "index claims {n} {what} but has {} bytes left",
+                c.remaining()
+            ))
+        } else {
+            Ok(n as usize)
+        }
+    };
+    let s = c.uleb()?;
+    let s = bounded(&c, s, "settings", 12)?;
+    let mut settings = Vec::with_capacity(s);
+    for _ in 0..s {
+        let budget = c.uleb()?;
+        let max_depth = c.uleb()?;
+        let max_nodes = c.uleb()?;
+        let kind = c.u8()?;
+        let prior = PriorKind::from_u8(kind).ok_or_else(|| format!("unknown prior kind {kind}"))?;
+        let prior_digest = c.u64()?;
+        settings.push(Settings {
+            budget,
+            max_depth,
+            max_nodes,
+            prior,
+            prior_digest,
+        });
+    }
+    if count == 0 {
+        return Err("index lists no records".into());
+    }
+    // Each record takes at least three bytes: its length, its item count and its
+    // settings (the header record one: its length).
+    if count.saturating_mul(3) - 2 > c.remaining() as u64 {
+        return Err(format!(
+            "index claims {count} records but has {} bytes left",
+            c.remaining()
+        ));
+    }
+    let n = count as usize;
+    let mut record_lens = Vec::with_capacity(n);
+    for _ in 0..n {
+        record_lens.push(c.uleb()?);
+    }
+    let mut records = Vec::with_capacity(n - 1);
+    for _ in 1..n {
+        let items = c.uleb()?;
+        let set = c.uleb()?;
+        records.push((items, set));
+    }
+    c.finish()?;
+    Ok(IndexV2 {
+        original_len,
+        file_checksum,
+        records_checksum,
+        file_name,
+        settings,
+        record_lens,
+        records,
+    })
+}
+
+/// Fields of a version-1 tensor record other than its program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorMeta {
     /// The tensor's name.
@@ -121,7 +426,7 @@ pub struct TensorMeta {
     pub checksum: u64,
 }
 
-/// Appends a header record.
+/// Appends a version-1 header record.
 pub fn write_header_record(out: &mut Vec<u8>, header_len: u64, checksum: u64, program: &[u8]) {
     header_record_head(out, header_len, checksum, program.len() as u64);
     out.extend_from_slice(program);
@@ -135,7 +440,7 @@ pub fn header_record_head(out: &mut Vec<u8>, header_len: u64, checksum: u64, pro
     out.put_uleb(program_len);
 }
 
-/// Appends a tensor record.
+/// Appends a version-1 tensor record.
 pub fn write_tensor_record(out: &mut Vec<u8>, meta: &TensorMeta, program: &[u8]) {
     tensor_record_head(out, meta, program.len() as u64);
     out.extend_from_slice(program);
@@ -158,7 +463,7 @@ pub fn tensor_record_head(out: &mut Vec<u8>, meta: &TensorMeta, program_len: u64
     out.put_uleb(program_len);
 }
 
-/// Appends a gap record.
+/// Appends a version-1 gap record.
 pub fn write_gap_record(out: &mut Vec<u8>, begin: u64, end: u64, checksum: u64, program: &[u8]) {
     gap_record_head(out, begin, end, checksum, program.len() as u64);
     out.extend_from_slice(program);
@@ -173,7 +478,7 @@ pub fn gap_record_head(out: &mut Vec<u8>, begin: u64, end: u64, checksum: u64, p
     out.put_uleb(program_len);
 }
 
-/// The index: what a reader needs to find every record.
+/// The index of a version-1 archive: what a reader needs to find every record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Index {
     /// Number of tensor records.
@@ -188,7 +493,7 @@ pub struct Index {
     pub record_lens: Vec<u64>,
 }
 
-/// Appends the index bytes.
+/// Appends the bytes of a version-1 index.
 pub fn write_index(out: &mut Vec<u8>, index: &Index) {
     out.put_uleb(index.record_lens.len() as u64);
     out.put_uleb(index.tensor_count);
@@ -318,7 +623,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// A record read from its bytes, without decoding its program. `program` is the byte
+/// A version-1 record read from its bytes, without decoding its program. `program` is the byte
 /// range of the program inside the record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -351,7 +656,7 @@ pub enum Record {
     },
 }
 
-/// Reads one record from exactly its bytes. Allocates at most in proportion to
+/// Reads one version-1 record from exactly its bytes. Allocates at most in proportion to
 /// `bytes.len()`.
 pub fn read_record(bytes: &[u8]) -> Result<Record, String> {
     let mut c = Cursor::new(bytes, "record");
@@ -430,7 +735,7 @@ fn read_program_range(c: &mut Cursor<'_>) -> Result<std::ops::Range<usize>, Stri
     Ok(start..c.pos())
 }
 
-/// Reads the index from exactly its bytes. The record-length vector is bounded by the
+/// Reads a version-1 index from exactly its bytes. The record-length vector is bounded by the
 /// index length (each length takes at least one byte).
 pub fn read_index(bytes: &[u8]) -> Result<Index, String> {
     let mut c = Cursor::new(bytes, "index");

@@ -8,7 +8,7 @@
 //! decoded, against the type its dtype and byte length give, and the result is compared
 //! with the stored xxh3-64 checksum.
 
-use super::format::{self, Record};
+use super::format::{self, Record, RecordV2, Settings};
 use super::stream::{self, Decoded};
 use super::writer::{check_output, persist, temp_beside, SyncAhead};
 use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
@@ -27,7 +27,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// when an allocation of its size fails (e.g. under `ulimit -v`).
 pub const MAX_REGION_BYTES: u64 = 1 << 36;
 
-/// One tensor of an archive, as listed by its record (its program is not decoded).
+/// One tensor of an archive, as listed by the archive (its program is not decoded).
+///
+/// In a version-2 archive a tensor is stored in a record of its own, or with the small
+/// tensors next to it in one *group* record ([`TensorEntry::group`]), or as a *copy* of
+/// an earlier tensor with the same bytes ([`TensorEntry::copy_of`]); an empty tensor has
+/// no record at all. Its name, dtype, shape and offsets come from the stored header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorEntry {
     /// The tensor's name (may hold control characters; see [`super::escape_name`]).
@@ -42,14 +47,27 @@ pub struct TensorEntry {
     pub begin: u64,
     /// End (exclusive).
     pub end: u64,
-    /// xxh3-64 of its original bytes.
+    /// xxh3-64 of the original bytes its record restores: its own bytes, or its group's
+    /// (all of them) for a tensor in a group.
     pub checksum: u64,
-    /// Byte range of its record in the archive.
+    /// Byte range of its record in the archive (its group's record for a tensor in a
+    /// group; empty for an empty tensor of a version-2 archive, which has no record).
     pub record: Range<usize>,
-    /// Byte range of its program in the archive.
+    /// Byte range of the program that restores it in the archive: its record's, its
+    /// group's, or for a copy the program of the record it copies.
     pub program: Range<usize>,
     /// Name of the program's root operator (`lit`, `merge`, ...), read from its tag.
     pub root_op: &'static str,
+    /// The group record it is stored in, an index into [`Archive::groups`].
+    pub group: Option<usize>,
+    /// The tensor (an index into [`Archive::tensors`]) whose record this one's copies.
+    pub copy_of: Option<usize>,
+    /// The search settings that built its record (version-1 archives do not say).
+    pub settings: Option<Settings>,
+    /// Bytes of the archive counted for it ([`TensorEntry::archive_bytes`]).
+    share: u64,
+    /// Bytes of program counted for it ([`TensorEntry::program_bytes`]).
+    program_share: u64,
 }
 
 impl TensorEntry {
@@ -58,21 +76,56 @@ impl TensorEntry {
         self.end - self.begin
     }
 
-    /// Bytes of its record in the archive (name, shape, offsets, checksum, program).
+    /// Bytes of its record in the archive (its framing, checksum and program). A tensor
+    /// in a group is counted its share of the group's record, in proportion to its
+    /// original bytes (the shares of a group add up to its record exactly).
     pub fn archive_bytes(&self) -> u64 {
-        self.record.len() as u64
+        self.share
     }
 
-    /// Bytes of its program (part of [`TensorEntry::archive_bytes`]).
+    /// Bytes of its program (part of [`TensorEntry::archive_bytes`]); a tensor in a
+    /// group is counted its share of the group's program, a copy none.
     pub fn program_bytes(&self) -> u64 {
-        self.program.len() as u64
+        self.program_share
     }
 
-    /// The program's type: the tensor's bytes as little-endian words of
-    /// `dtype.word_bits()` bits (DESIGN §2).
+    /// The tensor's type: its bytes as little-endian words of `dtype.word_bits()` bits
+    /// (DESIGN §2). For a tensor in a group, the program has its group's type
+    /// ([`GroupEntry::ty`]).
     pub fn ty(&self) -> Ty {
         let width = self.dtype.word_bits();
         Ty::new(width, self.original_bytes() / u64::from(width / 8))
+    }
+}
+
+/// A group record of a version-2 archive: consecutive small tensors of one dtype, coded
+/// as one stream (the concatenation of their words) by one program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupEntry {
+    /// Its tensors, a range of indices into [`Archive::tensors`] (consecutive in data
+    /// order).
+    pub tensors: Range<usize>,
+    /// Start of its bytes in the data region.
+    pub begin: u64,
+    /// End (exclusive).
+    pub end: u64,
+    /// The dtype of its tensors.
+    pub dtype: Dtype,
+    /// xxh3-64 of its original bytes.
+    pub checksum: u64,
+    /// Byte range of its record in the archive.
+    pub record: Range<usize>,
+    /// Byte range of its program in the archive.
+    pub program: Range<usize>,
+    /// The search settings that built it.
+    pub settings: Option<Settings>,
+}
+
+impl GroupEntry {
+    /// The program's type: the group's bytes as little-endian words of its dtype.
+    pub fn ty(&self) -> Ty {
+        let width = self.dtype.word_bits();
+        Ty::new(width, (self.end - self.begin) / u64::from(width / 8))
     }
 }
 
@@ -97,6 +150,7 @@ pub(crate) enum Item {
     Header,
     Tensor(usize),
     Gap(usize),
+    Group(usize),
 }
 
 enum Backing {
@@ -148,8 +202,12 @@ pub struct Archive {
     file_checksum: u64,
     records_checksum: u64,
     records_end: usize,
+    version: u16,
+    file_name: Option<String>,
+    settings: Vec<Settings>,
     tensors: Vec<TensorEntry>,
     gaps: Vec<GapEntry>,
+    groups: Vec<GroupEntry>,
     items: Vec<Item>,
 }
 
@@ -205,8 +263,12 @@ impl Archive {
                 file_checksum: s.file_checksum,
                 records_checksum: s.records_checksum,
                 records_end: s.records_end,
+                version: s.version,
+                file_name: s.file_name,
+                settings: s.settings,
                 tensors: s.tensors,
                 gaps: s.gaps,
+                groups: s.groups,
                 items: s.items,
             }),
             Err(e) => Err(Error::archive(&path, e)),
@@ -281,6 +343,28 @@ impl Archive {
         &self.gaps
     }
 
+    /// The group records (version 2): runs of small tensors stored together.
+    pub fn groups(&self) -> &[GroupEntry] {
+        &self.groups
+    }
+
+    /// The archive's format version (1 or 2).
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// The source's file name as the archive stores it (version 2; `None` when it was
+    /// not known, e.g. for an archive made in memory, and for version 1).
+    pub fn file_name(&self) -> Option<&str> {
+        self.file_name.as_deref()
+    }
+
+    /// The distinct search settings that built the archive's records (empty for
+    /// version 1, which does not record them).
+    pub fn settings(&self) -> &[Settings] {
+        &self.settings
+    }
+
     /// Index in [`Archive::tensors`] of the first tensor named `name`.
     pub fn find(&self, name: &str) -> Option<usize> {
         self.tensors.iter().position(|t| t.name == name)
@@ -313,14 +397,23 @@ impl Archive {
         })
     }
 
-    /// Reads (without running) the program of tensor `i`.
+    /// Reads (without running) the program that restores tensor `i`: its record's, or
+    /// for a tensor in a group the group's (of the group's type, [`GroupEntry::ty`]);
+    /// an empty tensor of a version-2 archive, which has no record, gets `Lit` of no
+    /// words.
     ///
     /// # Errors
     /// [`ArchiveError::NoSuchTensor`] for a bad index; [`ArchiveError::Decode`] if the
     /// program bytes are malformed or do not have the tensor's type.
     pub fn program(&self, i: usize) -> Result<Node> {
         let t = self.tensor(i)?;
-        self.read(&t.program, t.ty(), Item::Tensor(i))
+        match t.group {
+            Some(g) => self.read(&t.program, self.groups[g].ty(), Item::Group(g)),
+            None if t.record.is_empty() && t.original_bytes() == 0 => {
+                Ok(Node::lit(&crate::tensor::Words::empty(t.dtype.word_bits())))
+            }
+            None => self.read(&t.program, t.ty(), Item::Tensor(i)),
+        }
     }
 
     /// The program of the source header (type `u8[header_len]`).
@@ -332,14 +425,24 @@ impl Archive {
     }
 
     /// Decodes tensor `i` into its original bytes and checks them against the stored
-    /// checksum.
+    /// checksum (a tensor in a group: the whole group is decoded and checked, then its
+    /// part returned).
     ///
     /// # Errors
     /// As [`Archive::program`], plus [`ArchiveError::Decode`] if the program does not run
     /// and [`Error::Mismatch`] if the bytes differ from the stored checksum.
     pub fn decode_tensor(&self, i: usize) -> Result<Vec<u8>> {
-        self.tensor(i)?;
-        self.decode_checked(Item::Tensor(i))
+        let t = self.tensor(i)?;
+        match t.group {
+            Some(g) => {
+                let group = &self.groups[g];
+                let all = self.decode_checked(Item::Group(g))?;
+                let at = (t.begin - group.begin) as usize;
+                Ok(all[at..at + t.original_bytes() as usize].to_vec())
+            }
+            None if t.record.is_empty() && t.original_bytes() == 0 => Ok(Vec::new()),
+            None => self.decode_checked(Item::Tensor(i)),
+        }
     }
 
     /// Decodes the source's JSON header and checks it against the stored checksum.
@@ -360,6 +463,11 @@ impl Archive {
     /// As [`Archive::header_bytes`] (a damaged header record is a checksum mismatch);
     /// [`Error::Archive`] if the restored header is not a `.safetensors` header.
     pub fn header_disagreements(&self) -> Result<Vec<String>> {
+        if self.version >= 2 {
+            // Version-2 records hold no name, dtype, shape or offsets: the header is the
+            // only place that says them, checked against its checksum when opened.
+            return Ok(Vec::new());
+        }
         let header = self.header_bytes()?;
         let entries = std::str::from_utf8(&header)
             .ok()
@@ -429,15 +537,26 @@ impl Archive {
                 let g = &self.gaps[g];
                 format!("gap at data bytes [{}, {})", g.begin, g.end)
             }
+            Item::Group(k) => {
+                let g = &self.groups[k];
+                format!(
+                    "group of {} tensors {:?} to {:?}",
+                    g.tensors.len(),
+                    self.tensors[g.tensors.start].name,
+                    self.tensors[g.tensors.end - 1].name
+                )
+            }
         }
     }
 
-    /// Label of an item for progress: the tensor name, `(header)` or `(gap)`.
+    /// Label of an item for progress: the tensor name (a group's first), `(header)` or
+    /// `(gap)`.
     pub(crate) fn item_label(&self, item: Item) -> &str {
         match item {
             Item::Header => "(header)",
             Item::Tensor(i) => &self.tensors[i].name,
             Item::Gap(_) => "(gap)",
+            Item::Group(k) => &self.tensors[self.groups[k].tensors.start].name,
         }
     }
 
@@ -447,6 +566,7 @@ impl Archive {
             Item::Header => 8 + self.header_len,
             Item::Tensor(i) => self.tensors[i].original_bytes(),
             Item::Gap(g) => self.gaps[g].end - self.gaps[g].begin,
+            Item::Group(k) => self.groups[k].end - self.groups[k].begin,
         }
     }
 
@@ -455,6 +575,7 @@ impl Archive {
             Item::Header => self.header_checksum,
             Item::Tensor(i) => self.tensors[i].checksum,
             Item::Gap(g) => self.gaps[g].checksum,
+            Item::Group(k) => self.groups[k].checksum,
         }
     }
 
@@ -483,6 +604,7 @@ impl Archive {
                 let g = &self.gaps[g];
                 (g.program.clone(), Ty::new(8, g.end - g.begin))
             }
+            Item::Group(k) => (self.groups[k].program.clone(), self.groups[k].ty()),
         }
     }
 
@@ -500,11 +622,7 @@ impl Archive {
     /// A decode error for `item`, saying where its program starts in the archive (the
     /// wire reader's offsets count from there).
     pub(crate) fn decode_err(&self, item: Item, e: impl std::fmt::Display) -> Error {
-        let start = match item {
-            Item::Header => self.header_program.start,
-            Item::Tensor(i) => self.tensors[i].program.start,
-            Item::Gap(g) => self.gaps[g].program.start,
-        };
+        let start = self.item_program(item).0.start;
         self.decode_err_at(item, start, e)
     }
 
@@ -527,15 +645,8 @@ impl Archive {
     /// Decodes an item's bytes (the JSON header without its length field) without
     /// checking the checksum. Returns the bytes and their xxh3-64.
     pub(crate) fn decode_item(&self, item: Item) -> Result<(Vec<u8>, u64)> {
-        let (program, ty) = match item {
-            Item::Header => (&self.header_program, self.header_ty()),
-            Item::Tensor(i) => (&self.tensors[i].program, self.tensors[i].ty()),
-            Item::Gap(g) => {
-                let g = &self.gaps[g];
-                (&g.program, Ty::new(8, g.end - g.begin))
-            }
-        };
-        let node = self.read(program, ty, item)?;
+        let (program, ty) = self.item_program(item);
+        let node = self.read(&program, ty, item)?;
         self.check_decoded_size(item, self.item_original_bytes(item))?;
         let words = execute(&node, ty.len).map_err(|e| self.decode_err(item, e))?;
         let bytes = words_into_le_bytes(words);
@@ -711,8 +822,12 @@ struct Structure {
     file_checksum: u64,
     records_checksum: u64,
     records_end: usize,
+    version: u16,
+    file_name: Option<String>,
+    settings: Vec<Settings>,
     tensors: Vec<TensorEntry>,
     gaps: Vec<GapEntry>,
+    groups: Vec<GroupEntry>,
     items: Vec<Item>,
 }
 
@@ -832,19 +947,28 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
     }
     let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
     let version = u16_at(8);
-    if version != format::FORMAT_VERSION {
+    if !(format::FIRST_VERSION..=format::FORMAT_VERSION).contains(&version) {
         return Err(ArchiveError::Version {
             what: "format",
             found: version.into(),
+            first: format::FIRST_VERSION.into(),
             supported: format::FORMAT_VERSION.into(),
         });
     }
+    // Version-1 archives hold programs of wire version 1 only; later ones any version up
+    // to this build's (each reads the ones before it).
     let wire = u16_at(10);
-    if u32::from(wire) != crate::dsl::wire::WIRE_VERSION {
+    let newest_wire = if version == 1 {
+        1
+    } else {
+        crate::dsl::wire::WIRE_VERSION
+    };
+    if !(1..=newest_wire).contains(&u32::from(wire)) {
         return Err(ArchiveError::Version {
             what: "program wire",
             found: wire.into(),
-            supported: crate::dsl::wire::WIRE_VERSION.into(),
+            first: 1,
+            supported: newest_wire.into(),
         });
     }
     let flags = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
@@ -913,24 +1037,12 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
             "index checksum mismatch: stored {index_sum:016x}, computed {actual:016x}"
         )));
     }
+    if version >= 2 {
+        return parse_v2(bytes, index_bytes, index_offset, version);
+    }
     let index = format::read_index(index_bytes).map_err(corrupt)?;
 
-    // Records tile [16, index_offset).
-    let mut ranges = Vec::with_capacity(index.record_lens.len());
-    let mut at = format::FILE_HEADER_LEN as u64;
-    for (i, &l) in index.record_lens.iter().enumerate() {
-        let end = at
-            .checked_add(l)
-            .filter(|&e| e <= index_offset)
-            .ok_or_else(|| corrupt(format!("record {i} of {l} bytes runs past the index")))?;
-        ranges.push(at as usize..end as usize);
-        at = end;
-    }
-    if at != index_offset {
-        return Err(corrupt(format!(
-            "records end at byte {at} but the index starts at byte {index_offset}"
-        )));
-    }
+    let ranges = record_ranges(&index.record_lens, index_offset)?;
 
     let rec = |i: usize| -> Result<Record, ArchiveError> {
         format::read_record(&bytes[ranges[i].clone()])
@@ -1020,8 +1132,13 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
                     end: meta.end,
                     checksum: meta.checksum,
                     record: range.clone(),
+                    share: range.len() as u64,
+                    program_share: program.len() as u64,
                     program,
                     root_op,
+                    group: None,
+                    copy_of: None,
+                    settings: None,
                 });
             }
             Record::Gap {
@@ -1069,8 +1186,329 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         file_checksum: index.file_checksum,
         records_checksum: index.records_checksum,
         records_end: index_offset as usize,
+        version,
+        file_name: None,
+        settings: Vec::new(),
         tensors,
         gaps,
+        groups: Vec::new(),
+        items,
+    })
+}
+
+/// The byte ranges of records of `lens` bytes each, which must tile `[16, index_offset)`.
+fn record_ranges(lens: &[u64], index_offset: u64) -> Result<Vec<Range<usize>>, ArchiveError> {
+    let mut ranges = Vec::with_capacity(lens.len());
+    let mut at = format::FILE_HEADER_LEN as u64;
+    for (i, &l) in lens.iter().enumerate() {
+        let end = at
+            .checked_add(l)
+            .filter(|&e| e <= index_offset)
+            .ok_or_else(|| corrupt(format!("record {i} of {l} bytes runs past the index")))?;
+        ranges.push(at as usize..end as usize);
+        at = end;
+    }
+    if at != index_offset {
+        return Err(corrupt(format!(
+            "records end at byte {at} but the index starts at byte {index_offset}"
+        )));
+    }
+    Ok(ranges)
+}
+
+/// The header a version-2 archive stores, decoded from `program` (of type `u8[len]`)
+/// and checked against `checksum`: the only place its tensors' names, dtypes, shapes
+/// and offsets are written, so a damaged header makes the archive unreadable.
+fn decode_header_v2(program: &[u8], len: u64, checksum: u64) -> Result<Vec<u8>, ArchiveError> {
+    let damaged = |what: String| damaged_record(format!("record 0 (the header): {what}"));
+    let node = read_program(program, Ty::new(8, len)).map_err(|e| damaged(e.to_string()))?;
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(len as usize)
+        .map_err(|_| damaged(format!("{len} bytes are more memory than is available")))?;
+    drop(probe);
+    let words = execute(&node, len).map_err(|e| damaged(e.to_string()))?;
+    let header = words_into_le_bytes(words);
+    let actual = xxh3_64(&header);
+    if actual != checksum {
+        return Err(damaged(format!(
+            "it does not restore the header (checksum {actual:016x}, stored {checksum:016x}), \
+             which names every tensor: the archive cannot be read"
+        )));
+    }
+    Ok(header)
+}
+
+/// The rest of [`parse_structure`] for format version 2 (see [`format`]): the index, the
+/// header record (decoded: it says what every other record holds), then every record's
+/// items, groups and copies.
+fn parse_v2(
+    bytes: &[u8],
+    index_bytes: &[u8],
+    index_offset: u64,
+    version: u16,
+) -> Result<Structure, ArchiveError> {
+    use super::safetensors::Region;
+    let index = format::read_index_v2(index_bytes).map_err(corrupt)?;
+    let ranges = record_ranges(&index.record_lens, index_offset)?;
+    let rec = |i: usize| -> Result<RecordV2, ArchiveError> {
+        format::read_record_v2(&bytes[ranges[i].clone()])
+            .map_err(|e| damaged_record(format!("record {i} at byte {}: {e}", ranges[i].start)))
+    };
+    let abs = |i: usize, r: Range<usize>| ranges[i].start + r.start..ranges[i].start + r.end;
+
+    let RecordV2::Header {
+        header_len,
+        checksum: header_checksum,
+        program,
+    } = rec(0)?
+    else {
+        return Err(damaged_record("record 0 is not the header record"));
+    };
+    let header_program = abs(0, program);
+    let max_header = super::safetensors::MAX_HEADER_LEN;
+    let data_len = index
+        .original_len
+        .checked_sub(8)
+        .and_then(|r| r.checked_sub(header_len))
+        .filter(|_| header_len > 0 && header_len <= max_header)
+        .ok_or_else(|| {
+            damaged_record(format!(
+                "header of {header_len} bytes does not fit an original file of {} bytes \
+                 (or the limit of {max_header})",
+                index.original_len
+            ))
+        })?;
+    let header = decode_header_v2(&bytes[header_program.clone()], header_len, header_checksum)?;
+    let parsed = super::safetensors::parse_header(&header, data_len).map_err(|e| {
+        damaged_record(format!(
+            "record 0 (the header): the restored header is not a valid .safetensors header: {e}"
+        ))
+    })?;
+
+    // Tensors in data order (empty ones at their offset), and the items: non-empty
+    // tensors (by position in `tensors`) and gaps.
+    enum It {
+        Tensor(usize),
+        Gap(u64, u64),
+    }
+    let mut tensors: Vec<TensorEntry> = Vec::with_capacity(parsed.tensors.len());
+    let mut its = Vec::with_capacity(parsed.regions.len());
+    for r in &parsed.regions {
+        match *r {
+            Region::Tensor(t) => {
+                let info = &parsed.tensors[t];
+                if info.begin != info.end {
+                    its.push(It::Tensor(tensors.len()));
+                }
+                tensors.push(TensorEntry {
+                    name: info.name.clone(),
+                    dtype: info.dtype,
+                    shape: info.shape.clone(),
+                    header_index: info.header_index as u64,
+                    begin: info.begin,
+                    end: info.end,
+                    checksum: xxh3_64(&[]),
+                    record: 0..0,
+                    program: 0..0,
+                    root_op: "lit",
+                    group: None,
+                    copy_of: None,
+                    settings: None,
+                    share: 0,
+                    program_share: 0,
+                });
+            }
+            Region::Gap { begin, end } => its.push(It::Gap(begin, end)),
+        }
+    }
+
+    let settings_of = |r: usize, id: u64| {
+        usize::try_from(id)
+            .ok()
+            .and_then(|k| index.settings.get(k).copied())
+            .ok_or_else(|| {
+                damaged_record(format!(
+                    "record {r}: settings #{id}, but the index has {}",
+                    index.settings.len()
+                ))
+            })
+    };
+    // What each data record restores (for copies): its type, checksum, program range
+    // and first tensor.
+    struct Stored {
+        ty: Ty,
+        checksum: u64,
+        program: Range<usize>,
+        tensor: Option<usize>,
+    }
+    let mut stored: Vec<Option<Stored>> = vec![None];
+    let mut gaps = Vec::new();
+    let mut groups = Vec::new();
+    let mut items = Vec::with_capacity(ranges.len());
+    items.push(Item::Header);
+    let mut next = 0usize;
+    for (r, &(count, set)) in (1..).zip(&index.records) {
+        let settings = settings_of(r, set)?;
+        let bad = |what: String| {
+            damaged_record(format!("record {r} at byte {}: {what}", ranges[r].start))
+        };
+        let left = its.len() - next;
+        let count = usize::try_from(count)
+            .ok()
+            .filter(|&c| c >= 1 && c <= left)
+            .ok_or_else(|| bad(format!("covers {count} items, {left} are left")))?;
+        let mine = &its[next..next + count];
+        next += count;
+        // The record's type, and what it restores.
+        let (ty, first_tensor, kind) = match mine {
+            [It::Gap(b, e)] => (Ty::new(8, e - b), None, 0),
+            [It::Tensor(t)] => (tensors[*t].ty(), Some(*t), 1),
+            many => {
+                let ts: Vec<usize> = many
+                    .iter()
+                    .map(|i| match i {
+                        It::Tensor(t) => Some(*t),
+                        It::Gap(..) => None,
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| bad("a group holds a gap".to_string()))?;
+                let dtype = tensors[ts[0]].dtype;
+                if ts.iter().any(|&t| tensors[t].dtype != dtype) {
+                    return Err(bad("a group holds tensors of several dtypes".to_string()));
+                }
+                let bytes: u64 = ts.iter().map(|&t| tensors[t].original_bytes()).sum();
+                let width = dtype.word_bits();
+                (Ty::new(width, bytes / u64::from(width / 8)), Some(ts[0]), 2)
+            }
+        };
+        let (checksum, program, copy_of) = match rec(r)? {
+            RecordV2::Header { .. } => return Err(bad("a second header record".to_string())),
+            RecordV2::Data { checksum, program } => (checksum, abs(r, program), None),
+            RecordV2::Copy { of } => {
+                let target = usize::try_from(of)
+                    .ok()
+                    .filter(|&j| (1..r).contains(&j))
+                    .and_then(|j| stored[j].as_ref())
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "copies record {of}, which is not an earlier data record"
+                        ))
+                    })?;
+                if target.ty != ty {
+                    return Err(bad(format!(
+                        "copies record {of} of type {}, but restores {ty}",
+                        target.ty
+                    )));
+                }
+                (target.checksum, target.program.clone(), target.tensor)
+            }
+        };
+        stored.push(copy_of.is_none().then(|| Stored {
+            ty,
+            checksum,
+            program: program.clone(),
+            tensor: first_tensor,
+        }));
+        let root_op = format::root_op_name(&bytes[program.clone()]);
+        let record = ranges[r].clone();
+        match (kind, mine) {
+            (0, [It::Gap(begin, end)]) => {
+                items.push(Item::Gap(gaps.len()));
+                gaps.push(GapEntry {
+                    begin: *begin,
+                    end: *end,
+                    checksum,
+                    record,
+                    program,
+                });
+            }
+            (1, [It::Tensor(t)]) => {
+                items.push(Item::Tensor(*t));
+                let e = &mut tensors[*t];
+                e.checksum = checksum;
+                e.share = record.len() as u64;
+                e.program_share = if copy_of.is_some() {
+                    0
+                } else {
+                    program.len() as u64
+                };
+                e.record = record;
+                e.program = program;
+                e.root_op = root_op;
+                e.copy_of = copy_of;
+                e.settings = Some(settings);
+            }
+            _ => {
+                let ts: Vec<usize> = mine
+                    .iter()
+                    .filter_map(|i| match i {
+                        It::Tensor(t) => Some(*t),
+                        It::Gap(..) => None,
+                    })
+                    .collect();
+                let (lo, hi) = (ts[0], ts[ts.len() - 1] + 1);
+                let k = groups.len();
+                items.push(Item::Group(k));
+                let total: u64 = ts.iter().map(|&t| tensors[t].original_bytes()).sum();
+                // Shares of the record and program in proportion to the original bytes,
+                // the rounding put on the last one, so that they add up exactly.
+                let apportion = |whole: u64, upto: u64| {
+                    (u128::from(whole) * u128::from(upto) / u128::from(total.max(1))) as u64
+                };
+                let (mut done, mut upto) = ((0u64, 0u64), 0u64);
+                for &t in &ts {
+                    upto += tensors[t].original_bytes();
+                    let share = (
+                        apportion(record.len() as u64, upto),
+                        apportion(program.len() as u64, upto),
+                    );
+                    let e = &mut tensors[t];
+                    e.checksum = checksum;
+                    e.record = record.clone();
+                    e.program = program.clone();
+                    e.root_op = root_op;
+                    e.group = Some(k);
+                    e.copy_of = copy_of;
+                    e.settings = Some(settings);
+                    e.share = share.0 - done.0;
+                    e.program_share = share.1 - done.1;
+                    done = share;
+                }
+                groups.push(GroupEntry {
+                    tensors: lo..hi,
+                    begin: tensors[lo].begin,
+                    end: tensors[hi - 1].end,
+                    dtype: tensors[lo].dtype,
+                    checksum,
+                    record,
+                    program,
+                    settings: Some(settings),
+                });
+            }
+        }
+    }
+    if next != its.len() {
+        return Err(damaged_record(format!(
+            "the records cover {next} of the {} tensors and gaps the header lays out",
+            its.len()
+        )));
+    }
+    Ok(Structure {
+        header_len,
+        header_checksum,
+        header_record: ranges[0].clone(),
+        header_program,
+        original_len: index.original_len,
+        file_checksum: index.file_checksum,
+        records_checksum: index.records_checksum,
+        records_end: index_offset as usize,
+        version,
+        file_name: (!index.file_name.is_empty()).then_some(index.file_name),
+        settings: index.settings,
+        tensors,
+        gaps,
+        groups,
         items,
     })
 }

@@ -1,8 +1,9 @@
 //! Rewriting an archive with other programs for some tensors (e.g. a better program found
 //! by a longer search), without the source `.safetensors` file.
 //!
-//! Every record but the replaced ones is copied byte for byte; a replaced tensor's record
-//! keeps its name, position, dtype, shape, offsets and checksum and gets the new program.
+//! Every record but the replaced ones is copied byte for byte; a replaced record keeps
+//! its checksum (and, in version 1, its name, position, dtype, shape and offsets) and
+//! gets the new program.
 //! The index is rebuilt (record lengths, checksum of the records); the original file's
 //! length and whole-file checksum are unchanged, since it restores the same bytes. The
 //! layout is [`super::format`]'s.
@@ -19,12 +20,15 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-/// Writes a copy of the archive `src` to `dst` in which tensor `i` (an index into
-/// [`Archive::tensors`]) holds `program` for every `(i, program)` of `replacements`;
-/// returns the length of the new archive in bytes.
+/// Writes a copy of the archive `src` to `dst` in which the record of tensor `i` (an
+/// index into [`Archive::tensors`]) holds `program` for every `(i, program)` of
+/// `replacements`; returns the length of the new archive in bytes. For a tensor in a
+/// group the program restores the whole group ([`Archive::program`] gives its current
+/// one); a tensor stored as a copy gets a record of its own.
 ///
-/// Each new program is run first and must restore the tensor exactly (its type is the
-/// tensor's and its output matches the stored checksum); nothing is written otherwise.
+/// Each new program is run first and must restore the record exactly (its type is the
+/// record's and its output matches the stored checksum); nothing is written otherwise.
+/// The archive keeps its format version and the settings its index lists.
 /// The copy is written to a temporary file beside `dst`, synced and renamed into place.
 /// An existing `dst`, including `src` itself, is replaced only when `overwrite` is true
 /// (replacing `src` is safe: the old file is read through its own mapping until the
@@ -84,19 +88,31 @@ pub fn rewrite_with_programs(
                 },
             )
         })?;
-        let region = format!("tensor {:?}", t.name);
+        // What the record holding the tensor restores: the tensor, or its group.
+        let group = t.group.map(|g| &archive.groups()[g]);
+        let (region, ty) = match group {
+            Some(g) => (
+                format!("group of {} tensors holding {:?}", g.tensors.len(), t.name),
+                g.ty(),
+            ),
+            None => (format!("tensor {:?}", t.name), t.ty()),
+        };
         let internal = |what: String| Error::Internal {
             path: src.to_path_buf(),
             what: format!("{region}: new program {what}"),
         };
-        if program.ty() != t.ty() {
+        if t.record.is_empty() {
+            return Err(internal(
+                "has no record to go in: the tensor is empty".into(),
+            ));
+        }
+        if program.ty() != ty {
             return Err(internal(format!(
-                "has type {}, the tensor is {}",
+                "has type {}, the record restores {ty}",
                 program.ty(),
-                t.ty()
             )));
         }
-        let words = execute(program, t.ty().len).map_err(|e| internal(format!("fails: {e}")))?;
+        let words = execute(program, ty.len).map_err(|e| internal(format!("fails: {e}")))?;
         let actual = xxh3_64(&words_into_le_bytes(words));
         if actual != t.checksum {
             return Err(Error::Mismatch {
@@ -107,17 +123,22 @@ pub fn rewrite_with_programs(
             });
         }
         let body = program_bytes(program);
-        let meta = TensorMeta {
-            name: t.name.clone(),
-            header_index: t.header_index,
-            dtype: t.dtype,
-            shape: t.shape.clone(),
-            begin: t.begin,
-            end: t.end,
-            checksum: t.checksum,
-        };
         let mut record = Vec::new();
-        format::write_tensor_record(&mut record, &meta, &body);
+        if archive.version() >= 2 {
+            format::data_record_head(&mut record, t.checksum);
+            record.extend_from_slice(&body);
+        } else {
+            let meta = TensorMeta {
+                name: t.name.clone(),
+                header_index: t.header_index,
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                begin: t.begin,
+                end: t.end,
+                checksum: t.checksum,
+            };
+            format::write_tensor_record(&mut record, &meta, &body);
+        }
         new_records.insert(t.record.start, (t.record.end, record));
     }
 
@@ -135,20 +156,30 @@ pub fn rewrite_with_programs(
         .zip(usize::try_from(index_len).ok())
         .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
         .ok_or_else(|| corrupt("index out of bounds".into()))?;
-    let old_index = format::read_index(index_bytes).map_err(corrupt)?;
+    let (old_lens, old_records_checksum, v2) = if archive.version() >= 2 {
+        let index = format::read_index_v2(index_bytes).map_err(corrupt)?;
+        (
+            index.record_lens.clone(),
+            index.records_checksum,
+            Some(index),
+        )
+    } else {
+        let index = format::read_index(index_bytes).map_err(corrupt)?;
+        (index.record_lens, index.records_checksum, None)
+    };
 
     let mut tmp = temp_beside(dst)?;
     let write_err = |e: std::io::Error| Error::io(dst, "cannot write", e);
     let mut old_hasher = Xxh3::new();
     let mut new_hasher = Xxh3::new();
-    let mut record_lens = Vec::with_capacity(old_index.record_lens.len());
+    let mut record_lens = Vec::with_capacity(old_lens.len());
     let mut offset = format::FILE_HEADER_LEN as u64;
     {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         w.write_all(&bytes[..format::FILE_HEADER_LEN])
             .map_err(write_err)?;
         let mut at = format::FILE_HEADER_LEN;
-        for &len in &old_index.record_lens {
+        for &len in &old_lens {
             let end = usize::try_from(len)
                 .ok()
                 .and_then(|l| at.checked_add(l))
@@ -167,20 +198,33 @@ pub fn rewrite_with_programs(
             offset += out.len() as u64;
             at = end;
         }
-        if old_hasher.digest() != old_index.records_checksum {
+        if old_hasher.digest() != old_records_checksum {
             return Err(corrupt(
                 "its records do not match their stored checksum (run verify)".into(),
             ));
         }
-        let index = format::Index {
-            tensor_count: old_index.tensor_count,
-            original_len: old_index.original_len,
-            file_checksum: old_index.file_checksum,
-            records_checksum: new_hasher.digest(),
-            record_lens,
-        };
         let mut tail = Vec::new();
-        format::write_index(&mut tail, &index);
+        match v2 {
+            Some(old) => format::write_index_v2(
+                &mut tail,
+                &format::IndexV2 {
+                    records_checksum: new_hasher.digest(),
+                    record_lens,
+                    ..old
+                },
+            ),
+            None => {
+                let old = format::read_index(index_bytes).map_err(corrupt)?;
+                format::write_index(
+                    &mut tail,
+                    &format::Index {
+                        records_checksum: new_hasher.digest(),
+                        record_lens,
+                        ..old
+                    },
+                )
+            }
+        }
         let trailer = format::trailer(offset, &tail);
         tail.extend_from_slice(&trailer);
         w.write_all(&tail).map_err(write_err)?;
@@ -210,8 +254,8 @@ mod tests {
     #[test]
     fn a_replaced_program_round_trips_and_other_records_are_kept() {
         let dir = tempfile::tempdir().unwrap();
-        // Two U8 tensors: a ramp and a constant.
-        let header = br#"{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]}}"#;
+        // Two tensors of two dtypes (records of their own): a ramp and a constant.
+        let header = br#"{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]}}"#;
         let mut file = (header.len() as u64).to_le_bytes().to_vec();
         file.extend_from_slice(header);
         file.extend_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 9, 9]);

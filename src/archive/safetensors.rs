@@ -731,7 +731,10 @@ mod tests {
     #[test]
     fn sub_byte_tensors_must_fill_whole_bytes() {
         assert_eq!(
-            err(r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#, &[0, 0]),
+            err(
+                r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#,
+                &[0, 0]
+            ),
             SourceError::PartialByte {
                 tensor: "a".into(),
                 dtype: "F4".into(),
@@ -740,7 +743,10 @@ mod tests {
             }
         );
         assert!(matches!(
-            err(r#"{"b":{"dtype":"F6_E2M3","shape":[2,3],"data_offsets":[0,5]}}"#, &[0; 5]),
+            err(
+                r#"{"b":{"dtype":"F6_E2M3","shape":[2,3],"data_offsets":[0,5]}}"#,
+                &[0; 5]
+            ),
             SourceError::PartialByte { bits: 36, .. }
         ));
         let f = file(
@@ -751,7 +757,11 @@ mod tests {
         assert_eq!(parsed.tensor_bytes(0), [1, 2]);
         assert_eq!(parsed.tensor_bytes(1), [3, 4, 5]);
         assert_eq!(
-            err(r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#, &[0, 0]).to_string(),
+            err(
+                r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#,
+                &[0, 0]
+            )
+            .to_string(),
             "tensor \"a\": 3 elements of F4 are 12 bits, not a whole number of bytes, which \
              the safetensors format does not allow"
         );

@@ -7,7 +7,7 @@
 //! which is synced and then renamed into place. The archive's bytes depend only on the
 //! source and the search options, never on the number of threads.
 
-use super::format::{self, TensorMeta};
+use super::format;
 use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
 use crate::dsl::wire::{program_pieces, Piece};
@@ -17,10 +17,11 @@ use crate::hash::{xxh3_64, Xxh3};
 use crate::synth::{synthesize_shared, PriorChoice, SearchOptions, SearchStats};
 use crate::tensor::{Dtype, Words};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How to compress.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub struct CompressOptions {
     /// input (DESIGN §6) when the prior can change the result
     /// ([`SearchOptions::prior_matters`]). Never changes what a program serializes to.
     pub prior: PriorChoice,
+    /// The source's file name, stored in the archive for `decompress` to restore (no
+    /// folders). [`compress_file`] sets it from its input when `None`.
+    pub file_name: Option<String>,
 }
 
 impl Default for CompressOptions {
@@ -49,6 +53,7 @@ impl Default for CompressOptions {
             force: false,
             verify: true,
             prior: PriorChoice::Auto,
+            file_name: None,
         }
     }
 }
@@ -84,8 +89,33 @@ pub struct RegionStat {
     pub program_bytes: u64,
     /// The program's root operator (`lit`, `merge`, ...).
     pub root_op: &'static str,
-    /// What the search did.
+    /// What the search did (a group's search is counted with its first tensor).
     pub search: SearchStats,
+    /// Tensors sharing its record: 1 for a record of its own, the group's size for a
+    /// tensor in a group (its `archive_bytes` and `program_bytes` are then its share,
+    /// in proportion to its original bytes).
+    pub group_size: usize,
+    /// The tensor whose record its record copies (same bytes, stored once).
+    pub copy_of: Option<String>,
+}
+
+impl RegionStat {
+    /// The stat of an empty tensor, which has no record.
+    fn empty(info: &super::safetensors::TensorInfo) -> RegionStat {
+        RegionStat {
+            kind: RegionKind::Tensor,
+            label: info.name.clone(),
+            dtype: Some(info.dtype),
+            shape: info.shape.clone(),
+            original_bytes: 0,
+            archive_bytes: 0,
+            program_bytes: 0,
+            root_op: "lit",
+            search: SearchStats::default(),
+            group_size: 0,
+            copy_of: None,
+        }
+    }
 }
 
 /// What [`compress_file`] did.
@@ -172,6 +202,17 @@ pub fn compress_file(
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let src = parse(bytes).map_err(|e| Error::source(input, e))?;
 
+    let named;
+    let opts = match (&opts.file_name, input.file_name().and_then(|n| n.to_str())) {
+        (None, Some(n)) => {
+            named = CompressOptions {
+                file_name: Some(n.to_string()),
+                ..opts.clone()
+            };
+            &named
+        }
+        _ => opts,
+    };
     let mut tmp = temp_beside(output)?;
     let written = {
         let mut w = super::output::OutputFile::new(tmp.as_file_mut());
@@ -255,39 +296,70 @@ fn write_archive_releasing<W: Write>(
         what,
     })?;
     let resolved;
-    let opts = if opts.prior == PriorChoice::Auto && opts.search.prior_matters() {
-        let prior = pool.install(|| calibrate_source(src, name));
-        resolved = CompressOptions {
-            prior: PriorChoice::Given(std::sync::Arc::new(prior)),
-            ..opts.clone()
-        };
-        &resolved
-    } else {
-        opts
+    let (opts, prior_kind) = match &opts.prior {
+        PriorChoice::Auto if opts.search.prior_matters() => {
+            let prior = pool.install(|| calibrate_source(src, name));
+            resolved = CompressOptions {
+                prior: PriorChoice::Given(std::sync::Arc::new(prior)),
+                ..opts.clone()
+            };
+            (&resolved, format::PriorKind::Calibrated)
+        }
+        PriorChoice::Given(_) => (opts, format::PriorKind::Given),
+        _ => (opts, format::PriorKind::Uniform),
     };
-    let regions = src.regions();
-    let count = regions.len() + 1;
+    let settings = format::Settings {
+        budget: opts.search.budget,
+        max_depth: u64::from(opts.search.max_depth),
+        max_nodes: u64::from(opts.search.max_nodes),
+        prior: prior_kind,
+        prior_digest: match &opts.prior {
+            PriorChoice::Given(p) if prior_kind != format::PriorKind::Uniform => {
+                xxh3_64(p.to_json().as_bytes())
+            }
+            _ => 0,
+        },
+    };
+    let plan = plan_records(src);
+    let count = plan.len();
     let write_err = |e: io::Error| Error::io(name, "cannot write", e);
 
     out.write_all(&format::file_header()).map_err(write_err)?;
     let mut offset = format::FILE_HEADER_LEN as u64;
     let mut record_lens = Vec::with_capacity(count);
-    let mut stats = Vec::with_capacity(count);
+    let mut covers = Vec::with_capacity(count);
+    let mut stats = Vec::with_capacity(src.regions().len() + 1);
     let mut warnings = Vec::new();
     let mut hasher = Xxh3::new();
     let mut records_hasher = Xxh3::new();
     let mut hashed = ReleaseBatch::new(src.bytes(), release);
+    // Data records written whole, by (checksum, bytes): where a later record with the
+    // same bytes finds the one it copies.
+    let mut written_by_sum: HashMap<(u64, usize), usize> = HashMap::new();
+    let claimed: Mutex<HashMap<(u64, usize), usize>> = Mutex::new(HashMap::new());
+    // Each written record's root operator (a copy shows the one it copies).
+    let mut roots: Vec<&'static str> = Vec::with_capacity(count);
+    // Empty tensors have no record: their stats go before the record that follows them.
+    let mut empties = src
+        .regions()
+        .iter()
+        .filter_map(|r| match *r {
+            Region::Tensor(t) if src.tensors()[t].begin == src.tensors()[t].end => Some(t),
+            _ => None,
+        })
+        .peekable();
 
     progress(ProgressEvent::Begin {
-        items: count,
+        items: src.regions().len() + 1,
         bytes: src.bytes().len() as u64,
     });
     // Source bytes in flight (DESIGN §8): their pages, words and encoded programs are
     // what compressing holds. `jobs + 1` records of up to one region each keep every
     // thread busy; a larger record is synthesized region by region in parallel, so two
     // of them (one being written, one being encoded) are enough.
-    let largest = (0..count)
-        .map(|i| source_of(src, i).len() as u64)
+    let largest = plan
+        .iter()
+        .map(|r| r.source(src).len() as u64)
         .max()
         .unwrap_or(0);
     let region_bytes = (REGION_WORDS * 8) as u64;
@@ -297,7 +369,7 @@ fn write_archive_releasing<W: Write>(
     ordered_pipeline_bounded(
         &pool,
         count,
-        |i| source_of(src, i).len() as u64,
+        |i| plan[i].source(src).len() as u64,
         budget,
         |i| {
             // The source pages stay mapped for the sink, which hashes them and releases
@@ -305,25 +377,91 @@ fn write_archive_releasing<W: Write>(
             // more wall time at --jobs 2 on minilm). The pages in flight are bounded by
             // the pipeline's budget; a tensor of several regions has each region
             // released by its worker as soon as its words are read.
-            Ok(encode_item(src, i, opts, release))
+            Ok(encode_item(src, &plan[i], i, opts, release, &claimed))
         },
         |i, enc: Encoded| {
+            let rec = &plan[i];
+            let bytes = rec.source(src);
             // Hashed in steps and released behind the hashing, so a large region's
-            // pages are not all resident again here.
-            for part in source_of(src, i).chunks(HASH_STEP_BYTES) {
+            // pages are not all resident again here. The whole file starts with the
+            // header's 8-byte length field.
+            if rec.kind == RecordKind::Header {
+                hasher.update(&src.bytes()[..8]);
+            }
+            for part in bytes.chunks(HASH_STEP_BYTES) {
                 hasher.update(part);
+            }
+            // A record whose bytes an earlier data record holds is written as a copy of
+            // it: decided here, in record order, so the archive does not depend on
+            // which worker saw the bytes first.
+            let key = (enc.checksum, bytes.len());
+            let copy = match (rec.copyable(), written_by_sum.get(&key)) {
+                (true, Some(&j)) if plan[j].source(src) == bytes => Some(j),
+                _ => None,
+            };
+            let enc = match (copy, enc.program) {
+                (None, None) => encode_item_whole(src, rec, opts, release),
+                (_, program) => Encoded { program, ..enc },
+            };
+            let mut head = Vec::new();
+            let len = match (copy, &enc.program) {
+                (Some(j), _) => {
+                    format::copy_record(&mut head, j as u64);
+                    records_hasher.update(&head);
+                    out.write_all(&head).map_err(write_err)?;
+                    head.len() as u64
+                }
+                (None, Some(program)) => {
+                    match rec.kind {
+                        RecordKind::Header => {
+                            format::header_record_head_v2(&mut head, src.header_len(), enc.checksum)
+                        }
+                        _ => format::data_record_head(&mut head, enc.checksum),
+                    }
+                    if rec.copyable() {
+                        written_by_sum.entry(key).or_insert(i);
+                    }
+                    write_record(&mut *out, &mut records_hasher, &head, program)
+                        .map_err(write_err)?
+                }
+                (None, None) => unreachable!("encoded above"),
+            };
+            for part in bytes.chunks(HASH_STEP_BYTES) {
                 hashed.add(part);
             }
-            let len = write_record(&mut *out, &mut records_hasher, &enc.head, &enc.program)
-                .map_err(write_err)?;
-            debug_assert_eq!(len, enc.head.len() as u64 + enc.stat.program_bytes);
             offset += len;
             record_lens.push(len);
-            progress(ProgressEvent::Item {
-                label: &enc.stat.label,
-                bytes: enc.stat.original_bytes,
-            });
-            stats.push(enc.stat);
+            if i > 0 {
+                covers.push((rec.items.len() as u64, 0));
+            }
+            let program_bytes = match (copy, &enc.program) {
+                (None, Some(p)) => program_len(p),
+                _ => 0,
+            };
+            let root_op = match (copy, &enc.program) {
+                (Some(j), _) => roots[j],
+                (None, Some(p)) => p.op_name(),
+                (None, None) => "lit",
+            };
+            roots.push(root_op);
+            let copy_of = copy
+                .and_then(|j| plan[j].tensors.first())
+                .map(|&t| src.tensors()[t].name.as_str());
+            for (label, bytes) in rec.report(
+                src,
+                &mut empties,
+                &mut stats,
+                len,
+                program_bytes,
+                root_op,
+                &enc.search,
+                copy_of,
+            ) {
+                progress(ProgressEvent::Item {
+                    label: &label,
+                    bytes,
+                });
+            }
             warnings.extend(enc.warning);
             Ok(())
         },
@@ -332,16 +470,22 @@ fn write_archive_releasing<W: Write>(
             what: format!("worker panicked on record {i}"),
         },
     )?;
+    // Empty tensors after the last record.
+    for t in empties {
+        stats.push(RegionStat::empty(&src.tensors()[t]));
+    }
 
-    let index = format::Index {
-        tensor_count: src.tensors().len() as u64,
+    let index = format::IndexV2 {
         original_len: src.bytes().len() as u64,
         file_checksum: hasher.digest(),
         records_checksum: records_hasher.digest(),
+        file_name: opts.file_name.clone().unwrap_or_default(),
+        settings: vec![settings],
         record_lens,
+        records: covers,
     };
     let mut tail = Vec::new();
-    format::write_index(&mut tail, &index);
+    format::write_index_v2(&mut tail, &index);
     let trailer = format::trailer(offset, &tail);
     tail.extend_from_slice(&trailer);
     out.write_all(&tail).map_err(write_err)?;
@@ -351,6 +495,210 @@ fn write_archive_releasing<W: Write>(
         regions: stats,
         warnings,
     })
+}
+
+/// Tensors of fewer bytes than this may share a group record with their neighbours
+/// (same dtype, next to each other in the data region): tables, framing and
+/// checksums are then paid once for the group. 64 KiB is 16 Ki F32 words, where a
+/// tensor's own tables cost well under 1% of it.
+pub const GROUP_TENSOR_BYTES: u64 = 64 << 10;
+
+/// Most bytes of one group record: decoding one tensor of a group decodes the group.
+pub const GROUP_BYTES: u64 = 1 << 20;
+
+/// What a record of the archive holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RecordKind {
+    /// The source header (record 0).
+    Header,
+    /// One tensor.
+    Tensor(usize),
+    /// Bytes no tensor owns.
+    Gap { begin: u64, end: u64 },
+    /// Consecutive small tensors of one dtype.
+    Group,
+}
+
+/// One record to write: its kind and the items (indices into the data items, the
+/// non-empty regions in offset order) it covers.
+#[derive(Clone, Debug)]
+struct PlannedRecord {
+    kind: RecordKind,
+    /// Indices of its tensors in [`SourceFile::tensors`] (one for a tensor record, the
+    /// members of a group, none otherwise).
+    tensors: Vec<usize>,
+    /// Its data items, as a range of indices into the non-empty regions.
+    items: std::ops::Range<usize>,
+    begin: u64,
+    end: u64,
+}
+
+impl PlannedRecord {
+    /// The source bytes it restores (the JSON header for record 0).
+    fn source<'a>(&self, src: &SourceFile<'a>) -> &'a [u8] {
+        match self.kind {
+            RecordKind::Header => src.header(),
+            _ => &src.data()[self.begin as usize..self.end as usize],
+        }
+    }
+
+    /// Whether a record with the same bytes can be a copy of this one (a tensor of its
+    /// own: copies are for tied or repeated tensors).
+    fn copyable(&self) -> bool {
+        matches!(self.kind, RecordKind::Tensor(_))
+    }
+
+    /// The dtype its words are read as (`None`: bytes).
+    fn dtype(&self, src: &SourceFile<'_>) -> Option<Dtype> {
+        self.tensors.first().map(|&t| src.tensors()[t].dtype)
+    }
+
+    /// Appends the [`RegionStat`]s of its items (and of the empty tensors before each)
+    /// to `stats`; returns each one's progress label and original bytes. The record's
+    /// `len` bytes and `program` bytes are shared among a group's tensors in proportion
+    /// to their original bytes (the shares add up exactly). `copy_of`: the tensor whose
+    /// record this one copies.
+    #[allow(clippy::too_many_arguments)]
+    fn report(
+        &self,
+        src: &SourceFile<'_>,
+        empties: &mut std::iter::Peekable<impl Iterator<Item = usize>>,
+        stats: &mut Vec<RegionStat>,
+        len: u64,
+        program: u64,
+        root_op: &'static str,
+        search: &SearchStats,
+        copy_of: Option<&str>,
+    ) -> Vec<(String, u64)> {
+        let mut shown = Vec::new();
+        // Empty tensors at or before data offset `at` (they come first at an offset).
+        let mut empties_before = |at: u64, stats: &mut Vec<RegionStat>, shown: &mut Vec<_>| {
+            while let Some(&t) = empties.peek() {
+                let info = &src.tensors()[t];
+                if info.begin > at {
+                    break;
+                }
+                empties.next();
+                stats.push(RegionStat::empty(info));
+                shown.push((info.name.clone(), 0));
+            }
+        };
+        let plain = |kind, label: &str, dtype, original_bytes| RegionStat {
+            kind,
+            label: label.to_string(),
+            dtype,
+            shape: Vec::new(),
+            original_bytes,
+            archive_bytes: len,
+            program_bytes: program,
+            root_op,
+            search: search.clone(),
+            group_size: 1,
+            copy_of: None,
+        };
+        match self.kind {
+            RecordKind::Header => {
+                let original = src.data_start() as u64;
+                stats.push(plain(RegionKind::Header, "(header)", None, original));
+                shown.push(("(header)".to_string(), original));
+            }
+            RecordKind::Gap { begin, end } => {
+                empties_before(begin, stats, &mut shown);
+                stats.push(plain(RegionKind::Gap, "(gap)", None, end - begin));
+                shown.push(("(gap)".to_string(), end - begin));
+            }
+            RecordKind::Tensor(_) | RecordKind::Group => {
+                let total = (self.end - self.begin).max(1);
+                let share = |whole: u64, upto: u64| {
+                    (u128::from(whole) * u128::from(upto) / u128::from(total)) as u64
+                };
+                let (mut done, mut upto) = ((0, 0), 0);
+                for (k, &t) in self.tensors.iter().enumerate() {
+                    let info = &src.tensors()[t];
+                    empties_before(info.begin, stats, &mut shown);
+                    upto += info.byte_len();
+                    let now = (share(len, upto), share(program, upto));
+                    stats.push(RegionStat {
+                        kind: RegionKind::Tensor,
+                        label: info.name.clone(),
+                        dtype: Some(info.dtype),
+                        shape: info.shape.clone(),
+                        original_bytes: info.byte_len(),
+                        archive_bytes: now.0 - done.0,
+                        program_bytes: now.1 - done.1,
+                        root_op,
+                        // A group's search is counted once, with its first tensor.
+                        search: if k == 0 {
+                            search.clone()
+                        } else {
+                            SearchStats::default()
+                        },
+                        group_size: self.tensors.len(),
+                        copy_of: copy_of.map(str::to_string),
+                    });
+                    done = now;
+                    shown.push((info.name.clone(), info.byte_len()));
+                }
+            }
+        }
+        shown
+    }
+}
+
+/// The records of `src`, in order: the header, then the data region's non-empty
+/// regions, each a record of its own except runs of consecutive tensors of one dtype
+/// under [`GROUP_TENSOR_BYTES`] each, which share a record of up to [`GROUP_BYTES`].
+fn plan_records(src: &SourceFile<'_>) -> Vec<PlannedRecord> {
+    let mut plan = vec![PlannedRecord {
+        kind: RecordKind::Header,
+        tensors: Vec::new(),
+        items: 0..0,
+        begin: 0,
+        end: 0,
+    }];
+    let tensors = src.tensors();
+    let small = |t: usize| tensors[t].byte_len() < GROUP_TENSOR_BYTES;
+    let mut item = 0usize;
+    for r in src.regions() {
+        match *r {
+            Region::Tensor(t) if tensors[t].begin == tensors[t].end => continue,
+            Region::Tensor(t) => {
+                let info = &tensors[t];
+                let joins = plan.last().is_some_and(|last| {
+                    let first = last.tensors.first().copied();
+                    matches!(last.kind, RecordKind::Tensor(_) | RecordKind::Group)
+                        && first.is_some_and(|f| small(f) && tensors[f].dtype == info.dtype)
+                        && small(t)
+                        && last.end == info.begin
+                        && info.end - last.begin <= GROUP_BYTES
+                });
+                if joins {
+                    let last = plan.last_mut().expect("checked above");
+                    last.kind = RecordKind::Group;
+                    last.tensors.push(t);
+                    last.items.end = item + 1;
+                    last.end = info.end;
+                } else {
+                    plan.push(PlannedRecord {
+                        kind: RecordKind::Tensor(t),
+                        tensors: vec![t],
+                        items: item..item + 1,
+                        begin: info.begin,
+                        end: info.end,
+                    });
+                }
+            }
+            Region::Gap { begin, end } => plan.push(PlannedRecord {
+                kind: RecordKind::Gap { begin, end },
+                tensors: Vec::new(),
+                items: item..item + 1,
+                begin,
+                end,
+            }),
+        }
+        item += 1;
+    }
+    plan
 }
 
 /// Bytes of source the writer hashes before releasing them (see `write_archive_releasing`).
@@ -402,15 +750,6 @@ impl<'a, 'r> ReleaseBatch<'a, 'r> {
     }
 }
 
-/// The source bytes record `i` restores (0 is the header with its length field).
-fn source_of<'a>(src: &SourceFile<'a>, i: usize) -> &'a [u8] {
-    match i.checked_sub(1).map(|r| src.regions()[r]) {
-        None => &src.bytes()[..src.data_start()],
-        Some(Region::Tensor(t)) => src.tensor_bytes(t),
-        Some(Region::Gap { begin, end }) => &src.data()[begin as usize..end as usize],
-    }
-}
-
 /// Writes record `head` and then `program`'s wire bytes, hashing both into `hasher`, and
 /// returns their length. The program is serialized as it is written, its literal bodies
 /// straight from the tree (never gathered into one buffer first), in vectored writes (the
@@ -453,39 +792,73 @@ fn write_record<W: Write>(
     Ok(total)
 }
 
-/// One encoded record (written as `head` then the program, serialized as it is written)
-/// and what it took.
+/// One encoded record: the checksum of its bytes and its program (serialized as it is
+/// written), or no program when the worker found that an earlier record holds the same
+/// bytes (the sink then writes a copy, or encodes it after all).
 struct Encoded {
-    head: Vec<u8>,
-    program: Node,
-    stat: RegionStat,
+    checksum: u64,
+    program: Option<Node>,
+    search: SearchStats,
     warning: Option<Warning>,
 }
 
-/// Encodes record `i`: 0 is the header, `i >= 1` is region `i - 1`. Each large tensor's
-/// region is passed to `release` once its words are read.
+/// Encodes record `rec` (number `i` of the plan). A tensor record whose bytes' checksum
+/// an earlier record of the same length has already claimed in `claimed` is left
+/// unencoded (see [`Encoded`]). Each large tensor's region is passed to `release` once
+/// its words are read.
 fn encode_item(
     src: &SourceFile<'_>,
+    rec: &PlannedRecord,
     i: usize,
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
+    claimed: &Mutex<HashMap<(u64, usize), usize>>,
 ) -> Encoded {
-    let region = i.checked_sub(1).map(|r| src.regions()[r]);
-    // The bytes the record restores, and the dtype they are read as (bytes otherwise).
-    let (bytes, dtype) = match region {
-        None => (src.header(), None),
-        Some(Region::Tensor(t)) => (src.tensor_bytes(t), Some(src.tensors()[t].dtype)),
-        Some(Region::Gap { begin, end }) => (&src.data()[begin as usize..end as usize], None),
-    };
+    let bytes = rec.source(src);
+    if rec.copyable() {
+        let checksum = xxh3_64(bytes);
+        let first = {
+            let mut map = claimed.lock().unwrap_or_else(|e| e.into_inner());
+            let e = map.entry((checksum, bytes.len())).or_insert(i);
+            *e = (*e).min(i);
+            *e
+        };
+        if first < i {
+            return Encoded {
+                checksum,
+                program: None,
+                search: SearchStats::default(),
+                warning: None,
+            };
+        }
+    }
+    encode_item_whole(src, rec, opts, release)
+}
+
+/// Encodes record `rec`: its checksum and program. A group gets the smaller of one
+/// program for all its tensors' words and a `concat` of each tensor's own program.
+fn encode_item_whole(
+    src: &SourceFile<'_>,
+    rec: &PlannedRecord,
+    opts: &CompressOptions,
+    release: &(dyn Fn(&[u8]) + Sync),
+) -> Encoded {
+    let bytes = rec.source(src);
+    let dtype = rec.dtype(src);
     let width = dtype.map_or(8, Dtype::word_bits);
-    let describe = || match region {
-        None => "header".to_string(),
-        Some(Region::Tensor(t)) => format!("tensor {:?}", src.tensors()[t].name),
-        Some(Region::Gap { begin, end }) => format!("gap at data bytes [{begin}, {end})"),
+    let describe = || match rec.kind {
+        RecordKind::Header => "header".to_string(),
+        RecordKind::Tensor(t) => format!("tensor {:?}", src.tensors()[t].name),
+        RecordKind::Gap { begin, end } => format!("gap at data bytes [{begin}, {end})"),
+        RecordKind::Group => format!(
+            "group of {} tensors from {:?}",
+            rec.tensors.len(),
+            src.tensors()[rec.tensors[0]].name
+        ),
     };
     // The checksum first: the regions' source pages are released as they are read.
     let checksum = xxh3_64(bytes);
-    let (node, search, warning) = program_in_regions(
+    let (mut node, mut search, mut warning) = program_in_regions(
         bytes,
         REGION_WORDS,
         EARLY_RELEASE_BYTES,
@@ -495,65 +868,32 @@ fn encode_item(
         describe,
         release,
     );
-    let program_len = program_len(&node);
-    let root_op = node.op_name();
-
-    let mut head = Vec::new();
-    let (kind, label, shape, original_bytes) = match region {
-        None => {
-            format::header_record_head(&mut head, src.header_len(), checksum, program_len);
-            let original = src.data_start() as u64;
-            (
-                RegionKind::Header,
-                "(header)".to_string(),
-                Vec::new(),
-                original,
-            )
+    if rec.kind == RecordKind::Group {
+        let mut kids = Vec::with_capacity(rec.tensors.len());
+        let mut each = SearchStats::default();
+        let mut each_warning = None;
+        for &t in &rec.tensors {
+            let words = Words::from_le_bytes(width, src.tensor_bytes(t))
+                .expect("the parser checked every byte length against its dtype");
+            let name = &src.tensors()[t].name;
+            let (kid, s, w) =
+                program_for(Arc::new(words), dtype, opts, || format!("tensor {name:?}"));
+            each.absorb(&s);
+            each_warning = each_warning.or(w);
+            kids.push(kid);
         }
-        Some(Region::Tensor(t)) => {
-            let info = &src.tensors()[t];
-            let meta = TensorMeta {
-                name: info.name.clone(),
-                header_index: info.header_index as u64,
-                dtype: info.dtype,
-                shape: info.shape.clone(),
-                begin: info.begin,
-                end: info.end,
-                checksum,
-            };
-            format::tensor_record_head(&mut head, &meta, program_len);
-            (
-                RegionKind::Tensor,
-                meta.name,
-                meta.shape,
-                bytes.len() as u64,
-            )
+        let apart =
+            Node::concat(kids).expect("a group's tensors share the width and are not empty");
+        search.absorb(&each);
+        if program_len(&apart) < program_len(&node) {
+            node = apart;
+            warning = each_warning;
         }
-        Some(Region::Gap { begin, end }) => {
-            format::gap_record_head(&mut head, begin, end, checksum, program_len);
-            (
-                RegionKind::Gap,
-                "(gap)".to_string(),
-                Vec::new(),
-                bytes.len() as u64,
-            )
-        }
-    };
-    let stat = RegionStat {
-        kind,
-        label,
-        dtype,
-        shape,
-        original_bytes,
-        archive_bytes: head.len() as u64 + program_len,
-        program_bytes: program_len,
-        root_op,
-        search,
-    };
+    }
     Encoded {
-        head,
-        program: node,
-        stat,
+        checksum,
+        program: Some(node),
+        search,
         warning,
     }
 }

@@ -775,6 +775,7 @@ impl CompressArgs {
             force: self.force,
             verify: !self.no_verify,
             prior: self.search.prior.choice()?,
+            file_name: None,
         })
     }
 }
@@ -1448,6 +1449,7 @@ fn bench(a: BenchArgs) -> Result<Outcome> {
                 force: false,
                 verify: false,
                 prior: prior.clone(),
+                file_name: None,
             };
             let runs = a.runs as usize;
             let compress_once = |jobs| -> Result<(Vec<u8>, f64)> {
