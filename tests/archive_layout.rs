@@ -117,7 +117,7 @@ fn small_tensors_in_groups_beat_a_whole_stream_field_coder() {
             );
         }
     }
-    assert_eq!(tensors.len(), 2 * 1024 + 2 * 16);
+    assert_eq!(tensors.len(), 2 * 512 + 2 * 16);
     let dir = tempfile::tempdir().unwrap();
     let (_, a) = compress(
         dir.path(),

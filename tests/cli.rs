@@ -229,7 +229,9 @@ fn ls_escapes_control_characters_in_names() {
 #[test]
 fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, archive) = compressed(dir.path(), "B20_mixed_dtypes.safetensors");
+    // Records of format version 1 repeat their tensor's name (version 2 keeps it in the
+    // header record only): a committed version-1 archive.
+    let archive = v1_b20(dir.path());
     let o = brevis([OsStr::new("ls"), OsStr::new("--json"), archive.as_os_str()]);
     let v = json_of(&o);
     assert_eq!(
@@ -1318,9 +1320,10 @@ fn json_commands_print_an_object_when_they_fail() {
     assert_eq!(o.status.code(), Some(0));
     assert!(serde_json::from_slice::<Value>(&o.stdout).is_err());
 
-    // A tensor name that is not UTF-8: damage found in an archive that opened, exit 3.
+    // A tensor name that is not UTF-8: damage found in an archive that opened, exit 3
+    // (in a record of format version 1, which repeats the name).
     let dir = tempfile::tempdir().unwrap();
-    let archive = damaged_b20(dir.path(), |a, bytes| {
+    let archive = damaged_v1_b20(dir.path(), |a, bytes| {
         let name = a.tensors()[0].name.as_bytes();
         let at = bytes.windows(name.len()).rposition(|w| w == name).unwrap();
         bytes[at] ^= 0x80;
@@ -1350,8 +1353,10 @@ fn json_commands_print_an_object_when_they_fail() {
 #[test]
 fn a_header_checksum_warning_names_the_archive_once() {
     let dir = tempfile::tempdir().unwrap();
-    // Inside the header record's stored checksum (the record starts at byte 16).
-    let archive = damaged_b20(dir.path(), |_, bytes| bytes[19] ^= 0xFF);
+    // Inside the header record's stored checksum (the record starts at byte 16), in an
+    // archive of format version 1, whose header record may be damaged without losing
+    // the tensors (their records repeat the header's entries).
+    let archive = damaged_v1_b20(dir.path(), |_, bytes| bytes[19] ^= 0xFF);
     let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -1362,6 +1367,27 @@ fn a_header_checksum_warning_names_the_archive_once() {
         )) && err.matches(&name).count() == 1,
         "{err}"
     );
+}
+
+/// A copy under `dir` of the committed format-version-1 archive of `B20_mixed_dtypes`.
+fn v1_b20(dir: &Path) -> PathBuf {
+    let archive = dir.join("B20_mixed_dtypes.brv");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1/B20_mixed_dtypes.brv"),
+        &archive,
+    )
+    .unwrap();
+    archive
+}
+
+/// [`v1_b20`] with its bytes changed by `damage` (given the archive, to find its
+/// records): the damaged archive's path.
+fn damaged_v1_b20(dir: &Path, damage: impl FnOnce(&brevis::Archive, &mut Vec<u8>)) -> PathBuf {
+    let archive = v1_b20(dir);
+    let mut bytes = std::fs::read(&archive).unwrap();
+    damage(&brevis::Archive::open(&archive).unwrap(), &mut bytes);
+    std::fs::write(&archive, &bytes).unwrap();
+    archive
 }
 
 /// `B20_mixed_dtypes` compressed under `dir`, then its bytes changed by `damage` (given

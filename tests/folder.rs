@@ -709,10 +709,10 @@ fn folder_compress_counts_agree_with_their_nouns() {
 
 /// A manifest whose length field for a shard is wrong (the shard itself intact) is named
 /// as a damaged manifest, not as a checksum mismatch printing two equal checksums; a
-/// shard whose records are damaged in a way that leaves the restored bytes exact makes
-/// `decompress` warn, as it does for one archive (both found by a tester).
+/// shard whose header record is damaged makes `decompress` fail naming the shard and the
+/// record, with nothing written (both found by a tester).
 #[test]
-fn folder_decompress_names_a_damaged_manifest_length_and_warns_on_damaged_records() {
+fn folder_decompress_names_a_damaged_manifest_length_and_a_damaged_shard() {
     let tmp = tempfile::tempdir().unwrap();
     let (packed, _) = compressed_b28(tmp.path());
 
@@ -738,25 +738,38 @@ fn folder_decompress_names_a_damaged_manifest_length_and_warns_on_damaged_record
     std::fs::write(&manifest, &original).unwrap();
 
     let shard = packed.join("model-00002-of-00002.brv");
-    let mut bytes = std::fs::read(&shard).unwrap();
-    bytes[300] ^= 0x01;
-    std::fs::write(&shard, &bytes).unwrap();
+    damage_header_record(&shard);
     let d = brevis(&[Path::new("decompress"), &packed, Path::new("-o"), &out]);
-    assert!(d.status.success(), "{}", stderr(&d));
+    assert_eq!(d.status.code(), Some(3), "{}", stderr(&d));
     assert!(
         stderr(&d).starts_with(&format!(
-            "warning: {}: the archive's records (names, shapes, programs) do not match their stored checksum",
+            "error: {}: damaged archive: record 0 (the header): ",
             shard.display()
         )),
         "{}",
         stderr(&d)
     );
+    assert!(!out.exists());
 }
 
-/// `ls` of a folder whose shard archive has a damaged tensor record (its name changed
-/// after writing) warns, naming the shard and the record, and exits 3, with or without
-/// `--json` (whose entry for that file says `records_match_header: false`), as `ls` of
-/// the shard alone does; the sound folder lists with exit 0.
+/// Flips one bit in the middle of the header record of the archive at `path` (the
+/// record that names every tensor, which begins after the 16-byte file header).
+fn damage_header_record(path: &Path) {
+    let a = brevis::Archive::open(path).unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    let first = a.tensors()[0].record.start;
+    assert!(
+        first > 40,
+        "the header record comes before the first tensor's"
+    );
+    bytes[(16 + first) / 2] ^= 0x01;
+    std::fs::write(path, &bytes).unwrap();
+}
+
+/// `ls` of a folder whose shard archive has a damaged header record fails, naming the
+/// shard and the record, and exits 3, with or without `--json` (whose object says
+/// `ok: false` and carries the error), as `ls` of the shard alone does; the sound folder
+/// lists with exit 0.
 #[test]
 fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
     let tmp = tempfile::tempdir().unwrap();
@@ -773,36 +786,26 @@ fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
     assert!(shards.iter().all(|f| f["records_match_header"] == true));
 
     let shard = archive.join("model-00001-of-00002.brv");
-    let mut bytes = std::fs::read(&shard).unwrap();
-    let at = bytes
-        .windows(b"model.embed_tokens".len())
-        .rposition(|w| w == b"model.embed_tokens")
-        .expect("the name is in the shard");
-    bytes[at + 6] = b'E';
-    std::fs::write(&shard, &bytes).unwrap();
-    let warning = format!(
-        "warning: {}: record of tensor \"model.Embed_tokens.weight\": the header names it \
-         \"model.embed_tokens.weight\"; the archive is damaged (`brevis verify` checks every \
-         record)\n",
+    damage_header_record(&shard);
+    let error = format!(
+        "{}: damaged archive: record 0 (the header): ",
         shard.display()
     );
-
     let o = brevis(&[Path::new("ls"), &archive]);
     assert_eq!(o.status.code(), Some(3));
-    assert_eq!(stderr(&o), warning);
+    assert!(
+        stderr(&o).starts_with(&format!("error: {error}")),
+        "{}",
+        stderr(&o)
+    );
+    let alone = brevis(&[Path::new("ls"), &shard]);
+    assert_eq!(alone.status.code(), Some(3));
+    assert!(stderr(&alone).starts_with(&format!("error: {error}")));
     let o = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
     assert_eq!(o.status.code(), Some(3));
-    assert_eq!(stderr(&o), warning);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let entry = v["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"] == "model-00001-of-00002.safetensors")
-        .unwrap();
-    assert_eq!(entry["records_match_header"], false);
     assert_eq!(v["ok"], false);
-    assert_eq!(entry["matches_manifest"], true);
+    assert!(v["error"].as_str().unwrap().starts_with(&error), "{v}");
 }
 
 /// A single-file archive checked `--against` a shard index or a checkpoint folder is

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "cli")]
 
-use brevis::archive::format::{self, TensorMeta};
+use brevis::archive::format;
 use brevis::dsl::wire::Sink;
 use brevis::Dtype;
 use std::path::{Path, PathBuf};
@@ -133,35 +133,31 @@ fn crafted(dtype: Dtype, shape: &[u64], program: &[u8]) -> Vec<u8> {
     header_program.put_uleb(json.len() as u64);
     header_program.extend_from_slice(json.as_bytes());
     let start = out.len();
-    format::write_header_record(
-        &mut out,
-        json.len() as u64,
-        xxh3_64(json.as_bytes()),
-        &header_program,
-    );
+    format::header_record_head_v2(&mut out, json.len() as u64, xxh3_64(json.as_bytes()));
+    out.extend_from_slice(&header_program);
     let header_len = out.len() - start;
-    let meta = TensorMeta {
-        name: "t".into(),
-        header_index: 0,
-        dtype,
-        shape: shape.to_vec(),
-        begin: 0,
-        end: data_len,
-        checksum: 0,
-    };
     let start = out.len();
-    format::write_tensor_record(&mut out, &meta, program);
+    format::data_record_head(&mut out, 0);
+    out.extend_from_slice(program);
     let tensor_len = out.len() - start;
-    let index = format::Index {
-        tensor_count: 1,
+    let index = format::IndexV2 {
         original_len: 8 + json.len() as u64 + data_len,
         file_checksum: 0,
         records_checksum: xxh3_64(&out[16..]),
+        file_name: "t.safetensors".into(),
+        settings: vec![format::Settings {
+            budget: 1,
+            max_depth: 8,
+            max_nodes: 64,
+            prior: format::PriorKind::Uniform,
+            prior_digest: 0,
+        }],
         record_lens: vec![header_len as u64, tensor_len as u64],
+        records: vec![(1, 0)],
     };
     let index_offset = out.len() as u64;
     let mut index_bytes = Vec::new();
-    format::write_index(&mut index_bytes, &index);
+    format::write_index_v2(&mut index_bytes, &index);
     out.extend_from_slice(&index_bytes);
     out.extend_from_slice(&format::trailer(index_offset, &index_bytes));
     out
@@ -190,14 +186,18 @@ fn crafted_bombs_fail_cleanly_under_256_mib() {
             "f32_2p60.brv",
             crafted(Dtype::F32, &[1 << 60], &[0x20, 7]),
             3,
-            &["does not match"],
+            &["does not match", "not a valid .safetensors header"],
         ),
         // A shape whose element count overflows 64 bits.
         (
             "shape_overflow.brv",
             crafted(Dtype::F32, &[1 << 40, 1 << 40], &[0x20, 7]),
             3,
-            &["does not match", "damaged"],
+            &[
+                "does not match",
+                "damaged",
+                "not a valid .safetensors header",
+            ],
         ),
         // 4 GiB of words from a 1-byte bit-packed literal (k = 0): fits the per-region
         // limit, not the memory cap.

@@ -125,12 +125,16 @@ pub fn safetensors(data: &[u8]) {
     }
 }
 
-/// A one-tensor safetensors file of `dtype` holding `data` (cut to a whole number of
-/// elements).
+/// A one-tensor safetensors file of `dtype` holding `data`, cut to a whole number of
+/// elements that fill whole bytes (a sub-byte dtype's elements must: 6-bit elements come
+/// in fours).
 pub fn one_tensor_file(dtype: brevis::Dtype, data: &[u8]) -> Vec<u8> {
     let bits = u64::from(dtype.element_bits());
     let mut n = data.len() as u64 * 8 / bits;
-    while dtype.byte_len(n).is_some_and(|b| b > data.len() as u64) {
+    while n > 0
+        && (!(n * bits).is_multiple_of(8)
+            || dtype.byte_len(n).is_some_and(|b| b > data.len() as u64))
+    {
         n -= 1;
     }
     let len = dtype.byte_len(n).unwrap_or(0) as usize;
