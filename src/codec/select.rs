@@ -60,8 +60,16 @@ struct Analysis {
 }
 
 impl Analysis {
+    /// The histogram pass, skipped when [`crate::stats::beyond_tables`] says the
+    /// stream has more distinct words than the table codecs take (counting a float's
+    /// mantissas in a hash table until it overflowed was most of the time an F32
+    /// literal took).
     fn of(words: &Words) -> Analysis {
-        let hist = histogram(words, MAX_TABLE_SYMBOLS);
+        let hist = if crate::stats::beyond_tables(words) {
+            None
+        } else {
+            histogram(words, MAX_TABLE_SYMBOLS)
+        };
         let max = match &hist {
             Some(h) => h.last().map_or(0, |&(s, _)| s),
             None => words.max().unwrap_or(0),

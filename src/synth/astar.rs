@@ -53,12 +53,33 @@ fn choose(plain: u64, table: u64) -> u64 {
 /// of the encoder's output. Costs one histogram pass and no encoding, so the search can
 /// size every hole it opens; the finalists are then sized exactly.
 pub fn lit_node_estimate(words: &Words) -> u64 {
-    let hist = stats::histogram(words, codec::MAX_TABLE_SYMBOLS);
+    let hist = wide_histogram(words);
     let max = match &hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => words.max().unwrap_or(0),
     };
     estimate_from_hist(hist.as_deref(), max, words.width(), words.len())
+}
+
+/// The histogram the estimates size table codecs from, `None` when the stream has more
+/// distinct words than the tables take ([`stats::beyond_tables`] or counted).
+fn wide_histogram(words: &Words) -> Option<Vec<(u64, u64)>> {
+    if stats::beyond_tables(words) {
+        return None;
+    }
+    stats::histogram(words, codec::MAX_TABLE_SYMBOLS)
+}
+
+/// The histogram of a sample of a stream of more than [`SAMPLE_WORDS`] words, `None`
+/// when the sample is wider than 16 bits and [`stats::nearly_distinct`]: the stream then
+/// has far more distinct words than the sample (and the tables) hold, and counting the
+/// sample in a hash table and sorting it was most of the time F32 tensors took to
+/// compress.
+fn sample_histogram(sample: &Words) -> Option<Vec<(u64, u64)>> {
+    if sample.width() > 16 && stats::nearly_distinct(sample) {
+        return None;
+    }
+    stats::histogram(sample, codec::MAX_TABLE_SYMBOLS)
 }
 
 /// [`lit_node_estimate`] from a histogram (`None`: too many distinct words for the
@@ -227,7 +248,7 @@ fn sample_of(w: &Words) -> Words {
 /// counts scaled to `n` words.
 fn sampled_estimate(sample: &Words, n: usize) -> u64 {
     let ns = sample.len().max(1) as u64;
-    let hist = stats::histogram(sample, codec::MAX_TABLE_SYMBOLS);
+    let hist = sample_histogram(sample);
     let max = match &hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => sample.max().unwrap_or(0),
@@ -360,7 +381,7 @@ fn lit_lower_bound(words: &Words, dense: Option<&[(u64, u64)]>) -> u64 {
     let (width, n) = (words.width(), words.len());
     let hist = match dense {
         Some(d) => Some(d.to_vec()),
-        None => stats::histogram(words, codec::MAX_TABLE_SYMBOLS),
+        None => wide_histogram(words),
     };
     let max = match &hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
