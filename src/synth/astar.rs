@@ -375,8 +375,8 @@ fn dense_estimate(d: &[(u64, u64)], width: u32, n: usize) -> u64 {
 }
 
 /// A size in bytes `Lit(words)` can never be smaller than, from the histogram alone:
-/// raw, bit packing and Huffman sizes are exact, rANS is bounded below
-/// ([`codec::rans::Plan::lower_bound`]). No encoding.
+/// raw and bit packing sizes are exact, the table codecs bounded below without planning
+/// ([`codec::select::TableBounds::lower`]). No encoding.
 fn lit_lower_bound(words: &Words, dense: Option<&[(u64, u64)]>) -> u64 {
     let (width, n) = (words.width(), words.len());
     let hist = match dense {
@@ -389,7 +389,10 @@ fn lit_lower_bound(words: &Words, dense: Option<&[(u64, u64)]>) -> u64 {
     };
     let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
     if let Some(h) = &hist {
-        body = body.min(plan_sizes(h, width, n).1);
+        // The table codecs' bounds before planning: planning both tables of a root of
+        // tens of thousands of distinct words for a bound was a third of silero's
+        // compression time, and a looser bound only sends more roots to the exact size.
+        body = body.min(codec::select::TableBounds::of(h, width, n).lower());
     }
     1 + uleb_len(body) + body
 }
