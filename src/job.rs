@@ -2,7 +2,7 @@
 //! Python package run.
 //!
 //! Each job takes a path that is a `.safetensors` file or checkpoint folder (for
-//! [`compress`], [`calibrate`] and [`bench`]) or a `.brv` archive or compressed folder
+//! [`compress`], [`calibrate`] and [`bench()`]) or a `.brv` archive or compressed folder
 //! (for [`decompress`], [`verify`], [`list`] and [`show`]), reports progress and warnings
 //! to an [`Observer`] as they happen, and returns a report that serializes with serde
 //! into the object `brevis COMMAND --json` prints (paths as lossy UTF-8 strings, sizes in

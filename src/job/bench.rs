@@ -116,7 +116,7 @@ pub struct BenchRow {
     pub search: Option<SearchReport>,
 }
 
-/// What [`bench`] measured; serializes as `bench --json` prints it.
+/// What [`bench()`] measured; serializes as `bench --json` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
     /// Threads of the parallel runs.
