@@ -105,6 +105,16 @@ pub enum Error {
         /// Its [`Error::kind`].
         kind: &'static str,
     },
+    /// A job refused its arguments for a reason of its own (an invalid prior file, a
+    /// tensor name no archive holds, an original of the wrong kind): the message says
+    /// it all, with a stable [`Error::kind`].
+    #[error("{message}")]
+    Refused {
+        /// Its [`Error::kind`] (`invalid_prior`, `no_such_tensor`, `wrong_kind`).
+        kind: &'static str,
+        /// What is wrong, naming the file.
+        message: String,
+    },
     /// Something that should never happen: a bug, reported instead of a panic.
     #[error("{}: internal error: {what}", crate::archive::shown_path(path))]
     Internal {
@@ -165,6 +175,7 @@ impl Error {
             | Error::WrongKind { path, .. }
             | Error::Invalid { path, .. }
             | Error::Internal { path, .. } => path,
+            Error::Refused { .. } => return self,
         };
         if let Ok(rest) = path.strip_prefix(from) {
             *path = to.join(rest);
@@ -196,6 +207,7 @@ impl Error {
             Error::SameFile { .. } => "same_file",
             Error::WrongKind { .. } => "wrong_kind",
             Error::Invalid { kind, .. } => kind,
+            Error::Refused { kind, .. } => kind,
             Error::Internal { .. } => "internal",
         }
     }

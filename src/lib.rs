@@ -12,6 +12,7 @@ pub mod codec;
 pub mod dsl;
 pub mod error;
 pub mod hash;
+pub mod job;
 pub mod stats;
 pub mod synth;
 pub mod tensor;

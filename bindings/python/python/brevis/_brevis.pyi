@@ -1,0 +1,58 @@
+"""Type stubs of the native module ``brevis._brevis``."""
+
+import os
+from typing import Any, Callable, Optional, Union
+
+_Path = Union[str, os.PathLike[str]]
+_Progress = Callable[[str, str, Optional[str], int], Any]
+
+class Archive:
+    """An opened ``.brv`` archive; tensors are decoded one per call."""
+
+    def __init__(self, path: _Path) -> None: ...
+    def keys(self) -> list[str]: ...
+    def info(self, name: str) -> tuple[str, list[int]]:
+        """The safetensors dtype name and shape of tensor ``name`` (KeyError if none)."""
+    def header_json(self) -> str: ...
+    def decode_tensor(self, name: str) -> bytearray:
+        """The tensor's original little-endian bytes, checked against its checksum."""
+    @property
+    def original_bytes(self) -> int: ...
+    @property
+    def archive_bytes(self) -> int: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    def __len__(self) -> int: ...
+
+def compress_file(
+    src: _Path,
+    dst: Optional[_Path] = None,
+    *,
+    budget: Optional[int] = None,
+    max_depth: Optional[int] = None,
+    max_nodes: Optional[int] = None,
+    jobs: Optional[int] = None,
+    force: bool = False,
+    verify: bool = True,
+    prior: Optional[_Path] = None,
+    uniform: bool = False,
+    progress: Optional[_Progress] = None,
+) -> dict[str, Any]: ...
+def decompress_file(
+    src: _Path,
+    dst: Optional[_Path] = None,
+    *,
+    jobs: Optional[int] = None,
+    force: bool = False,
+    progress: Optional[_Progress] = None,
+) -> dict[str, Any]: ...
+def verify_file(
+    src: _Path,
+    against: Optional[_Path] = None,
+    *,
+    jobs: Optional[int] = None,
+    progress: Optional[_Progress] = None,
+) -> dict[str, Any]: ...
+def list_file(src: _Path) -> dict[str, Any]: ...

@@ -1,0 +1,364 @@
+//! `brevis._brevis`: the Python binding of the Brevis library (PyO3, abi3 for CPython
+//! 3.11 and later). The Python package `brevis` (in `python/brevis/`) wraps it: this
+//! module holds only what must be native. Every long call releases the GIL
+//! ([`Python::detach`]); progress callbacks and warnings take it back for the moment
+//! they run. No signal handler is installed: the host process keeps its own.
+
+use brevis::archive::{self, CompressOptions, DecompressOptions, ProgressEvent};
+use brevis::job::{self, Observer};
+use brevis::synth::{PriorChoice, SearchOptions};
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyByteArray;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The Python exception class for a library error: by [`brevis::Error::kind`], one of
+/// the classes of `brevis._errors` (all subclasses of `BrevisError`, which carry
+/// `message` and `kind` and pickle).
+fn error_class(e: &brevis::Error) -> &'static str {
+    if e.is_mismatch() {
+        return "ChecksumError";
+    }
+    match e.kind() {
+        "io" => "BrevisIOError",
+        "output_exists" | "same_file" => "OutputExistsError",
+        "no_such_tensor" => "NoSuchTensorError",
+        "invalid_source" | "wrong_kind" => "SourceError",
+        "not_archive"
+        | "unsupported_version"
+        | "damaged_archive"
+        | "damaged_record"
+        | "undecodable_record"
+        | "too_large" => "ArchiveError",
+        _ => "BrevisError",
+    }
+}
+
+/// `e` as the Python exception of its class, with its message and kind.
+fn to_py(e: brevis::Error) -> PyErr {
+    Python::attach(|py| {
+        let made = || -> PyResult<PyErr> {
+            let class = py.import("brevis._errors")?.getattr(error_class(&e))?;
+            let value = class.call1((e.to_string(), e.kind()))?;
+            Ok(PyErr::from_value(value))
+        };
+        made().unwrap_or_else(|err| err)
+    })
+}
+
+/// Reports a job's progress to a Python callable and its warnings as Python warnings
+/// (`brevis.BrevisWarning`), holding the GIL only while each runs. The first exception
+/// a callback raises is kept and raised when the job ends; later events are dropped.
+struct PyObserver {
+    callback: Option<Py<PyAny>>,
+    error: Mutex<Option<PyErr>>,
+}
+
+impl PyObserver {
+    fn new(callback: Option<Py<PyAny>>) -> PyObserver {
+        PyObserver {
+            callback,
+            error: Mutex::new(None),
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.error.lock().map_or(true, |e| e.is_some())
+    }
+
+    fn keep(&self, err: PyErr) {
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(err);
+        }
+    }
+
+    /// The job's result, or the first exception a callback raised.
+    fn finish<T>(self, result: brevis::Result<T>) -> PyResult<T> {
+        let kept = self.error.into_inner().ok().flatten();
+        match (result, kept) {
+            (_, Some(err)) => Err(err),
+            (Err(e), None) => Err(to_py(e)),
+            (Ok(v), None) => Ok(v),
+        }
+    }
+}
+
+impl Observer for PyObserver {
+    fn progress(&self, shard: &str, event: ProgressEvent<'_>) {
+        let Some(cb) = &self.callback else { return };
+        if self.failed() {
+            return;
+        }
+        let (kind, label, bytes) = match event {
+            ProgressEvent::Begin { bytes, .. } => ("begin", None, bytes),
+            ProgressEvent::Item { label, bytes } => ("item", Some(label), bytes),
+            ProgressEvent::End => ("end", None, 0),
+        };
+        Python::attach(|py| {
+            if let Err(err) = cb.call1(py, (kind, shard, label, bytes)) {
+                self.keep(err);
+            }
+        });
+    }
+
+    fn warning(&self, text: &str) {
+        if self.failed() {
+            return;
+        }
+        Python::attach(|py| {
+            let warn = || -> PyResult<()> {
+                let category = py.import("brevis._errors")?.getattr("BrevisWarning")?;
+                let message = std::ffi::CString::new(text.replace('\0', "\\0"))
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                PyErr::warn(py, &category, &message, 2)
+            };
+            if let Err(err) = warn() {
+                self.keep(err);
+            }
+        });
+    }
+
+    fn failure(&self, text: &str) {
+        self.warning(text);
+    }
+}
+
+/// A report (serde) as a Python dict, through `json.loads`.
+fn to_dict<'py, T: serde::Serialize>(py: Python<'py>, report: &T) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// `jobs` checked: 0 (all cores) to [`archive::MAX_JOBS`].
+fn check_jobs(jobs: Option<usize>) -> PyResult<Option<usize>> {
+    match jobs {
+        Some(n) if n > archive::MAX_JOBS => Err(PyValueError::new_err(format!(
+            "jobs must be 0 (all cores) to {}, not {n}",
+            archive::MAX_JOBS
+        ))),
+        j => Ok(j),
+    }
+}
+
+/// Compresses a `.safetensors` file or checkpoint folder `src` into `dst` (default: the
+/// CLI's, `x.safetensors` -> `x.brv`, folder `x` -> `x.brv`); the options are the
+/// CLI's. Returns the report of `brevis compress --json` as a dict.
+#[pyfunction]
+#[pyo3(signature = (src, dst=None, *, budget=None, max_depth=None, max_nodes=None, jobs=None,
+                    force=false, verify=true, prior=None, uniform=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn compress_file<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: Option<PathBuf>,
+    budget: Option<u64>,
+    max_depth: Option<u32>,
+    max_nodes: Option<u32>,
+    jobs: Option<usize>,
+    force: bool,
+    verify: bool,
+    prior: Option<PathBuf>,
+    uniform: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let defaults = SearchOptions::default();
+    let max_depth = max_depth.unwrap_or(defaults.max_depth);
+    let max_nodes = max_nodes.unwrap_or(defaults.max_nodes);
+    if !(1..=brevis::dsl::wire::MAX_DEPTH as u32).contains(&max_depth) {
+        return Err(PyValueError::new_err(format!(
+            "max_depth must be 1 to {}, not {max_depth}",
+            brevis::dsl::wire::MAX_DEPTH
+        )));
+    }
+    if !(1..=brevis::dsl::wire::MAX_NODES as u32).contains(&max_nodes) {
+        return Err(PyValueError::new_err(format!(
+            "max_nodes must be 1 to {}, not {max_nodes}",
+            brevis::dsl::wire::MAX_NODES
+        )));
+    }
+    if uniform && prior.is_some() {
+        return Err(PyValueError::new_err("give prior or uniform, not both"));
+    }
+    let prior = match (&prior, uniform) {
+        (_, true) => PriorChoice::Uniform,
+        (None, false) => PriorChoice::Auto,
+        (Some(path), false) => job::read_prior(path).map_err(to_py)?,
+    };
+    let opts = CompressOptions {
+        search: SearchOptions {
+            budget: budget.unwrap_or(defaults.budget),
+            max_depth,
+            max_nodes,
+            ..defaults
+        },
+        jobs: check_jobs(jobs)?,
+        force,
+        verify,
+        prior,
+        file_name: None,
+    };
+    let obs = PyObserver::new(progress);
+    let result = py.detach(|| job::compress(&src, dst.as_deref(), &opts, &obs));
+    let report = obs.finish(result)?;
+    to_dict(py, &report)
+}
+
+/// Restores the original of an archive or compressed folder `src` into `dst` (default:
+/// the CLI's); nothing is written unless every checksum matches. Returns the report of
+/// `brevis decompress --json` as a dict.
+#[pyfunction]
+#[pyo3(signature = (src, dst=None, *, jobs=None, force=false, progress=None))]
+fn decompress_file<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: Option<PathBuf>,
+    jobs: Option<usize>,
+    force: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let opts = DecompressOptions {
+        jobs: check_jobs(jobs)?,
+        force,
+    };
+    let obs = PyObserver::new(progress);
+    let result = py.detach(|| job::decompress(&src, dst.as_deref(), &opts, &obs));
+    let report = obs.finish(result)?;
+    to_dict(py, &report)
+}
+
+/// Checks an archive or compressed folder against its stored checksums (and, with
+/// `against`, the original byte for byte). Damage is the result (`ok` false in the
+/// dict `brevis verify --json` prints), not an exception.
+#[pyfunction]
+#[pyo3(signature = (src, against=None, *, jobs=None, progress=None))]
+fn verify_file<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    against: Option<PathBuf>,
+    jobs: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let jobs = check_jobs(jobs)?;
+    let obs = PyObserver::new(progress);
+    let result = py.detach(|| job::verify(&src, against.as_deref(), jobs, &obs));
+    let report = obs.finish(result)?;
+    to_dict(py, &report)
+}
+
+/// Lists an archive or compressed folder without decoding it: the dict `brevis ls
+/// --json` prints.
+#[pyfunction]
+fn list_file<'py>(py: Python<'py>, src: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+    let obs = PyObserver::new(None);
+    let result = py.detach(|| job::list(&src, &obs));
+    let report = obs.finish(result)?;
+    to_dict(py, &report)
+}
+
+/// An opened `.brv` archive: its index is read when opened, each tensor decoded (and
+/// checked against its checksum) only when asked for.
+#[pyclass(module = "brevis._brevis", frozen)]
+struct Archive {
+    inner: brevis::Archive,
+}
+
+impl Archive {
+    fn index(&self, name: &str) -> PyResult<usize> {
+        self.inner
+            .find(name)
+            .ok_or_else(|| PyKeyError::new_err(name.to_string()))
+    }
+}
+
+#[pymethods]
+impl Archive {
+    /// Opens the archive at `path` (a file; a compressed folder's shards are archives).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Archive> {
+        let inner = py.detach(|| job::open_archive(&path)).map_err(to_py)?;
+        Ok(Archive { inner })
+    }
+
+    /// The tensor names, in file order.
+    fn keys(&self) -> Vec<String> {
+        self.inner
+            .tensors()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// The tensor `name`'s dtype (safetensors' name: `BF16`, `F32`, ...) and shape.
+    fn info(&self, name: &str) -> PyResult<(&'static str, Vec<u64>)> {
+        let t = &self.inner.tensors()[self.index(name)?];
+        Ok((t.dtype.name(), t.shape.clone()))
+    }
+
+    /// The original file's JSON header text (decoded and checked).
+    fn header_json(&self, py: Python<'_>) -> PyResult<String> {
+        let bytes = py.detach(|| self.inner.header_bytes()).map_err(to_py)?;
+        // The record restores the 8-byte length field and the JSON text.
+        let text = match bytes.first() {
+            Some(b'{') => &bytes[..],
+            _ => bytes.get(8..).unwrap_or(&[]),
+        };
+        Ok(String::from_utf8_lossy(text).trim_end().to_string())
+    }
+
+    /// The tensor `name`'s original bytes (little-endian words), decoded with the GIL
+    /// released and checked against the stored checksum, as a bytearray (writable, so
+    /// `numpy.frombuffer` over it copies nothing).
+    fn decode_tensor<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyByteArray>> {
+        let i = self.index(name)?;
+        let bytes = py.detach(|| self.inner.decode_tensor(i)).map_err(to_py)?;
+        Ok(PyByteArray::new(py, &bytes))
+    }
+
+    /// Bytes of the original file.
+    #[getter]
+    fn original_bytes(&self) -> u64 {
+        self.inner.original_len()
+    }
+
+    /// Bytes of the archive.
+    #[getter]
+    fn archive_bytes(&self) -> u64 {
+        self.inner.archive_len()
+    }
+
+    /// The archive's format version.
+    #[getter]
+    fn version(&self) -> u16 {
+        self.inner.version()
+    }
+
+    /// The archive's path.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.tensors().len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Archive({:?}, {} tensors)",
+            self.inner.path().to_string_lossy(),
+            self.inner.tensors().len()
+        )
+    }
+}
+
+/// The extension module.
+#[pymodule]
+fn _brevis(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Archive>()?;
+    m.add_function(wrap_pyfunction!(compress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_file, m)?)?;
+    m.add_function(wrap_pyfunction!(list_file, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! The command line: clap's description of every command and its arguments, and how
+//! they become the library's options.
+
+use brevis::archive::{self, CompressOptions};
+use brevis::synth::{PriorChoice, SearchOptions};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const ABOUT: &str = "Lossless compression of model checkpoints (.safetensors) as program synthesis";
+
+const LONG_ABOUT: &str = "\
+Lossless compression of model checkpoints (.safetensors) as program synthesis.
+
+Every tensor becomes a short program in a small language of reversible operators (bit \
+fields, deltas, repeats, literals coded by Huffman or rANS); decoding runs the program. \
+The archive (.brv) restores the original file byte for byte, header and padding included, \
+and stores checksums so a decode can be proved exact without the original.
+
+Exit codes: 0 success; 1 error: a file cannot be read or written, is not a valid \
+.safetensors file or archive, or holds a program that cannot be decoded (the message \
+names the file, the tensor and what is wrong); 2 usage error; 3 verification mismatch: \
+decoded bytes differ from the stored checksums (or, with verify --against, from the \
+original). verify exits 3 on any damage it finds in an archive it can open, decodable or \
+not, and every command exits 3 on a tensor record that cannot be read or does not fit \
+(a name that is not UTF-8, an unknown dtype, a shape that does not match its offsets) in \
+an archive whose trailer and index are sound; decompress still restores, with a warning \
+and exit 0, an archive whose only damage is in readable records when every restored byte \
+matches its checksum. An archive too damaged to open (its header or index cut short or \
+damaged; a folder's manifest changed, or a shard archive or copied file of it missing) \
+is an error, exit 1. ls and show on a folder whose shard archives do not restore \
+the files its manifest names warn and exit 3. A run stopped by SIGINT, SIGTERM or SIGHUP \
+removes its temporary output and exits 128 + the signal (130, 143, 129); with --json it \
+still prints its failure object (kind interrupted).";
+
+#[derive(Parser)]
+#[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Compress a .safetensors file into a .brv archive
+    #[command(long_about = "Compress a .safetensors file into a .brv archive.\n\n\
+        The archive is written to a temporary file beside the output and renamed into \
+        place when complete; an existing output is never replaced without --force, and \
+        the input is never written. Bytes of the file that no tensor owns (gaps, trailing \
+        bytes) are preserved and reported as warnings. The archive's bytes do not depend \
+        on --jobs.")]
+    Compress(CompressArgs),
+    /// Restore the original .safetensors file (or checkpoint folder) from an archive
+    #[command(
+        long_about = "Restore the original .safetensors file from a .brv archive, or the \
+        original checkpoint folder (every shard and every other file) from a compressed \
+        folder.\n\n\
+        Every tensor and the whole file are checked against the checksums stored in the \
+        archive; nothing is written unless all match. Exit code 3 if decoded bytes \
+        differ from a checksum or a tensor record is damaged, 1 if the archive is not \
+        one, is cut short, or a program cannot be decoded."
+    )]
+    Decompress(DecompressArgs),
+    /// Check that an archive decodes to exactly what was compressed
+    #[command(
+        long_about = "Check that an archive decodes to exactly what was compressed.\n\n\
+        Decodes every tensor and compares it with the stored per-tensor and whole-file \
+        checksums (xxh3-64); with --against, also compares the decoded file byte for \
+        byte with ORIGINAL (for a folder archive, ORIGINAL is the original folder and \
+        every file is compared). Exit code 3 if anything differs or cannot be decoded, \
+        1 if the archive cannot be opened."
+    )]
+    Verify(VerifyArgs),
+    /// List the tensors of an archive
+    #[command(
+        long_about = "List the tensors of an archive, one per line: dtype, shape, \
+        original bytes, archive bytes, reduction and the program's root operator, then \
+        the name (control characters escaped). Nothing is decoded."
+    )]
+    Ls(LsArgs),
+    /// Show the program of one tensor and where its bytes go
+    #[command(
+        long_about = "Show the program of one tensor in the text form, then one row \
+        per node: its line, its own bytes (tag, parameters, literal tables and payload), \
+        the bytes of its subtree, and its share of the tensor's record. The rows add up \
+        to the record exactly."
+    )]
+    Show(ShowArgs),
+    /// Measure reduction and throughput on files, in memory
+    #[command(
+        long_about = "Measure reduction and throughput on .safetensors files, in \
+        memory (no archive is written to disk): compress and decompress MB/s (10^6 bytes \
+        of the original per second) with one worker thread and with all of them. A \
+        checkpoint folder (or its model.safetensors.index.json) is measured shard by \
+        shard, one row per .safetensors file in it."
+    )]
+    Bench(BenchArgs),
+    /// Learn a production prior from a checkpoint (JSON a person can read and edit)
+    #[command(long_about = "Learn a production prior from a checkpoint: search a \
+        stratified sample of its tensors (at most 4, 6 expansions each, at most 1,048,576 \
+        elements each) with uniform costs and count the productions of the winning \
+        programs per context. The result is the same for any thread count.")]
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct SearchArgs {
+    /// Search budget: partial programs expanded per tensor (0 stores literals)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().budget)]
+    pub budget: u64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub prior: PriorArgs,
+}
+
+/// The program-shape limits of the search, shared by `compress` and `bench`.
+#[derive(Args, Clone)]
+pub struct LimitArgs {
+    /// Deepest program the search builds (a single node has depth 1; 1 to 32, the
+    /// archive format's limit)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_depth,
+          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_DEPTH as i64))]
+    pub max_depth: u32,
+    /// Most nodes in one program (1 to 65,536, the archive format's limit)
+    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().max_nodes,
+          value_parser = clap::value_parser!(u32).range(1..=brevis::dsl::wire::MAX_NODES as i64))]
+    pub max_nodes: u32,
+}
+
+impl LimitArgs {
+    /// Search options with these limits and `budget` expansions.
+    pub fn options(&self, budget: u64) -> SearchOptions {
+        SearchOptions {
+            budget,
+            max_depth: self.max_depth,
+            max_nodes: self.max_nodes,
+            ..SearchOptions::default()
+        }
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct PriorArgs {
+    /// Order the search by this production prior (JSON from `brevis calibrate`)
+    /// [default: calibrate on the input when the budget is at least 2; at budget 1 the
+    /// search expands only the root, which no prior reorders]
+    #[arg(long, value_name = "FILE", conflicts_with = "uniform")]
+    pub prior: Option<PathBuf>,
+    /// Order the search with uniform production costs (no calibration)
+    #[arg(long)]
+    pub uniform: bool,
+}
+
+impl PriorArgs {
+    pub fn choice(&self) -> brevis::Result<PriorChoice> {
+        if self.uniform {
+            return Ok(PriorChoice::Uniform);
+        }
+        match &self.prior {
+            None => Ok(PriorChoice::Auto),
+            Some(path) => brevis::job::read_prior(path),
+        }
+    }
+}
+
+impl SearchArgs {
+    pub fn options(&self) -> SearchOptions {
+        self.limits.options(self.budget)
+    }
+}
+
+#[derive(Args)]
+pub struct CompressArgs {
+    /// The .safetensors file to compress, or a checkpoint folder (or its
+    /// model.safetensors.index.json): every shard compressed, every other file kept
+    pub input: PathBuf,
+    /// The archive to write [default: INPUT with .safetensors replaced by .brv]
+    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Worker threads (0 = all cores, at most 256) [default: all cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
+    pub jobs: Option<usize>,
+    /// Replace the output if it exists: a regular file, or for a folder a previous
+    /// archive folder (never a link, a device, the input, a folder holding the input, or
+    /// a folder of other files)
+    #[arg(short, long)]
+    pub force: bool,
+    /// Do not check each program against its tensor before writing it (about 13% faster on
+    /// a BF16 checkpoint; the check is exact, and a program that would not restore its
+    /// tensor is stored as a literal instead, with a warning)
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Print a JSON summary on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct DecompressArgs {
+    /// The .brv archive to decompress, or a compressed checkpoint folder
+    pub input: PathBuf,
+    /// The file (or, for a compressed folder, the folder) to write [default: INPUT with
+    /// .brv replaced by .safetensors; for a folder X.brv, X]
+    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
+    pub output: Option<PathBuf>,
+    /// Replace the output if it exists: a regular file, or for a folder one holding only
+    /// files the archive restores (never a link, a device, or a folder holding the input
+    /// or other files)
+    #[arg(short, long)]
+    pub force: bool,
+    /// Worker threads (0 = all cores, at most 256) [default: all cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
+    pub jobs: Option<usize>,
+    /// Print a JSON summary on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The .brv archive, or compressed checkpoint folder, to check
+    pub input: PathBuf,
+    /// Also compare the decoded file byte for byte with this file (for a compressed
+    /// folder: every file with the original folder, or its model.safetensors.index.json)
+    #[arg(long, value_name = "ORIGINAL")]
+    pub against: Option<PathBuf>,
+    /// Worker threads (0 = all cores, at most 256) [default: all cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
+    pub jobs: Option<usize>,
+    /// Print a JSON report on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct LsArgs {
+    /// The .brv archive to list
+    pub input: PathBuf,
+    /// Print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// The .brv archive
+    pub input: PathBuf,
+    /// The tensor's exact name
+    pub tensor: String,
+    /// Print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The .safetensors files to measure; a checkpoint folder (or its
+    /// model.safetensors.index.json) stands for every .safetensors file in it
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub files: Vec<PathBuf>,
+    /// Worker threads for the parallel runs (0 = all cores, at most 256) [default: all
+    /// cores]
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
+    pub jobs: Option<usize>,
+    /// Search budgets to measure, one run each: repeat the option or separate by commas
+    /// (`--budget 0,1,32`)
+    #[arg(long, value_name = "N", value_delimiter = ',', default_values_t = [SearchOptions::default().budget])]
+    pub budget: Vec<u64>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub prior: PriorArgs,
+    /// With --json (required): add a search report per tensor (program, bytes per node,
+    /// expansions, candidates, budget exhausted, literal fallback, time)
+    #[arg(long, requires = "json")]
+    pub report: bool,
+    /// Print the search ablation table (markdown): budgets 0, 1, 6, 32, 256 with uniform
+    /// and calibrated priors, and depth first to the first complete program (sets its
+    /// own budgets and priors, so it takes none of --budget, --prior, --uniform, --json)
+    #[arg(long, conflicts_with_all = ["budget", "json", "report", "prior", "uniform"])]
+    pub ablation: bool,
+    /// Timed runs of each direction (after one untimed warm-up run that also gives the
+    /// archive); the median is reported, so one run disturbed by the machine does not move
+    /// the figure
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// The .safetensors file to calibrate on, or a checkpoint folder (or its
+    /// model.safetensors.index.json), calibrated on its first .safetensors file in path
+    /// order (the prior file may not be written inside the folder)
+    pub input: PathBuf,
+    /// Where to write the prior (JSON)
+    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
+    pub output: PathBuf,
+    /// Replace the output if it exists
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+/// Parses `--jobs`: 0 (all cores) to [`archive::MAX_JOBS`]; anything larger is a usage
+/// error naming the range rather than a silent clamp.
+pub fn jobs_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(0..=archive::MAX_JOBS as u64)
+}
+
+/// Parses an output path: `-` (standard output, which the temporary-file-and-rename
+/// writes cannot serve) is a usage error rather than a file named `-`.
+pub fn output_path(s: &str) -> std::result::Result<PathBuf, String> {
+    if s == "-" {
+        return Err("writing to standard output is not supported; name a file".into());
+    }
+    if s.is_empty() {
+        return Err("the output path is empty; name a file".into());
+    }
+    Ok(PathBuf::from(s))
+}
+
+impl CompressArgs {
+    /// The library's options for these arguments (the prior file is read here).
+    pub fn options(&self) -> brevis::Result<CompressOptions> {
+        Ok(CompressOptions {
+            search: self.search.options(),
+            jobs: self.jobs,
+            force: self.force,
+            verify: !self.no_verify,
+            prior: self.search.prior.choice()?,
+            file_name: None,
+        })
+    }
+}
+
+impl Command {
+    /// Whether the command writes an output file (so an interruption says whether one
+    /// was written).
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Command::Compress(_) | Command::Decompress(_) | Command::Calibrate(_)
+        )
+    }
+
+    /// Whether the command was asked to print JSON on stdout (`--json`).
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Compress(a) => a.json,
+            Command::Decompress(a) => a.json,
+            Command::Verify(a) => a.json,
+            Command::Ls(a) => a.json,
+            Command::Show(a) => a.json,
+            Command::Bench(a) => a.json,
+            Command::Calibrate(_) => false,
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! `brevis show`.
+
+use crate::args::ShowArgs;
+use crate::print::{col_width, fmt_change, fmt_shape, percent_smaller, plural};
+use crate::{emit, emit_report, shown, Console, Outcome};
+use anyhow::Result;
+use brevis::archive::escape_name;
+use std::fmt::Write as _;
+
+pub fn run(a: ShowArgs) -> Result<Outcome> {
+    let console = Console::new("show");
+    let found = brevis::job::show(&a.input, &a.tensor, &console)?;
+    drop(console);
+    // Not found because the archive is damaged: said on stderr, exit 3.
+    let Some(r) = found else {
+        return Ok(Outcome::Mismatch);
+    };
+    let outcome = if r.ok { Outcome::Ok } else { Outcome::Mismatch };
+    if a.json {
+        emit_report(&r)?;
+        return Ok(outcome);
+    }
+    let record = r.archive_bytes;
+    let share = |b: u64| {
+        if record > 0 {
+            b as f64 / record as f64 * 100.0
+        } else {
+            0.0
+        }
+    };
+    let mut s = String::new();
+    // In a folder, which shard archive holds the tensor.
+    let shard = if r.archive == a.input {
+        String::new()
+    } else {
+        format!(" (in {})", shown(&r.archive))
+    };
+    writeln!(
+        s,
+        "tensor {}{shard}  {} {}  {} -> record {} ({})",
+        escape_name(&r.name),
+        r.dtype,
+        fmt_shape(&r.shape),
+        plural(r.original_bytes as usize, "byte"),
+        plural(record as usize, "byte"),
+        fmt_change(percent_smaller(r.original_bytes, record)),
+    )?;
+    writeln!(s)?;
+    s.push_str(&r.program);
+    writeln!(s)?;
+    let framing_label = "(record fields: name, dtype, shape, offsets, checksum)".to_string();
+    let mut lines: Vec<(String, u64, u64)> =
+        vec![(framing_label, r.framing_bytes, r.framing_bytes)];
+    for n in &r.nodes {
+        let text = format!("{:indent$}{}", "", n.line, indent = n.depth * 2);
+        lines.push((text, n.own_bytes, n.subtree_bytes));
+    }
+    let w = col_width(lines.iter().map(|l| l.0.chars().count()), 4);
+    let own_w = col_width(lines.iter().map(|l| l.1.to_string().len()), 3);
+    let sub_w = col_width(lines.iter().map(|l| l.2.to_string().len()), 7);
+    writeln!(
+        s,
+        "{:<w$}  {:>own_w$}  {:>sub_w$}  {:>6}",
+        "NODE", "OWN", "SUBTREE", "SHARE"
+    )?;
+    for (text, own, sub) in &lines {
+        let pad = w - text.chars().count();
+        writeln!(
+            s,
+            "{text}{:pad$}  {own:>own_w$}  {sub:>sub_w$}  {:>5.1}%",
+            "",
+            share(*sub)
+        )?;
+    }
+    emit(&s)?;
+    Ok(outcome)
+}
