@@ -1701,3 +1701,82 @@ fn json_escapes_c1_controls_in_names() {
         "{text}"
     );
 }
+
+/// `ls --json` and `show` say how each tensor is stored in a version-2 archive (its own
+/// record, a group of small neighbours, a copy of an identical tensor) and the settings
+/// that built it, and `ls --json` the format version and the source's file name.
+#[test]
+fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    // a, b: 64 words each (grouped); big and its copy: 20,000 words of a ramp.
+    let big: Vec<u8> = (0..20_000u32)
+        .flat_map(|i| (i as f32 * 0.001).to_le_bytes())
+        .collect();
+    let mut data = vec![1u8; 512];
+    data.extend_from_slice(&big);
+    data.extend_from_slice(&big);
+    let header = format!(
+        r#"{{"a":{{"dtype":"F32","shape":[64],"data_offsets":[0,256]}},"b":{{"dtype":"F32","shape":[64],"data_offsets":[256,512]}},"big":{{"dtype":"F32","shape":[20000],"data_offsets":[512,80512]}},"tied":{{"dtype":"F32","shape":[20000],"data_offsets":[80512,160512]}}}}"#
+    );
+    let src = dir.path().join("m.safetensors");
+    std::fs::write(&src, safetensors_bytes(header.as_bytes(), &data)).unwrap();
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("--budget"),
+        OsStr::new("2"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let archive = src.with_extension("brv");
+    let v = json_of(&brevis([
+        OsStr::new("ls"),
+        OsStr::new("--json"),
+        archive.as_os_str(),
+    ]));
+    assert_eq!(
+        (&v["format_version"], &v["file_name"]),
+        (&json!(2), &json!("m.safetensors"))
+    );
+    let t = v["tensors"].as_array().unwrap();
+    let stored: Vec<&str> = t.iter().map(|t| t["stored_as"].as_str().unwrap()).collect();
+    assert_eq!(stored, ["group", "group", "record", "copy"]);
+    assert_eq!(t[0]["group"]["tensors"], 2);
+    assert_eq!(t[0]["group"]["first"], "a");
+    assert_eq!(t[3]["copy_of"], "big");
+    // A budget above 1 calibrates the prior on the file: recorded by its digest.
+    let st = &t[2]["settings"];
+    assert_eq!(
+        (
+            &st["budget"],
+            &st["max_depth"],
+            &st["max_nodes"],
+            &st["prior"]
+        ),
+        (&json!(2), &json!(4), &json!(64), &json!("calibrated"))
+    );
+    let digest = st["prior_digest"].as_str().unwrap();
+    assert!(
+        digest.len() == 16 && digest != "0000000000000000",
+        "{digest}"
+    );
+    assert!(t.iter().all(|x| x["settings"] == *st));
+    // The copy costs its reference only: kind byte and record index.
+    assert_eq!(t[3]["archive_bytes"], 2);
+    let o = brevis([OsStr::new("show"), archive.as_os_str(), OsStr::new("tied")]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "a copy of tensor big: its record is a reference to that one's (the program \
+             below is the one it copies)\nbuilt with --budget 2 --max-depth 4 --max-nodes 64, \
+             prior calibrated ("
+        ) && text.contains(&format!("({digest})\n")),
+        "{text}"
+    );
+    let o = brevis([OsStr::new("show"), archive.as_os_str(), OsStr::new("b")]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("stored in a group record of 2 tensors"),
+        "{text}"
+    );
+}

@@ -30,6 +30,76 @@ pub struct ListedTensor {
     pub reduction_percent: Option<f64>,
     /// The program's root operator (`?` when its first byte is no operator's tag).
     pub root_op: &'static str,
+    /// How its bytes are stored: `record` (its own), `group` (with its neighbours),
+    /// `copy` (a reference to an identical tensor's record) or `empty` (no bytes).
+    pub stored_as: &'static str,
+    /// The group record it shares, when `stored_as` is `group`.
+    pub group: Option<ListedGroup>,
+    /// The tensor whose record holds its bytes, when `stored_as` is `copy`.
+    pub copy_of: Option<String>,
+    /// The search settings that built its record (`null` in version-1 archives).
+    pub settings: Option<ListedSettings>,
+}
+
+/// A group record: consecutive small tensors of one dtype coded as one stream.
+#[derive(Clone, Debug, Serialize)]
+pub struct ListedGroup {
+    /// Tensors in the group.
+    pub tensors: usize,
+    /// The first of them.
+    pub first: String,
+    /// Bytes of the group's record (each tensor is counted its share in
+    /// `archive_bytes`, in proportion to its original bytes).
+    pub record_bytes: u64,
+}
+
+/// The search settings an archive records for a record ([`crate::archive::format::Settings`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct ListedSettings {
+    /// Expansions per region (`--budget`).
+    pub budget: u64,
+    /// Deepest program (`--max-depth`).
+    pub max_depth: u64,
+    /// Most nodes per program (`--max-nodes`).
+    pub max_nodes: u64,
+    /// `uniform`, `calibrated` or `given`.
+    pub prior: &'static str,
+    /// xxh3-64 of the prior's JSON, 16 hex digits (all zeros for a uniform prior).
+    pub prior_digest: String,
+}
+
+impl ListedSettings {
+    fn of(s: &crate::archive::format::Settings) -> ListedSettings {
+        ListedSettings {
+            budget: s.budget,
+            max_depth: s.max_depth,
+            max_nodes: s.max_nodes,
+            prior: s.prior.name(),
+            prior_digest: s.digest_hex(),
+        }
+    }
+}
+
+/// How tensor `i` of `archive` is stored: (`stored_as`, group, copy_of), as
+/// [`ListedTensor`] says it.
+fn storage_of(archive: &Archive, i: usize) -> (&'static str, Option<ListedGroup>, Option<String>) {
+    let t = &archive.tensors()[i];
+    if let Some(j) = t.copy_of {
+        return ("copy", None, Some(archive.tensors()[j].name.clone()));
+    }
+    if let Some(k) = t.group {
+        let g = &archive.groups()[k];
+        let group = ListedGroup {
+            tensors: g.tensors.len(),
+            first: archive.tensors()[g.tensors.start].name.clone(),
+            record_bytes: g.record.len() as u64,
+        };
+        return ("group", Some(group), None);
+    }
+    if t.record.is_empty() {
+        return ("empty", None, None);
+    }
+    ("record", None, None)
 }
 
 /// Bytes of the original no tensor owns, as `ls --json` prints them.
@@ -62,6 +132,11 @@ pub struct ListFile {
     pub archive: PathBuf,
     /// False when a record is damaged (exit 3).
     pub ok: bool,
+    /// The archive's format version.
+    pub format_version: u16,
+    /// The name of the file it was made from, as the archive records it (`null` in
+    /// version-1 archives and when it was made from a stream).
+    pub file_name: Option<String>,
     /// Bytes of the original.
     pub original_bytes: u64,
     /// Bytes of the archive.
@@ -217,10 +292,14 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
             original_bytes: 8 + archive.header_len(),
             archive_bytes: archive.header_archive_bytes(),
         },
+        format_version: archive.version(),
+        file_name: archive.file_name().map(str::to_string),
         tensors: archive
             .tensors()
             .iter()
-            .map(|t| ListedTensor {
+            .enumerate()
+            .map(|(i, t)| (t, storage_of(archive, i)))
+            .map(|(t, (stored_as, group, copy_of))| ListedTensor {
                 name: t.name.clone(),
                 dtype: t.dtype.name(),
                 shape: t.shape.clone(),
@@ -231,6 +310,10 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
                 program_bytes: t.program_bytes(),
                 reduction_percent: percent_smaller(t.original_bytes(), t.archive_bytes()),
                 root_op: t.root_op,
+                stored_as,
+                group,
+                copy_of,
+                settings: t.settings.as_ref().map(ListedSettings::of),
             })
             .collect(),
         gaps: archive
@@ -343,8 +426,19 @@ pub struct ShowReport {
     pub archive_bytes: u64,
     /// Bytes of its program.
     pub program_bytes: u64,
-    /// Bytes of the record that are not the program (name, dtype, shape, checksum).
+    /// Bytes of the record that are not the program: its kind and checksum (version 1:
+    /// also name, dtype, shape and offsets).
     pub framing_bytes: u64,
+    /// The archive's format version.
+    pub format_version: u16,
+    /// As [`ListedTensor::stored_as`]; for `group`, the program shown is the group's.
+    pub stored_as: &'static str,
+    /// As [`ListedTensor::group`].
+    pub group: Option<ListedGroup>,
+    /// As [`ListedTensor::copy_of`].
+    pub copy_of: Option<String>,
+    /// As [`ListedTensor::settings`].
+    pub settings: Option<ListedSettings>,
     /// The program in the text form.
     pub program: String,
     /// Every node, in preorder.
@@ -433,8 +527,10 @@ pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<Sho
         ok = false;
     }
     let t = &archive.tensors()[i];
+    let (stored_as, group, copy_of) = storage_of(&archive, i);
     let program = archive.program(i)?;
-    let record = t.archive_bytes();
+    // Node shares are of the record that holds the program: a group's whole record.
+    let record = group.as_ref().map_or(t.archive_bytes(), |g| g.record_bytes);
     let mut nodes = Vec::new();
     preorder(&program, 0, &mut nodes);
     let share = |b: u64| {
@@ -465,9 +561,14 @@ pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<Sho
         dtype: t.dtype.name(),
         shape: t.shape.clone(),
         original_bytes: t.original_bytes(),
-        archive_bytes: record,
+        archive_bytes: t.archive_bytes(),
         program_bytes: t.program_bytes(),
-        framing_bytes: record - t.program_bytes(),
+        framing_bytes: t.archive_bytes() - t.program_bytes(),
+        format_version: archive.version(),
+        stored_as,
+        group,
+        copy_of,
+        settings: t.settings.as_ref().map(ListedSettings::of),
         program: program.to_string(),
         nodes: rows,
     }))

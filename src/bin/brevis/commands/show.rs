@@ -20,7 +20,8 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         emit_report(&r)?;
         return Ok(outcome);
     }
-    let record = r.archive_bytes;
+    // Node shares are of the record that holds the program (a group's whole record).
+    let record = r.group.as_ref().map_or(r.archive_bytes, |g| g.record_bytes);
     let share = |b: u64| {
         if record > 0 {
             b as f64 / record as f64 * 100.0
@@ -42,13 +43,45 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         r.dtype,
         fmt_shape(&r.shape),
         plural(r.original_bytes as usize, "byte"),
-        plural(record as usize, "byte"),
-        fmt_change(percent_smaller(r.original_bytes, record)),
+        plural(r.archive_bytes as usize, "byte"),
+        fmt_change(percent_smaller(r.original_bytes, r.archive_bytes)),
     )?;
+    match (&r.group, &r.copy_of) {
+        (Some(g), _) => writeln!(
+            s,
+            "stored in a group record of {} with its neighbours ({}, from {}): the program \
+             below codes them all, and this tensor is counted its share of the record, in \
+             proportion to its bytes",
+            plural(g.tensors, "tensor"),
+            plural(g.record_bytes as usize, "byte"),
+            escape_name(&g.first),
+        )?,
+        (None, Some(of)) => writeln!(
+            s,
+            "a copy of tensor {}: its record is a reference to that one's (the program \
+             below is the one it copies)",
+            escape_name(of)
+        )?,
+        (None, None) => {}
+    }
+    if let Some(st) = &r.settings {
+        writeln!(
+            s,
+            "built with --budget {} --max-depth {} --max-nodes {}, prior {} ({})",
+            st.budget, st.max_depth, st.max_nodes, st.prior, st.prior_digest
+        )?;
+    }
     writeln!(s)?;
     s.push_str(&r.program);
     writeln!(s)?;
-    let framing_label = "(record fields: name, dtype, shape, offsets, checksum)".to_string();
+    let framing_label = if r.format_version == 1 {
+        "(record fields: name, dtype, shape, offsets, checksum)"
+    } else if r.copy_of.is_some() {
+        "(copy record: kind, record index)"
+    } else {
+        "(record fields: kind, checksum)"
+    }
+    .to_string();
     let mut lines: Vec<(String, u64, u64)> =
         vec![(framing_label, r.framing_bytes, r.framing_bytes)];
     for n in &r.nodes {
