@@ -1715,9 +1715,7 @@ fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
     let mut data = vec![1u8; 512];
     data.extend_from_slice(&big);
     data.extend_from_slice(&big);
-    let header = format!(
-        r#"{{"a":{{"dtype":"F32","shape":[64],"data_offsets":[0,256]}},"b":{{"dtype":"F32","shape":[64],"data_offsets":[256,512]}},"big":{{"dtype":"F32","shape":[20000],"data_offsets":[512,80512]}},"tied":{{"dtype":"F32","shape":[20000],"data_offsets":[80512,160512]}}}}"#
-    );
+    let header = r#"{"a":{"dtype":"F32","shape":[64],"data_offsets":[0,256]},"b":{"dtype":"F32","shape":[64],"data_offsets":[256,512]},"big":{"dtype":"F32","shape":[20000],"data_offsets":[512,80512]},"tied":{"dtype":"F32","shape":[20000],"data_offsets":[80512,160512]}}"#.to_string();
     let src = dir.path().join("m.safetensors");
     std::fs::write(&src, safetensors_bytes(header.as_bytes(), &data)).unwrap();
     let o = brevis([
