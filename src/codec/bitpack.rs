@@ -324,6 +324,89 @@ fn unpack_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
     }
 }
 
+/// Unpacks whole groups of eight `K`-bit words (`K` in 17..=32, so a group is `K`
+/// bytes): each group copied into a padded buffer once, each word one unaligned 8-byte
+/// load at a constant offset and shift, so the compiler unrolls the group.
+fn unpack_wide_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
+    let m = mask(K as u32);
+    for (c, o) in data.chunks_exact(K).zip(out.chunks_exact_mut(8)) {
+        let mut buf = [0u8; 40];
+        buf[..K].copy_from_slice(c);
+        for (j, w) in o.iter_mut().enumerate() {
+            let bit = j * K;
+            let b = bit >> 3;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&buf[b..b + 8]);
+            *w = T::from_u64((u64::from_le_bytes(a) >> (bit & 7)) & m);
+        }
+    }
+}
+
+/// `match` on a bit width from 17 to 32, binding it as the constant `$K` in `$body`.
+macro_rules! wide_k {
+    ($k:expr, $K:ident => $body:expr) => {
+        match $k {
+            17 => {
+                const $K: usize = 17;
+                $body
+            }
+            18 => {
+                const $K: usize = 18;
+                $body
+            }
+            19 => {
+                const $K: usize = 19;
+                $body
+            }
+            20 => {
+                const $K: usize = 20;
+                $body
+            }
+            21 => {
+                const $K: usize = 21;
+                $body
+            }
+            22 => {
+                const $K: usize = 22;
+                $body
+            }
+            23 => {
+                const $K: usize = 23;
+                $body
+            }
+            25 => {
+                const $K: usize = 25;
+                $body
+            }
+            26 => {
+                const $K: usize = 26;
+                $body
+            }
+            27 => {
+                const $K: usize = 27;
+                $body
+            }
+            28 => {
+                const $K: usize = 28;
+                $body
+            }
+            29 => {
+                const $K: usize = 29;
+                $body
+            }
+            30 => {
+                const $K: usize = 30;
+                $body
+            }
+            31 => {
+                const $K: usize = 31;
+                $body
+            }
+            _ => unreachable!("bit widths 17 to 31 but 24 (whole bytes are copied)"),
+        }
+    };
+}
+
 /// [`unpack_groups`] for `K` dividing 8 (sign bits, nibbles): the `8 / K` words of each
 /// byte, lowest bits first, in a loop the compiler vectorizes.
 fn unpack_sub_byte<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
@@ -524,6 +607,19 @@ fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
             4 => unpack_sub_byte::<T, 4>(data, whole),
             _ => small_k!(k, K => unpack_groups::<T, K>(data, whole)),
         }
+        let mut pos = (groups * 8) as u64 * u64::from(k);
+        for o in &mut out[groups * 8..] {
+            *o = T::from_u64(peek64(data, pos) & m);
+            pos += u64::from(k);
+        }
+        return out;
+    }
+    if k <= 32 {
+        // Whole groups of eight words (k bytes each) with constant shifts, then the rest
+        // one by one: the 20- and 23-bit mantissa fields of F32 tensors.
+        let groups = n / 8;
+        let mut out = vec![T::default(); n];
+        wide_k!(k, K => unpack_wide_groups::<T, K>(data, &mut out[..groups * 8]));
         let mut pos = (groups * 8) as u64 * u64::from(k);
         for o in &mut out[groups * 8..] {
             *o = T::from_u64(peek64(data, pos) & m);
