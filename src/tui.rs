@@ -145,8 +145,39 @@ pub fn restore_terminal() {
 }
 
 /// Folders this run stages archives in that are temporary (the demo's, a compression's
-/// staging folder next to its input), removed if a signal ends the run.
-static TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// staging folder next to its input), removed if a signal ends the run: with everything
+/// in it (`None`), or only the files this run staged there (`Some`: the demo's folder,
+/// where the user may have written an archive of their own, which stays).
+static TEMP_DIRS: std::sync::Mutex<Vec<(PathBuf, Option<Vec<PathBuf>>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Removes the files `staged` (what this run put in `dir`) and then `dir` itself if it
+/// is empty; returns the files left in it, sorted (the user's own: an archive written
+/// there from the Search view), not counting the temporary files of an unfinished write.
+pub fn remove_staged(dir: &Path, staged: &[PathBuf]) -> Vec<PathBuf> {
+    for f in staged {
+        let _ = std::fs::remove_file(f);
+    }
+    let mut left: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let temporary =
+                crate::archive::writer::is_temporary_name(&e.file_name().to_string_lossy());
+            if temporary {
+                let _ = std::fs::remove_file(e.path());
+            }
+            !temporary
+        })
+        .map(|e| e.path())
+        .collect();
+    left.sort();
+    if left.is_empty() {
+        let _ = std::fs::remove_dir(dir);
+    }
+    left
+}
 
 /// On SIGTERM, SIGINT or SIGHUP (from outside: in raw mode Ctrl-C is a key): put the
 /// terminal back, remove the temporary files and folders of this run, and exit with
@@ -161,8 +192,15 @@ fn restore_on_signal() {
             restore_terminal();
             crate::archive::writer::remove_temporary_files();
             if let Ok(dirs) = TEMP_DIRS.lock() {
-                for d in dirs.iter() {
-                    let _ = std::fs::remove_dir_all(d);
+                for (d, staged) in dirs.iter() {
+                    match staged {
+                        Some(files) => {
+                            remove_staged(d, files);
+                        }
+                        None => {
+                            let _ = std::fs::remove_dir_all(d);
+                        }
+                    }
                 }
             }
             std::process::exit(128 + sig);
@@ -551,6 +589,8 @@ fn publish(staged: &Path, input: &Path, target: &Path) -> Result<PathBuf, String
 fn run_terminal(plan: Plan) -> io::Result<Ending> {
     let mut app;
     let mut staging_dir = None;
+    // The demo's folder: the files staged in it (what is removed at exit).
+    let mut demo_files = None;
     match plan {
         Plan::Open(source) => app = App::new(source),
         Plan::Compress {
@@ -573,12 +613,18 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
             let target = st.target.clone();
             let keep_dir = keep && target.is_none();
             app = App::empty();
+            if !keep {
+                // The demo: its archive lives in a folder removed at exit, so `w` writes
+                // beside the user instead, and whatever the user writes there stays.
+                app.temp_dir = Some(st.dir.path().to_path_buf());
+                demo_files = Some(vec![input.clone(), staged.clone()]);
+            }
             app.start_loading(label, shown_output, move |ctx| {
                 compress_and_open(&input, &staged, target.as_deref(), ctx)
             });
             if !keep_dir {
                 if let Ok(mut dirs) = TEMP_DIRS.lock() {
-                    dirs.push(st.dir.path().to_path_buf());
+                    dirs.push((st.dir.path().to_path_buf(), demo_files.clone()));
                 }
             }
             staging_dir = Some((st.dir, keep_dir));
@@ -611,6 +657,22 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
                 escape_name(&dir.path().display().to_string())
             ));
             let _ = dir.keep();
+        } else if let Some(mut files) = demo_files {
+            // The demo's own files go; what the user wrote there stays, and is named.
+            // (An archive replaced in place is the user's now.)
+            files.retain(|f| !app.written_paths.iter().any(|w| app::same_file(w, f)));
+            let path = dir.keep();
+            let left = remove_staged(&path, &files);
+            if !left.is_empty() {
+                let names: Vec<String> = left
+                    .iter()
+                    .map(|p| escape_name(&p.display().to_string()).into_owned())
+                    .collect();
+                kept = Some(format!(
+                    "kept what you wrote into the demo's temporary folder: {}",
+                    names.join(", ")
+                ));
+            }
         } else {
             drop(dir);
         }

@@ -32,6 +32,8 @@ pub enum Prompt {
     Path,
     /// Asking whether to replace a file (y/n).
     Confirm,
+    /// Asking whether to quit with a result that was not written (y/n).
+    Quit,
 }
 
 /// One line of the key bar: `(keys, what)`.
@@ -80,7 +82,7 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
                 _ => None,
             }
         }
-        Prompt::Confirm => {
+        Prompt::Confirm | Prompt::Quit => {
             return match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Confirm(true)),
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
@@ -194,6 +196,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
             ]
         }
         Prompt::Confirm => return &[("y", "replace"), ("n/Esc", "keep the file")],
+        Prompt::Quit => return &[("y", "quit without writing"), ("n/Esc", "stay")],
         Prompt::None => {}
     }
     if ctx.search_editing {

@@ -116,6 +116,9 @@ pub struct SearchResult {
     pub tensor: usize,
     /// The limits used.
     pub opts: SearchOptions,
+    /// Regions the tensor was searched in, as `compress` cuts it: the budget counts
+    /// expansions per region.
+    pub regions: u64,
     /// The prior used: `uniform`, `calibrated` or `file PATH`.
     pub prior: String,
     /// The archive's program and its size in bytes.

@@ -3,6 +3,7 @@
 
 use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
+use super::super::model::Sharing;
 use super::{bar, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -16,35 +17,57 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
+    let record = app
+        .selected_tensor()
+        .and_then(|t| app.source.as_ref().and_then(|s| s.record(t)));
+    let record_text = match &record {
+        Some(r) => match &r.sharing {
+            Sharing::Own => format!(
+                " · record {} B (+{} B kind, checksum)",
+                thousands(r.record_bytes),
+                thousands(r.framing_bytes())
+            ),
+            Sharing::Group { tensors, share, .. } => format!(
+                " · group record {} B for {tensors} tensors, this one's share {} B",
+                thousands(r.record_bytes),
+                thousands(*share)
+            ),
+            Sharing::Copy { of } => format!(
+                " · a copy of tensor #{of}: record {} B (its program shown)",
+                thousands(r.record_bytes)
+            ),
+            Sharing::Empty => " · no record (empty)".to_string(),
+        },
+        None => String::new(),
+    };
+    let rest = format!(
+        "  program {} B in {} node{}{record_text}",
+        thousands(ins.total_bytes),
+        ins.nodes.len(),
+        if ins.nodes.len() == 1 { "" } else { "s" },
+    );
+    // Wrapped onto a second line rather than cut when it does not fit.
+    let width = usize::from(area.width).max(1);
+    let head_lines = (text_width(&name) + text_width(&rest))
+        .div_ceil(width)
+        .clamp(1, 2);
     let [head, table_area, detail] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(head_lines as u16),
         Constraint::Min(0),
         Constraint::Length(6),
     ])
     .areas(area);
-    let own_sum: u64 = ins.nodes.iter().map(|n| n.own_bytes).sum();
-    let record = app.selected_row().map_or(0, |r| r.archive_bytes);
-    let framing = if record > ins.total_bytes {
-        format!(
-            "; record {} B with name, shape and checksum",
-            thousands(record)
-        )
+    let (name, rest) = if head_lines == 1 {
+        (name, rest)
     } else {
-        String::new()
+        fit_name_and_rest(&name, &rest, width * 2)
     };
-    let rest = format!(
-        "  program {} B in {} node{} (own bytes add up to {}){framing}",
-        thousands(ins.total_bytes),
-        ins.nodes.len(),
-        if ins.nodes.len() == 1 { "" } else { "s" },
-        thousands(own_sum)
-    );
-    let (name, rest) = fit_name_and_rest(&name, &rest, usize::from(head.width));
     frame.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(name, Style::default().bold().fg(ACCENT)),
             Span::raw(rest),
-        ])),
+        ]))
+        .wrap(Wrap { trim: false }),
         head,
     );
 
