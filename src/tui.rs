@@ -313,7 +313,8 @@ where
 
 /// What to show, decided from the arguments before the terminal is touched.
 enum Plan {
-    Open(Arc<dyn Source>),
+    /// An archive to show, and a note for the status line.
+    Open(Arc<dyn Source>, Option<String>),
     Compress {
         input: PathBuf,
         label: String,
@@ -417,15 +418,26 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
                 keep: false,
             })
         }
-        Some(p) if p.extension().is_some_and(|e| e == "safetensors") => Ok(Plan::Compress {
-            input: p.to_path_buf(),
-            label: p.display().to_string(),
-            dir: None,
-            keep: true,
-        }),
+        Some(p) if p.extension().is_some_and(|e| e == "safetensors") => {
+            if let Some(a) = existing_archive(p) {
+                let note = format!(
+                    "opened {}, the existing archive of {} (same length and whole-file \
+                     checksum); `brevis compress` writes a new one",
+                    a.path().display(),
+                    p.display()
+                );
+                return Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), Some(note)));
+            }
+            Ok(Plan::Compress {
+                input: p.to_path_buf(),
+                label: p.display().to_string(),
+                dir: None,
+                keep: true,
+            })
+        }
         Some(p) if p.is_dir() => Err(error(folder_hint(p))),
         Some(p) => match crate::Archive::open(p) {
-            Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)))),
+            Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), None)),
             Err(e) => {
                 let code = if e.is_mismatch() {
                     EXIT_DAMAGE
@@ -482,6 +494,49 @@ fn folder_hint(dir: &Path) -> String {
              (.safetensors), and this folder holds neither"
         ),
     }
+}
+
+/// An archive next to `input` (`stem.brv`, `stem-1.brv`, ... as [`fresh_output`] names
+/// them, up to the first name not taken) that restores exactly `input`: the same
+/// original length and whole-file checksum. `None` when there is none (or `input`
+/// cannot be read: compressing it says why).
+pub fn existing_archive(input: &Path) -> Option<crate::Archive> {
+    let len = std::fs::metadata(input).ok()?.len();
+    let dir = match input.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let stem = input.file_stem()?.to_string_lossy().into_owned();
+    let mut checksum = None;
+    for k in 0..100u32 {
+        let name = if k == 0 {
+            format!("{stem}.brv")
+        } else {
+            format!("{stem}-{k}.brv")
+        };
+        let p = dir.join(name);
+        if std::fs::symlink_metadata(&p).is_err() {
+            return None;
+        }
+        let Ok(a) = crate::Archive::open(&p) else {
+            continue;
+        };
+        if a.original_len() != len {
+            continue;
+        }
+        let sum = match checksum {
+            Some(c) => c,
+            None => {
+                let file = std::fs::File::open(input).ok()?;
+                let map = crate::archive::map_file(&file).ok()?;
+                *checksum.insert(crate::hash::xxh3_64(&map))
+            }
+        };
+        if a.file_checksum() == sum {
+            return Some(a);
+        }
+    }
+    None
 }
 
 /// A name for the archive of `input` in `dir` that does not exist yet:
@@ -592,7 +647,10 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
     // The demo's folder: the files staged in it (what is removed at exit).
     let mut demo_files = None;
     match plan {
-        Plan::Open(source) => app = App::new(source),
+        Plan::Open(source, note) => {
+            app = App::new(source);
+            app.status = note.unwrap_or_default();
+        }
         Plan::Compress {
             input,
             label,

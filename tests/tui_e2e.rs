@@ -309,20 +309,45 @@ fn safetensors_is_compressed_next_to_it_never_clobbering_and_cancel_leaves_nothi
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
     std::fs::copy(&demo, dir.path().join("demo.safetensors")).unwrap();
     let p = Pane::new("st", dir.path());
-    for (k, expected) in [(0, "demo.brv"), (1, "demo-1.brv")] {
-        p.line("clear");
-        p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
-        let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
-        assert!(s.contains(expected), "run {k} writes {expected}:\n{s}");
-        p.send(&["q"]);
-        p.wait_for("EXIT=0", Duration::from_secs(10));
-    }
+    p.line("clear");
+    p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    assert!(
+        s.contains("into ./demo.brv"),
+        "the first run writes demo.brv:\n{s}"
+    );
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    // Run again on the same input: the archive there restores it exactly (same length
+    // and whole-file checksum), so it is opened instead of writing demo-1.brv.
+    p.line("clear");
+    p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    assert!(
+        s.contains(
+            "opened ./demo.brv, the existing archive of demo.safetensors (same length and \
+             whole-file checksum); `brevis compress` writes a new one"
+        ),
+        "{s}"
+    );
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    assert_eq!(files_in(dir.path()), ["demo.brv", "demo.safetensors"]);
+    // Another file of the same name is not taken for its archive: then a new one.
+    std::fs::rename(dir.path().join("demo.brv"), dir.path().join("keep.brv")).unwrap();
+    std::fs::write(dir.path().join("demo.brv"), b"not an archive").unwrap();
+    p.line("clear");
+    p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    assert!(s.contains("into ./demo-1.brv"), "{s}");
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
     assert_eq!(
         files_in(dir.path()),
-        ["demo-1.brv", "demo.brv", "demo.safetensors"]
+        ["demo-1.brv", "demo.brv", "demo.safetensors", "keep.brv"]
     );
     assert_eq!(
-        std::fs::read(dir.path().join("demo.brv")).unwrap(),
+        std::fs::read(dir.path().join("keep.brv")).unwrap(),
         std::fs::read(dir.path().join("demo-1.brv")).unwrap(),
         "same input, same archive"
     );

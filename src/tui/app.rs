@@ -1,7 +1,7 @@
 //! The app's state and how actions change it. Nothing here draws; [`super::ui`] renders
 //! this state, [`super::event`] turns keys into [`Action`]s.
 
-use super::action::{Action, Field, View};
+use super::action::{Action, Field, Kill, View};
 use super::inspect::{inspect, thousands, Inspection};
 use super::learn::{self, Lesson};
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
@@ -680,6 +680,7 @@ impl App {
                     p.error = Some("not replaced: type another path".into());
                 }
             }
+            Action::Kill(k) => self.kill(k),
             Action::Cancel => self.cancel(),
             Action::NextPage => {
                 self.page = (self.page + 1).min(self.lessons.len());
@@ -735,6 +736,24 @@ impl App {
              {name}; w in the Search view writes it",
             thousands(r.old.1 - r.new.bytes)
         ))
+    }
+
+    /// Ctrl-U / Ctrl-W in the text being typed: the filter, the output path, the prior
+    /// file, or a limit (Ctrl-U and Ctrl-W both clear a number).
+    fn kill(&mut self, k: Kill) {
+        if self.filter_editing {
+            kill_text(&mut self.filter, k);
+            self.refresh_order();
+        } else if let Some(p) = &mut self.search.prompt {
+            kill_text(&mut p.path, k);
+            p.error = None;
+        } else if self.search.editing.is_some() {
+            match self.search.field {
+                Field::PriorFile => kill_text(&mut self.search.form.prior_path, k),
+                Field::Prior => {}
+                _ => self.edit_field(|_| 0),
+            }
+        }
     }
 
     fn show(&mut self, v: View) {
@@ -1087,7 +1106,13 @@ impl App {
                     }
                 };
                 ctx.progress(0, 0, "decoding");
-                let bytes = source.decode(t)?;
+                // The bytes the tensor's record restores: a group's program restores the
+                // whole group, so the search and `w` work on the group.
+                let bytes = source.decode_record(t)?;
+                let group = match source.record(t).map(|r| r.sharing) {
+                    Some(super::model::Sharing::Group { tensors, .. }) => Some(tensors),
+                    _ => None,
+                };
                 let words = super::model::words_of(row.dtype, &bytes)
                     .ok_or_else(|| "tensor bytes are not whole words".to_string())?;
                 if ctx.cancelled() {
@@ -1106,6 +1131,7 @@ impl App {
                     tensor: t,
                     opts: opts.clone(),
                     regions,
+                    group,
                     prior: prior_name,
                     old: (old, old_bytes),
                     new,
@@ -1127,6 +1153,14 @@ impl App {
         if self.search.writing.is_some() {
             self.status = "the archive is being written".into();
             return;
+        }
+        if let Some(Ok(r)) = self.search_result() {
+            if r.new.program == r.old.0 {
+                self.status = "nothing improved; nothing written: the search found the \
+                               archive's own program"
+                    .into();
+                return;
+            }
         }
         let Some(Ok(_)) = self.search_result() else {
             self.status = match (self.search.tensor, &self.search.result) {
@@ -1539,6 +1573,20 @@ pub fn researched_path(dir: &std::path::Path, archive: &std::path::Path) -> std:
             return p;
         }
         k += 1;
+    }
+}
+
+/// Deletes from `text` as Ctrl-U (all of it) or Ctrl-W (the last word or path
+/// component with the spaces or `/` after it, back to the previous space or `/`, which
+/// stays) do in a shell.
+pub fn kill_text(text: &mut String, k: Kill) {
+    match k {
+        Kill::Line => text.clear(),
+        Kill::Word => {
+            let trimmed = text.trim_end_matches([' ', '/']).len();
+            let cut = text[..trimmed].rfind([' ', '/']).map_or(0, |i| i + 1);
+            text.truncate(cut);
+        }
     }
 }
 

@@ -135,6 +135,20 @@ impl Source for ArchiveSource {
         self.archive.decode_tensor(i).map_err(|e| e.to_string())
     }
 
+    fn decode_record(&self, i: usize) -> Result<Vec<u8>, String> {
+        let group = self.archive.tensors().get(i).and_then(|t| t.group);
+        match group.and_then(|g| self.archive.groups().get(g)) {
+            Some(g) => {
+                let mut out = Vec::new();
+                for t in g.tensors.clone() {
+                    out.extend(self.decode(t)?);
+                }
+                Ok(out)
+            }
+            None => self.decode(i),
+        }
+    }
+
     fn verify_tensor(&self, i: usize) -> Check {
         match self.archive.decode_tensor(i) {
             Ok(_) => Check::Exact,

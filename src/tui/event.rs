@@ -2,7 +2,7 @@
 //! tested without a terminal. Only key presses act; releases (and repeats the terminal
 //! reports as separate kinds) are ignored, so a key acts once.
 
-use super::action::{Action, Field, View};
+use super::action::{Action, Field, Kill, View};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// What the key mapping depends on.
@@ -55,6 +55,16 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('q')) {
         return Some(Action::Quit);
+    }
+    let editing = ctx.filter_editing
+        || ctx.prompt == Prompt::Path
+        || (ctx.search_editing && ctx.prompt == Prompt::None);
+    if ctrl && editing {
+        return match key.code {
+            KeyCode::Char('u') => Some(Action::Kill(Kill::Line)),
+            KeyCode::Char('w') => Some(Action::Kill(Kill::Word)),
+            _ => None,
+        };
     }
     if ctx.loading {
         return match key.code {
@@ -183,6 +193,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
     if ctx.filter_editing {
         return &[
             ("type", "filter by name"),
+            ("^U/^W", "clear/word"),
             ("Enter", "keep"),
             ("Esc", "clear"),
         ];
@@ -191,6 +202,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
         Prompt::Path => {
             return &[
                 ("type", "output path"),
+                ("^U/^W", "clear/word"),
                 ("Enter", "write"),
                 ("Esc", "cancel"),
             ]

@@ -530,14 +530,14 @@ fn largest_sentence(nodes: &[NodeInfo], largest: usize, total_bytes: u64) -> (St
     let node = &nodes[at];
     let sentence = if parts > 1 {
         format!(
-            "{lead} {role}, over {parts} regions: {b} of {t} ({pct:.1}%); the largest \
+            "{lead} {role}, over {parts} regions: {b} of {t} bytes ({pct:.1}%); the largest \
              is node #{at} `{}`, {} bytes",
             node.label,
             thousands(node.own_bytes)
         )
     } else {
         format!(
-            "{lead} {role}: {b} of {t} ({pct:.1}%), node #{at} `{}`",
+            "{lead} {role}: {b} of {t} bytes ({pct:.1}%), node #{at} `{}`",
             node.label
         )
     };
@@ -561,7 +561,9 @@ fn lit_sentences(node: &NodeInfo, lit: &LitInfo) -> Vec<String> {
             verb(role, "has", "have"),
             thousands(MAX_COUNTED as u64)
         )),
-        (Some(d), _) if d.saturating_mul(2) > node.ty.len && node.ty.len > 1 => out.push(format!(
+        // One word: entropy says nothing about it.
+        (Some(_), _) if node.ty.len <= 1 => {}
+        (Some(d), _) if d.saturating_mul(2) > node.ty.len => out.push(format!(
             "{role} {} {} words and {} distinct values, about one word per value: no table \
              can pay for itself, so `{}` stores them",
             verb(role, "has", "have"),
@@ -650,7 +652,7 @@ pub fn record_account(rec: &RecordInfo, ins: &Inspection) -> Vec<AccountLine> {
             let p = program_parts(ins);
             out.push((
                 2,
-                "operators, parameters, constants".to_string(),
+                "node tags, parameters, constants".to_string(),
                 p.structure,
             ));
             out.push((2, "codec tables".to_string(), p.tables));

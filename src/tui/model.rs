@@ -132,6 +132,15 @@ pub trait Source: Send + Sync {
     /// # Errors
     /// When the record is damaged or its program fails to run.
     fn decode(&self, i: usize) -> Result<Vec<u8>, String>;
+    /// The original bytes the record of tensor `i` restores, what its program produces:
+    /// the tensor's own ([`Source::decode`]), or for a tensor in a group the whole
+    /// group's, in order.
+    ///
+    /// # Errors
+    /// As [`Source::decode`].
+    fn decode_record(&self, i: usize) -> Result<Vec<u8>, String> {
+        self.decode(i)
+    }
     /// Decodes tensor `i` and compares it with its stored checksum.
     fn verify_tensor(&self, i: usize) -> Check;
     /// Decodes every region and checks it and the whole file against the stored

@@ -15,10 +15,12 @@ use ratatui::Frame;
 use std::sync::atomic::Ordering;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
+    // The status block as tall as its wrapped lines, leaving the programs 5 rows or more.
+    let status_h = status_height(app, area.width).min(area.height.saturating_sub(9).max(1));
     let [form, hint, status, write, body] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(1),
-        Constraint::Length(4),
+        Constraint::Length(status_h),
         Constraint::Length(1),
         Constraint::Min(0),
     ])
@@ -219,12 +221,33 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
+    let lines = result_lines(app);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+/// Rows the status block takes at `width` columns: the gauge's 3 while searching, else
+/// its lines as wrapped, at most 6.
+fn status_height(app: &App, width: u16) -> u16 {
+    if app.search.running.is_some() {
+        return 3;
+    }
+    let w = usize::from(width.max(1));
+    let rows: usize = result_lines(app)
+        .iter()
+        .map(|l| l.width().div_ceil(w).max(1))
+        .sum();
+    rows.clamp(1, 6) as u16
+}
+
+/// The status block when no search runs: the last result (or what `r` does), how the
+/// search ended, and the settings the archive recorded against the form's.
+fn result_lines(app: &App) -> Vec<Line<'static>> {
     let recorded = app
         .selected_tensor()
         .and_then(|t| app.source.as_ref().and_then(|s| s.record(t)))
         .and_then(|r| r.settings);
     let archive_line = archive_settings_line(recorded.as_ref(), &app.search.form.opts);
-    let lines: Vec<Line> = match app.search_result() {
+    let lines: Vec<Line<'static>> = match app.search_result() {
         None => vec![
             Line::raw("r runs the search on the selected tensor with these limits and prior"),
             Line::styled(archive_line, Style::default().fg(Color::DarkGray)),
@@ -255,11 +278,14 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
                 std::cmp::Ordering::Equal => "same size".to_string(),
             };
             let s = &r.new.stats;
-            let tname = app
+            let mut tname = app
                 .rows()
                 .get(r.tensor)
                 .map(|row| escape_name(&row.name).into_owned())
                 .unwrap_or_default();
+            if let Some(k) = r.group {
+                tname.push_str(&format!(" and its group ({k} tensors, one program)"));
+            }
             // Stopped by `x`: the best program so far, said before anything else.
             let sizes = if r.cancelled {
                 format!(
@@ -279,7 +305,10 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
                     thousands(r.opts.budget.saturating_mul(r.regions))
                 )
             } else {
-                format!("budget {} expansions", thousands(r.opts.budget))
+                format!(
+                    "budget {} expansions per region (1 region)",
+                    thousands(r.opts.budget)
+                )
             };
             let ending = if r.cancelled {
                 "stopped by x: a longer search may find a smaller program".to_string()
@@ -288,12 +317,9 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             } else if s.budget_exhausted {
                 "the budget ran out: a larger budget may find a smaller program".to_string()
             } else {
-                format!(
-                    "the search space was exhausted within the budget: a larger budget \
-                     cannot change this (depth {} and {} nodes bound the space; the prior \
-                     only orders it)",
-                    r.opts.max_depth, r.opts.max_nodes
-                )
+                "the search space was exhausted within the budget: a larger budget cannot \
+                 change this (the depth and node limits bound the space)"
+                    .to_string()
             };
             vec![
                 Line::styled(
@@ -316,7 +342,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             ]
         }
     };
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    lines
 }
 
 /// What the archive recorded about how it built the selected tensor's record, and how
@@ -328,7 +354,7 @@ fn archive_settings_line(
     let cli = crate::archive::CompressOptions::default().search;
     let built = match recorded {
         Some(s) => format!(
-            "the archive built it with budget {} per region, depth {}, nodes {}, prior {}{}",
+            "archive: built with budget {} per region, depth {}, nodes {}, prior {}{}",
             thousands(s.budget),
             s.max_depth,
             s.max_nodes,
@@ -336,10 +362,10 @@ fn archive_settings_line(
             if s.prior_digest == 0 {
                 String::new()
             } else {
-                format!(" ({})", s.digest_hex())
+                format!(" {}", s.digest_hex())
             }
         ),
-        None => "the archive does not record the settings that built it".to_string(),
+        None => "archive: it does not record the settings that built it".to_string(),
     };
     let mut flags = Vec::new();
     if form.budget != cli.budget {
@@ -355,8 +381,8 @@ fn archive_settings_line(
         format!("{built} · the form's limits are `brevis compress`'s defaults")
     } else {
         format!(
-            "{built} · `brevis compress` defaults to budget {}, depth {}, nodes {}; \
-             `brevis compress {}` searches as this form does",
+            "{built} · `brevis compress` (budget {}, depth {}, nodes {} by default) \
+             searches as this form with {}",
             cli.budget,
             cli.max_depth,
             cli.max_nodes,

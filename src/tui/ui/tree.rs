@@ -4,7 +4,7 @@
 use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
 use super::super::model::Sharing;
-use super::{bar, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
+use super::{bar, fit_end, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -72,18 +72,6 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     );
 
     let visible = app.visible_nodes();
-    let rows: Vec<Row> = visible
-        .iter()
-        .map(|&i| node_row(&ins, i, app.tree.expanded.get(i).copied().unwrap_or(false)))
-        .collect();
-    let header = Row::new(vec![
-        Cell::from("node"),
-        Cell::from(Line::from("own B").alignment(Alignment::Right)),
-        Cell::from(Line::from("subtree B").alignment(Alignment::Right)),
-        Cell::from(Line::from("share").alignment(Alignment::Right)),
-        Cell::from(""),
-    ])
-    .style(Style::default().bold());
     // Byte columns as wide as their widest value, so no digit is ever cut.
     let num_width = |title: &str, f: &dyn Fn(&NodeInfo) -> u64| {
         visible
@@ -94,13 +82,42 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             .max()
             .unwrap_or(0) as u16
     };
-    let widths = [
+    let (own_w, sub_w) = (
+        num_width("own B", &|n| n.own_bytes),
+        num_width("subtree B", &|n| n.subtree_bytes),
+    );
+    // Narrow terminals drop the share bars before any text, then cut node text with `…`.
+    let bar_w: u16 = if area.width >= 80 { BAR as u16 } else { 0 };
+    let gaps = if bar_w > 0 { 4 } else { 3 };
+    let node_w = usize::from(area.width.saturating_sub(own_w + sub_w + 7 + bar_w + gaps));
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|&i| {
+            node_row(
+                &ins,
+                i,
+                app.tree.expanded.get(i).copied().unwrap_or(false),
+                node_w,
+                bar_w > 0,
+            )
+        })
+        .collect();
+    let header = Row::new(vec![
+        Cell::from("node"),
+        Cell::from(Line::from("own B").alignment(Alignment::Right)),
+        Cell::from(Line::from("subtree B").alignment(Alignment::Right)),
+        Cell::from(Line::from("share").alignment(Alignment::Right)),
+    ])
+    .style(Style::default().bold());
+    let mut widths = vec![
         Constraint::Fill(1),
-        Constraint::Length(num_width("own B", &|n| n.own_bytes)),
-        Constraint::Length(num_width("subtree B", &|n| n.subtree_bytes)),
+        Constraint::Length(own_w),
+        Constraint::Length(sub_w),
         Constraint::Length(7),
-        Constraint::Length(BAR as u16),
     ];
+    if bar_w > 0 {
+        widths.push(Constraint::Length(bar_w));
+    }
     app.pages.tree = usize::from(table_area.height.saturating_sub(1)).max(1);
     let pos_now = visible.iter().position(|&i| i == app.tree.cursor);
     app.tree.offset = super::fill_offset(
@@ -133,7 +150,13 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     }
 }
 
-fn node_row(ins: &Inspection, i: usize, expanded: bool) -> Row<'static> {
+fn node_row(
+    ins: &Inspection,
+    i: usize,
+    expanded: bool,
+    node_width: usize,
+    bars: bool,
+) -> Row<'static> {
     let n = &ins.nodes[i];
     let marker = match (n.children > 0, expanded) {
         (false, _) => "  ",
@@ -154,13 +177,40 @@ fn node_row(ins: &Inspection, i: usize, expanded: bool) -> Row<'static> {
         }
     }
     let s = share(n.subtree_bytes, ins.total_bytes);
-    Row::new(vec![
-        Cell::from(Line::from(label)),
+    let mut cells = vec![
+        Cell::from(Line::from(fit_spans(label, node_width))),
         Cell::from(Line::from(thousands(n.own_bytes)).alignment(Alignment::Right)),
         Cell::from(Line::from(thousands(n.subtree_bytes)).alignment(Alignment::Right)),
         Cell::from(Line::from(format!("{:.1}%", s * 100.0)).alignment(Alignment::Right)),
-        Cell::from(bar(s, BAR)).style(Style::default().fg(ACCENT)),
-    ])
+    ];
+    if bars {
+        cells.push(Cell::from(bar(s, BAR)).style(Style::default().fg(ACCENT)));
+    }
+    Row::new(cells)
+}
+
+/// `spans` cut to `width` columns, the last one kept ending in `…` when they do not fit.
+fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
+    let total: usize = spans.iter().map(|s| text_width(&s.content)).sum();
+    if total <= width {
+        return spans;
+    }
+    let mut out = Vec::new();
+    let mut left = width;
+    for s in spans {
+        let w = text_width(&s.content);
+        if w < left {
+            left -= w;
+            out.push(s);
+        } else {
+            out.push(Span::styled(
+                fit_end(&format!("{}…", s.content), left),
+                s.style,
+            ));
+            break;
+        }
+    }
+    out
 }
 
 fn detail_lines(ins: &Inspection, i: usize, n: &NodeInfo) -> Vec<Line<'static>> {

@@ -160,8 +160,9 @@ fn lines(
             w.whole_entropy,
             scale,
             &match w.distinct {
+                _ if w.words == 1 => "one word: no reference".to_string(),
                 Some(d) if !w.whole_meaningful => format!(
-                    "{} distinct of {} words: no reference (about one word per value)",
+                    "{} distinct in {} words: no reference",
                     thousands(d),
                     thousands(w.words)
                 ),
@@ -184,7 +185,7 @@ fn lines(
         let note = if w.fields_meaningful {
             String::new()
         } else {
-            "no reference: about one word per exponent value".to_string()
+            "no reference: too few words per exponent".to_string()
         };
         out.push(reference(
             "order-0 fields, mantissa raw",
