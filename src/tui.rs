@@ -421,10 +421,9 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
         Some(p) if p.extension().is_some_and(|e| e == "safetensors") => {
             if let Some(a) = existing_archive(p) {
                 let note = format!(
-                    "opened {}, the existing archive of {} (same length and whole-file \
-                     checksum); `brevis compress` writes a new one",
-                    a.path().display(),
-                    p.display()
+                    "opened {}, the existing archive of this file (same length and \
+                     checksum); `brevis compress` makes a new one",
+                    a.path().display()
                 );
                 return Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), Some(note)));
             }
