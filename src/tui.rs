@@ -145,8 +145,39 @@ pub fn restore_terminal() {
 }
 
 /// Folders this run stages archives in that are temporary (the demo's, a compression's
-/// staging folder next to its input), removed if a signal ends the run.
-static TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// staging folder next to its input), removed if a signal ends the run: with everything
+/// in it (`None`), or only the files this run staged there (`Some`: the demo's folder,
+/// where the user may have written an archive of their own, which stays).
+static TEMP_DIRS: std::sync::Mutex<Vec<(PathBuf, Option<Vec<PathBuf>>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Removes the files `staged` (what this run put in `dir`) and then `dir` itself if it
+/// is empty; returns the files left in it, sorted (the user's own: an archive written
+/// there from the Search view), not counting the temporary files of an unfinished write.
+pub fn remove_staged(dir: &Path, staged: &[PathBuf]) -> Vec<PathBuf> {
+    for f in staged {
+        let _ = std::fs::remove_file(f);
+    }
+    let mut left: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let temporary =
+                crate::archive::writer::is_temporary_name(&e.file_name().to_string_lossy());
+            if temporary {
+                let _ = std::fs::remove_file(e.path());
+            }
+            !temporary
+        })
+        .map(|e| e.path())
+        .collect();
+    left.sort();
+    if left.is_empty() {
+        let _ = std::fs::remove_dir(dir);
+    }
+    left
+}
 
 /// On SIGTERM, SIGINT or SIGHUP (from outside: in raw mode Ctrl-C is a key): put the
 /// terminal back, remove the temporary files and folders of this run, and exit with
@@ -161,8 +192,15 @@ fn restore_on_signal() {
             restore_terminal();
             crate::archive::writer::remove_temporary_files();
             if let Ok(dirs) = TEMP_DIRS.lock() {
-                for d in dirs.iter() {
-                    let _ = std::fs::remove_dir_all(d);
+                for (d, staged) in dirs.iter() {
+                    match staged {
+                        Some(files) => {
+                            remove_staged(d, files);
+                        }
+                        None => {
+                            let _ = std::fs::remove_dir_all(d);
+                        }
+                    }
                 }
             }
             std::process::exit(128 + sig);
@@ -275,7 +313,8 @@ where
 
 /// What to show, decided from the arguments before the terminal is touched.
 enum Plan {
-    Open(Arc<dyn Source>),
+    /// An archive to show, and a note for the status line.
+    Open(Arc<dyn Source>, Option<String>),
     Compress {
         input: PathBuf,
         label: String,
@@ -379,15 +418,25 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
                 keep: false,
             })
         }
-        Some(p) if p.extension().is_some_and(|e| e == "safetensors") => Ok(Plan::Compress {
-            input: p.to_path_buf(),
-            label: p.display().to_string(),
-            dir: None,
-            keep: true,
-        }),
+        Some(p) if p.extension().is_some_and(|e| e == "safetensors") => {
+            if let Some(a) = existing_archive(p) {
+                let note = format!(
+                    "opened {}, the existing archive of this file (same length and \
+                     checksum); `brevis compress` makes a new one",
+                    a.path().display()
+                );
+                return Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), Some(note)));
+            }
+            Ok(Plan::Compress {
+                input: p.to_path_buf(),
+                label: p.display().to_string(),
+                dir: None,
+                keep: true,
+            })
+        }
         Some(p) if p.is_dir() => Err(error(folder_hint(p))),
         Some(p) => match crate::Archive::open(p) {
-            Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)))),
+            Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), None)),
             Err(e) => {
                 let code = if e.is_mismatch() {
                     EXIT_DAMAGE
@@ -444,6 +493,49 @@ fn folder_hint(dir: &Path) -> String {
              (.safetensors), and this folder holds neither"
         ),
     }
+}
+
+/// An archive next to `input` (`stem.brv`, `stem-1.brv`, ... as [`fresh_output`] names
+/// them, up to the first name not taken) that restores exactly `input`: the same
+/// original length and whole-file checksum. `None` when there is none (or `input`
+/// cannot be read: compressing it says why).
+pub fn existing_archive(input: &Path) -> Option<crate::Archive> {
+    let len = std::fs::metadata(input).ok()?.len();
+    let dir = match input.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let stem = input.file_stem()?.to_string_lossy().into_owned();
+    let mut checksum = None;
+    for k in 0..100u32 {
+        let name = if k == 0 {
+            format!("{stem}.brv")
+        } else {
+            format!("{stem}-{k}.brv")
+        };
+        let p = dir.join(name);
+        if std::fs::symlink_metadata(&p).is_err() {
+            return None;
+        }
+        let Ok(a) = crate::Archive::open(&p) else {
+            continue;
+        };
+        if a.original_len() != len {
+            continue;
+        }
+        let sum = match checksum {
+            Some(c) => c,
+            None => {
+                let file = std::fs::File::open(input).ok()?;
+                let map = crate::archive::map_file(&file).ok()?;
+                *checksum.insert(crate::hash::xxh3_64(&map))
+            }
+        };
+        if a.file_checksum() == sum {
+            return Some(a);
+        }
+    }
+    None
 }
 
 /// A name for the archive of `input` in `dir` that does not exist yet:
@@ -551,8 +643,13 @@ fn publish(staged: &Path, input: &Path, target: &Path) -> Result<PathBuf, String
 fn run_terminal(plan: Plan) -> io::Result<Ending> {
     let mut app;
     let mut staging_dir = None;
+    // The demo's folder: the files staged in it (what is removed at exit).
+    let mut demo_files = None;
     match plan {
-        Plan::Open(source) => app = App::new(source),
+        Plan::Open(source, note) => {
+            app = App::new(source);
+            app.status = note.unwrap_or_default();
+        }
         Plan::Compress {
             input,
             label,
@@ -573,12 +670,18 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
             let target = st.target.clone();
             let keep_dir = keep && target.is_none();
             app = App::empty();
+            if !keep {
+                // The demo: its archive lives in a folder removed at exit, so `w` writes
+                // beside the user instead, and whatever the user writes there stays.
+                app.temp_dir = Some(st.dir.path().to_path_buf());
+                demo_files = Some(vec![input.clone(), staged.clone()]);
+            }
             app.start_loading(label, shown_output, move |ctx| {
                 compress_and_open(&input, &staged, target.as_deref(), ctx)
             });
             if !keep_dir {
                 if let Ok(mut dirs) = TEMP_DIRS.lock() {
-                    dirs.push(st.dir.path().to_path_buf());
+                    dirs.push((st.dir.path().to_path_buf(), demo_files.clone()));
                 }
             }
             staging_dir = Some((st.dir, keep_dir));
@@ -611,6 +714,22 @@ fn run_terminal(plan: Plan) -> io::Result<Ending> {
                 escape_name(&dir.path().display().to_string())
             ));
             let _ = dir.keep();
+        } else if let Some(mut files) = demo_files {
+            // The demo's own files go; what the user wrote there stays, and is named.
+            // (An archive replaced in place is the user's now.)
+            files.retain(|f| !app.written_paths.iter().any(|w| app::same_file(w, f)));
+            let path = dir.keep();
+            let left = remove_staged(&path, &files);
+            if !left.is_empty() {
+                let names: Vec<String> = left
+                    .iter()
+                    .map(|p| escape_name(&p.display().to_string()).into_owned())
+                    .collect();
+                kept = Some(format!(
+                    "kept what you wrote into the demo's temporary folder: {}",
+                    names.join(", ")
+                ));
+            }
         } else {
             drop(dir);
         }

@@ -228,6 +228,11 @@ fn drive_the_real_binary_in_tmux() {
     );
 
     p.send(&["q"]);
+    // A smaller program that was not written: q asks first (issue 27), and y quits.
+    if search.contains("bytes smaller") {
+        p.wait_for("quit without writing", Duration::from_secs(10));
+        p.send(&["y"]);
+    }
     p.wait_for("EXIT=0", Duration::from_secs(10));
     p.assert_restored();
 }
@@ -304,20 +309,45 @@ fn safetensors_is_compressed_next_to_it_never_clobbering_and_cancel_leaves_nothi
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors");
     std::fs::copy(&demo, dir.path().join("demo.safetensors")).unwrap();
     let p = Pane::new("st", dir.path());
-    for (k, expected) in [(0, "demo.brv"), (1, "demo-1.brv")] {
-        p.line("clear");
-        p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
-        let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
-        assert!(s.contains(expected), "run {k} writes {expected}:\n{s}");
-        p.send(&["q"]);
-        p.wait_for("EXIT=0", Duration::from_secs(10));
-    }
+    p.line("clear");
+    p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    assert!(
+        s.contains("into ./demo.brv"),
+        "the first run writes demo.brv:\n{s}"
+    );
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    // Run again on the same input: the archive there restores it exactly (same length
+    // and whole-file checksum), so it is opened instead of writing demo-1.brv.
+    p.line("clear");
+    p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    assert!(
+        s.contains(
+            "opened ./demo.brv, the existing archive of this file (same length and \
+             checksum); `brevis compress` makes a new one"
+        ),
+        "{s}"
+    );
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    assert_eq!(files_in(dir.path()), ["demo.brv", "demo.safetensors"]);
+    // Another file of the same name is not taken for its archive: then a new one.
+    std::fs::rename(dir.path().join("demo.brv"), dir.path().join("keep.brv")).unwrap();
+    std::fs::write(dir.path().join("demo.brv"), b"not an archive").unwrap();
+    p.line("clear");
+    p.line(&format!("{BIN} demo.safetensors; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    assert!(s.contains("into ./demo-1.brv"), "{s}");
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
     assert_eq!(
         files_in(dir.path()),
-        ["demo-1.brv", "demo.brv", "demo.safetensors"]
+        ["demo-1.brv", "demo.brv", "demo.safetensors", "keep.brv"]
     );
     assert_eq!(
-        std::fs::read(dir.path().join("demo.brv")).unwrap(),
+        std::fs::read(dir.path().join("keep.brv")).unwrap(),
         std::fs::read(dir.path().join("demo-1.brv")).unwrap(),
         "same input, same archive"
     );
@@ -360,8 +390,8 @@ fn a_write_error_names_the_archive_not_the_staging_folder() {
     p.line(&format!(
         "trap '' XFSZ; (ulimit -f 1024; exec {BIN} demo.safetensors); echo EXIT=$?"
     ));
-    let s = p.wait_for("EXIT=", Duration::from_secs(60));
-    assert!(s.contains("EXIT=1"), "{s}");
+    // Not "EXIT=" alone: the command line on the screen holds that.
+    let s = p.wait_for("EXIT=1", Duration::from_secs(60));
     let line = s.lines().find(|l| l.starts_with("error:")).unwrap_or("");
     assert_eq!(
         line.trim_end(),
@@ -460,4 +490,77 @@ fn a_read_only_folder_keeps_the_archive_and_the_note_stays_on_screen() {
         .to_string();
     assert!(Path::new(&kept).join("demo.brv").is_file(), "{kept}");
     std::fs::remove_dir_all(&kept).unwrap();
+}
+
+/// Issue 27, work loss: the demo (no argument) stages its archive in a temporary folder
+/// that goes at exit. Search, `w`, Enter, `q`: the new archive is written in the current
+/// folder, as the screen said, and is there afterwards; `q` before writing asks first.
+/// Written into the temporary folder instead, the file is kept and the exit says where.
+#[test]
+fn the_demo_keeps_what_the_user_writes() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = Pane::new("demo", dir.path());
+    p.line(&format!("{BIN}; echo EXIT=$?"));
+    p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    p.send(&["6", "r"]);
+    let s = p.wait_for("B → new", Duration::from_secs(120));
+    assert!(
+        s.contains("embeddings.position_ids: archive 14 B → new 4 B: 10 bytes smaller"),
+        "{s}"
+    );
+    p.send(&["q"]);
+    p.wait_for(
+        "quit without writing the search's result? (y/n)",
+        Duration::from_secs(10),
+    );
+    p.send(&["n", "w"]);
+    p.wait_for("write to: ./demo.researched.brv", Duration::from_secs(10));
+    p.send(&["Enter"]);
+    p.wait_for("✓ wrote ./demo.researched.brv", Duration::from_secs(60));
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    p.assert_restored();
+    assert_eq!(files_in(dir.path()), ["demo.researched.brv"]);
+    let written = brevis::archive::Archive::open(&dir.path().join("demo.researched.brv")).unwrap();
+    assert!(brevis::archive::verify(&written, Some(1), &no_progress)
+        .unwrap()
+        .is_ok());
+
+    // Into the demo's temporary folder (named in the title line): kept, and said.
+    p.line("clear");
+    p.line(&format!("{BIN}; echo EXIT=$?"));
+    let s = p.wait_for("total of 23 tensors", Duration::from_secs(120));
+    let staged = s
+        .split_whitespace()
+        .find(|w| w.contains("brevis-tui-demo-") && w.ends_with("/demo.brv"))
+        .unwrap_or_else(|| panic!("the title names the demo's archive:\n{s}"))
+        .to_string();
+    let temp = Path::new(&staged).parent().unwrap().to_path_buf();
+    p.send(&["6", "r"]);
+    p.wait_for("B → new", Duration::from_secs(120));
+    p.send(&["w"]);
+    p.wait_for("write to: ./demo.researched-1.brv", Duration::from_secs(10));
+    p.send(&["BSpace"; 24]);
+    let mine = temp.join("mine.brv");
+    p.line(&mine.display().to_string());
+    p.wait_for("✓ wrote", Duration::from_secs(60));
+    p.send(&["q"]);
+    let s = p.wait_for("EXIT=0", Duration::from_secs(10));
+    let note = format!(
+        "kept what you wrote into the demo's temporary folder: {}",
+        mine.display()
+    );
+    assert!(s.contains(&note), "{note}\n{s}");
+    p.assert_restored();
+    assert_eq!(
+        files_in(&temp),
+        ["mine.brv"],
+        "the demo's own files are gone"
+    );
+    std::fs::remove_dir_all(&temp).unwrap();
+    assert_eq!(files_in(dir.path()), ["demo.researched.brv"]);
 }

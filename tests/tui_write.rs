@@ -256,3 +256,106 @@ fn verify_stops_between_tensors() {
         "23/23 tensors bit-exact, whole-file checksum matches"
     );
 }
+
+/// Issue 27, work loss: the demo's archive lives in a temporary folder that is removed
+/// at exit. There `w` proposes the current folder (never an existing file), and `q` with
+/// a smaller program that was not written asks first; once it is written, `q` quits.
+#[test]
+fn in_a_temporary_folder_w_proposes_the_current_folder_and_q_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let brv = demo_archive(dir.path());
+    let mut a = App::new(Arc::new(ArchiveSource::open(&brv).unwrap()));
+    a.temp_dir = Some(dir.path().to_path_buf());
+    // Row 0, embeddings.position_ids: budget 32 finds `scan add 0` over `const 1`.
+    keys(&mut a, "6r");
+    let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!((r.old.1, r.new.bytes), (14, 4));
+
+    press(&mut a, KeyCode::Char('q'));
+    assert!(!a.quit);
+    assert_eq!(
+        a.quit_question.as_deref(),
+        Some(
+            "quit without writing the search's result? (y/n) It is 10 bytes smaller for \
+             embeddings.position_ids; w in the Search view writes it"
+        )
+    );
+    let text = screen_text(&mut a, 200, 20);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[18].trim_end(),
+        "⚠ quit without writing the search's result? (y/n) It is 10 bytes smaller for \
+         embeddings.position_ids; w in the Search view writes it"
+    );
+    assert_eq!(
+        lines[19].trim_end(),
+        " y  quit without writing   n/Esc  stay"
+    );
+    // Other keys leave the question; n stays.
+    press(&mut a, KeyCode::Char('w'));
+    assert!(a.quit_question.is_some() && a.search.prompt.is_none());
+    press(&mut a, KeyCode::Char('n'));
+    assert!(!a.quit && a.quit_question.is_none());
+    assert_eq!(a.status, "not quit: w writes the new program");
+
+    press(&mut a, KeyCode::Char('w'));
+    assert_eq!(
+        a.search.prompt.as_ref().unwrap().path,
+        "./demo.researched.brv"
+    );
+    // Written elsewhere (not into the test's own folder): then q quits at once.
+    let mine = dir.path().join("mine.brv");
+    type_path(&mut a, &mine);
+    press(&mut a, KeyCode::Enter);
+    assert!(a.search.written.clone().unwrap().is_ok());
+    assert_eq!(a.written_paths, [mine]);
+    press(&mut a, KeyCode::Char('q'));
+    assert!(a.quit);
+}
+
+/// The default name of a re-searched archive never names an existing file.
+#[test]
+fn the_proposed_name_is_never_an_existing_file() {
+    use brevis::tui::app::researched_path;
+    let dir = tempfile::tempdir().unwrap();
+    let brv = Path::new("/elsewhere/demo.brv");
+    assert_eq!(
+        researched_path(dir.path(), brv),
+        dir.path().join("demo.researched.brv")
+    );
+    std::fs::write(dir.path().join("demo.researched.brv"), b"mine").unwrap();
+    std::fs::write(dir.path().join("demo.researched-1.brv"), b"mine").unwrap();
+    assert_eq!(
+        researched_path(dir.path(), brv),
+        dir.path().join("demo.researched-2.brv")
+    );
+    assert_eq!(
+        researched_path(Path::new("."), brv),
+        Path::new("./demo.researched.brv")
+    );
+}
+
+/// At exit the demo's own files go and the user's stay (named for the exit message).
+#[test]
+fn leaving_the_demo_removes_only_its_own_files() {
+    let kept = tempfile::tempdir().unwrap().keep();
+    let staged_files = [kept.join("demo.safetensors"), kept.join("demo.brv")];
+    for f in &staged_files {
+        std::fs::write(f, b"x").unwrap();
+    }
+    assert!(brevis::tui::remove_staged(&kept, &staged_files).is_empty());
+    assert!(!kept.exists(), "an empty folder goes");
+
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["demo.safetensors", "demo.brv", "mine.brv"] {
+        std::fs::write(dir.path().join(f), b"x").unwrap();
+    }
+    let files = [
+        dir.path().join("demo.safetensors"),
+        dir.path().join("demo.brv"),
+    ];
+    assert_eq!(
+        brevis::tui::remove_staged(dir.path(), &files),
+        [dir.path().join("mine.brv")]
+    );
+}

@@ -81,6 +81,15 @@ impl Field {
     ];
 }
 
+/// What a line-editing key deletes ([`Action::Kill`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kill {
+    /// The whole text (Ctrl-U).
+    Line,
+    /// The last word and the spaces after it (Ctrl-W); in a path, back to the last `/`.
+    Word,
+}
+
 /// Something the user asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -169,6 +178,9 @@ pub enum Action {
     PromptCancel,
     /// Answer the confirmation: replace the file (true) or not.
     Confirm(bool),
+    /// Line editing in the text being typed (the filter, the output path, a search
+    /// field): Ctrl-U clears it, Ctrl-W deletes the word before the cursor.
+    Kill(Kill),
     /// Cancel the running job.
     Cancel,
     /// Next lesson page.

@@ -1,7 +1,7 @@
 //! The app's state and how actions change it. Nothing here draws; [`super::ui`] renders
 //! this state, [`super::event`] turns keys into [`Action`]s.
 
-use super::action::{Action, Field, View};
+use super::action::{Action, Field, Kill, View};
 use super::inspect::{inspect, thousands, Inspection};
 use super::learn::{self, Lesson};
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
@@ -249,6 +249,15 @@ pub struct App {
     /// A note to print once the terminal is restored that is not an error, such as
     /// that a cancelled compression wrote no archive.
     pub exit_note: Option<String>,
+    /// The temporary folder the open archive was staged in, which is removed at exit
+    /// (the demo's): `w` then proposes a path in the current folder instead, and the
+    /// shell keeps whatever the user wrote into it ([`App::written_paths`]).
+    pub temp_dir: Option<std::path::PathBuf>,
+    /// Every file a write from the Search view made, in order.
+    pub written_paths: Vec<std::path::PathBuf>,
+    /// Set while `q` asks whether to quit with a search result that is smaller than the
+    /// archive and was not written: the question.
+    pub quit_question: Option<String>,
     /// The view shown.
     pub view: View,
     /// The view to go back to from help.
@@ -314,6 +323,9 @@ impl App {
             loading: None,
             load_error: None,
             exit_note: None,
+            temp_dir: None,
+            written_paths: Vec::new(),
+            quit_question: None,
             view: View::Table,
             back_view: View::Table,
             quit: false,
@@ -417,6 +429,7 @@ impl App {
             filter_kept: !self.filter.is_empty(),
             search_editing: self.view == View::Search && self.search.editing.is_some(),
             prompt: match &self.search.prompt {
+                _ if self.quit_question.is_some() => super::event::Prompt::Quit,
                 Some(p) if self.view == View::Search => {
                     if p.confirm.is_some() {
                         super::event::Prompt::Confirm
@@ -521,8 +534,19 @@ impl App {
         // A status line answers the last key: the next one clears it (its own answer, if
         // any, is set below), so an old "nothing to cancel" does not stay on screen.
         self.status.clear();
+        if let Some(q) = self.quit_question.take() {
+            match action {
+                Action::Confirm(true) | Action::Quit => self.quit = true,
+                Action::Confirm(false) => {
+                    self.status = "not quit: w writes the new program".into();
+                }
+                // Any other key leaves the question on screen.
+                _ => self.quit_question = Some(q),
+            }
+            return;
+        }
         match action {
-            Action::Quit => self.quit = true,
+            Action::Quit => self.request_quit(),
             Action::Show(v) => self.show(v),
             Action::NextView => self.show(View::TABS[(self.view.index() + 1) % View::TABS.len()]),
             Action::PrevView => {
@@ -656,6 +680,7 @@ impl App {
                     p.error = Some("not replaced: type another path".into());
                 }
             }
+            Action::Kill(k) => self.kill(k),
             Action::Cancel => self.cancel(),
             Action::NextPage => {
                 self.page = (self.page + 1).min(self.lessons.len());
@@ -676,6 +701,59 @@ impl App {
             Action::StepPrev => self.step = self.step.saturating_sub(1),
         }
         self.ensure_inspection();
+    }
+
+    /// `q`: quits, unless a search found a smaller program that was not written (or its
+    /// write is still running): then asks first ([`App::quit_question`]).
+    fn request_quit(&mut self) {
+        match self.unsaved() {
+            Some(q) => self.quit_question = Some(q),
+            None => self.quit = true,
+        }
+    }
+
+    /// The question to ask before quitting, when quitting would lose work: the last
+    /// search's program is smaller than the archive's and was not written, or the new
+    /// archive is still being written.
+    pub fn unsaved(&self) -> Option<String> {
+        if self.search.writing.is_some() {
+            return Some("the new archive is still being written: quit and lose it? (y/n)".into());
+        }
+        let Some(Ok(r)) = &self.search.result else {
+            return None;
+        };
+        let written = matches!(self.search.written, Some(Ok(_)));
+        if written || r.new.bytes >= r.old.1 {
+            return None;
+        }
+        let name = self
+            .rows()
+            .get(r.tensor)
+            .map(|row| super::escape_name(&row.name).into_owned())
+            .unwrap_or_default();
+        Some(format!(
+            "quit without writing the search's result? (y/n) It is {} bytes smaller for \
+             {name}; w in the Search view writes it",
+            thousands(r.old.1 - r.new.bytes)
+        ))
+    }
+
+    /// Ctrl-U / Ctrl-W in the text being typed: the filter, the output path, the prior
+    /// file, or a limit (Ctrl-U and Ctrl-W both clear a number).
+    fn kill(&mut self, k: Kill) {
+        if self.filter_editing {
+            kill_text(&mut self.filter, k);
+            self.refresh_order();
+        } else if let Some(p) = &mut self.search.prompt {
+            kill_text(&mut p.path, k);
+            p.error = None;
+        } else if self.search.editing.is_some() {
+            match self.search.field {
+                Field::PriorFile => kill_text(&mut self.search.form.prior_path, k),
+                Field::Prior => {}
+                _ => self.edit_field(|_| 0),
+            }
+        }
     }
 
     fn show(&mut self, v: View) {
@@ -1028,7 +1106,13 @@ impl App {
                     }
                 };
                 ctx.progress(0, 0, "decoding");
-                let bytes = source.decode(t)?;
+                // The bytes the tensor's record restores: a group's program restores the
+                // whole group, so the search and `w` work on the group.
+                let bytes = source.decode_record(t)?;
+                let group = match source.record(t).map(|r| r.sharing) {
+                    Some(super::model::Sharing::Group { tensors, .. }) => Some(tensors),
+                    _ => None,
+                };
                 let words = super::model::words_of(row.dtype, &bytes)
                     .ok_or_else(|| "tensor bytes are not whole words".to_string())?;
                 if ctx.cancelled() {
@@ -1046,6 +1130,8 @@ impl App {
                 Ok(Box::new(SearchResult {
                     tensor: t,
                     opts: opts.clone(),
+                    regions,
+                    group,
                     prior: prior_name,
                     old: (old, old_bytes),
                     new,
@@ -1060,11 +1146,21 @@ impl App {
     }
 
     /// Opens the write prompt with a default path next to the archive that does not
-    /// exist yet (`model.researched.brv`, then `model.researched-1.brv`, ...).
+    /// exist yet (`model.researched.brv`, then `model.researched-1.brv`, ...; see
+    /// [`researched_path`]), or in the current folder when the archive lives in the
+    /// temporary folder [`App::temp_dir`].
     fn open_write_prompt(&mut self) {
         if self.search.writing.is_some() {
             self.status = "the archive is being written".into();
             return;
+        }
+        if let Some(Ok(r)) = self.search_result() {
+            if r.new.program == r.old.0 {
+                self.status = "nothing improved; nothing written: the search found the \
+                               archive's own program"
+                    .into();
+                return;
+            }
         }
         let Some(Ok(_)) = self.search_result() else {
             self.status = match (self.search.tensor, &self.search.result) {
@@ -1083,24 +1179,18 @@ impl App {
             self.status = "this archive is not a file; nothing can be written".into();
             return;
         };
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "archive".into());
-        let dir = path.parent().unwrap_or(std::path::Path::new(""));
-        let mut k = 0u32;
-        let default = loop {
-            let name = if k == 0 {
-                format!("{stem}.researched.brv")
-            } else {
-                format!("{stem}.researched-{k}.brv")
-            };
-            let p = dir.join(name);
-            if std::fs::symlink_metadata(&p).is_err() || k > 10_000 {
-                break p;
-            }
-            k += 1;
+        // The demo's archive lives in a temporary folder that goes at exit: propose the
+        // current folder instead, so that what the user writes stays.
+        let in_temp = self
+            .temp_dir
+            .as_deref()
+            .is_some_and(|t| path.parent().is_some_and(|p| same_file(p, t)));
+        let dir = if in_temp {
+            std::path::Path::new(".")
+        } else {
+            path.parent().unwrap_or(std::path::Path::new(""))
         };
+        let default = researched_path(dir, &path);
         self.search.prompt = Some(WritePrompt {
             path: default.display().to_string(),
             confirm: None,
@@ -1392,6 +1482,7 @@ impl App {
                                 self.set_source(s);
                             }
                             self.status = format!("wrote {}", w.path.display());
+                            self.written_paths.push(w.path.clone());
                             Ok(w)
                         }
                         Err(e) => Err(e),
@@ -1462,8 +1553,45 @@ fn calibrate_on(source: &dyn Source, cancelled: &dyn Fn() -> bool) -> Result<Pri
     Ok(calibrate(&tensors, load, &opts, &source.title()))
 }
 
+/// A path in `dir` for a re-searched copy of the archive `archive` that does not exist
+/// yet: `STEM.researched.brv`, then `STEM.researched-1.brv`, ... (after 10,000 taken
+/// names the last one is proposed, and writing it asks before replacing it).
+pub fn researched_path(dir: &std::path::Path, archive: &std::path::Path) -> std::path::PathBuf {
+    let stem = archive
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "archive".into());
+    let mut k = 0u32;
+    loop {
+        let name = if k == 0 {
+            format!("{stem}.researched.brv")
+        } else {
+            format!("{stem}.researched-{k}.brv")
+        };
+        let p = dir.join(name);
+        if std::fs::symlink_metadata(&p).is_err() || k > 10_000 {
+            return p;
+        }
+        k += 1;
+    }
+}
+
+/// Deletes from `text` as Ctrl-U (all of it) or Ctrl-W (the last word or path
+/// component with the spaces or `/` after it, back to the previous space or `/`, which
+/// stays) do in a shell.
+pub fn kill_text(text: &mut String, k: Kill) {
+    match k {
+        Kill::Line => text.clear(),
+        Kill::Word => {
+            let trimmed = text.trim_end_matches([' ', '/']).len();
+            let cut = text[..trimmed].rfind([' ', '/']).map_or(0, |i| i + 1);
+            text.truncate(cut);
+        }
+    }
+}
+
 /// Whether two paths name the same existing file.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,

@@ -3,7 +3,8 @@
 //! verification goes through the library's [`verify_until`] (the CLI's `verify` with a
 //! stop between tensors).
 
-use super::model::{Check, Source, TensorRow, VerifyOutcome};
+use super::model::{Check, RecordInfo, Sharing, Source, TensorRow, VerifyOutcome};
+use crate::archive::reader::Item;
 use crate::archive::{rewrite_with_programs, verify_until, Archive, CheckStatus, ProgressEvent};
 use crate::dsl::Node;
 use std::cell::Cell;
@@ -66,6 +67,48 @@ impl Source for ArchiveSource {
             .map_err(|e| e.to_string())
     }
 
+    fn record(&self, i: usize) -> Option<RecordInfo> {
+        let t = self.archive.tensors().get(i)?;
+        let record_bytes = t.record.len() as u64;
+        let (sharing, program_bytes) = if t.record.is_empty() {
+            (Sharing::Empty, 0)
+        } else if let Some(of) = t.copy_of {
+            (Sharing::Copy { of }, 0)
+        } else if let Some(g) = t.group.and_then(|g| self.archive.groups().get(g)) {
+            let sharing = Sharing::Group {
+                tensors: g.tensors.len(),
+                share: t.archive_bytes(),
+                group_original: g.end - g.begin,
+            };
+            (sharing, t.program.len() as u64)
+        } else {
+            (Sharing::Own, t.program.len() as u64)
+        };
+        let rest = record_bytes.saturating_sub(program_bytes);
+        let framing = match (self.archive.version(), &sharing) {
+            (_, Sharing::Empty) => Vec::new(),
+            (1, _) => vec![(
+                "record kind, name, dtype, shape, offsets, checksum, program length",
+                rest,
+            )],
+            (_, Sharing::Copy { .. }) => vec![
+                ("record kind", 1),
+                ("index of the copied record", rest.saturating_sub(1)),
+            ],
+            _ => vec![
+                ("record kind", 1),
+                ("checksum of the bytes it restores", rest.saturating_sub(1)),
+            ],
+        };
+        Some(RecordInfo {
+            record_bytes,
+            program_bytes,
+            framing,
+            sharing,
+            settings: t.settings,
+        })
+    }
+
     fn reopen(&self) -> Result<std::sync::Arc<dyn Source>, String> {
         Ok(std::sync::Arc::new(ArchiveSource::open(
             self.archive.path(),
@@ -90,6 +133,20 @@ impl Source for ArchiveSource {
 
     fn decode(&self, i: usize) -> Result<Vec<u8>, String> {
         self.archive.decode_tensor(i).map_err(|e| e.to_string())
+    }
+
+    fn decode_record(&self, i: usize) -> Result<Vec<u8>, String> {
+        let group = self.archive.tensors().get(i).and_then(|t| t.group);
+        match group.and_then(|g| self.archive.groups().get(g)) {
+            Some(g) => {
+                let mut out = Vec::new();
+                for t in g.tensors.clone() {
+                    out.extend(self.decode(t)?);
+                }
+                Ok(out)
+            }
+            None => self.decode(i),
+        }
     }
 
     fn verify_tensor(&self, i: usize) -> Check {
@@ -134,13 +191,28 @@ impl Source for ArchiveSource {
         match report {
             Ok(None) => out.failures.push("cancelled".into()),
             Ok(Some(r)) => {
-                for c in &r.regions {
-                    match &c.status {
-                        CheckStatus::Ok => {
-                            if c.tensor.is_some() {
-                                out.exact += 1;
-                            }
+                // Tensors each region restores: one, a group's, or none (the header, a
+                // gap). The report has one check per item, in item order.
+                let items = self.archive.items();
+                let tensors_in =
+                    |k: usize, c: &crate::archive::verify::RegionCheck| match items.get(k) {
+                        _ if items.len() != r.regions.len() => usize::from(c.tensor.is_some()),
+                        Some(Item::Tensor(_)) => 1,
+                        Some(Item::Group(g)) => {
+                            self.archive.groups().get(*g).map_or(0, |g| g.tensors.len())
                         }
+                        _ => 0,
+                    };
+                // Empty tensors have no record: nothing to decode, nothing to differ.
+                out.exact += self
+                    .archive
+                    .tensors()
+                    .iter()
+                    .filter(|t| t.record.is_empty())
+                    .count();
+                for (k, c) in r.regions.iter().enumerate() {
+                    match &c.status {
+                        CheckStatus::Ok => out.exact += tensors_in(k, c),
                         CheckStatus::Mismatch { expected, actual } => out.failures.push(format!(
                             "{}: checksum mismatch: stored {expected:016x}, decoded {actual:016x}",
                             c.region

@@ -2,7 +2,7 @@
 //! tested without a terminal. Only key presses act; releases (and repeats the terminal
 //! reports as separate kinds) are ignored, so a key acts once.
 
-use super::action::{Action, Field, View};
+use super::action::{Action, Field, Kill, View};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// What the key mapping depends on.
@@ -32,6 +32,8 @@ pub enum Prompt {
     Path,
     /// Asking whether to replace a file (y/n).
     Confirm,
+    /// Asking whether to quit with a result that was not written (y/n).
+    Quit,
 }
 
 /// One line of the key bar: `(keys, what)`.
@@ -53,6 +55,16 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('q')) {
         return Some(Action::Quit);
+    }
+    let editing = ctx.filter_editing
+        || ctx.prompt == Prompt::Path
+        || (ctx.search_editing && ctx.prompt == Prompt::None);
+    if ctrl && editing {
+        return match key.code {
+            KeyCode::Char('u') => Some(Action::Kill(Kill::Line)),
+            KeyCode::Char('w') => Some(Action::Kill(Kill::Word)),
+            _ => None,
+        };
     }
     if ctx.loading {
         return match key.code {
@@ -80,7 +92,7 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
                 _ => None,
             }
         }
-        Prompt::Confirm => {
+        Prompt::Confirm | Prompt::Quit => {
             return match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Confirm(true)),
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
@@ -181,6 +193,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
     if ctx.filter_editing {
         return &[
             ("type", "filter by name"),
+            ("^U/^W", "clear/word"),
             ("Enter", "keep"),
             ("Esc", "clear"),
         ];
@@ -189,11 +202,13 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
         Prompt::Path => {
             return &[
                 ("type", "output path"),
+                ("^U/^W", "clear/word"),
                 ("Enter", "write"),
                 ("Esc", "cancel"),
             ]
         }
         Prompt::Confirm => return &[("y", "replace"), ("n/Esc", "keep the file")],
+        Prompt::Quit => return &[("y", "quit without writing"), ("n/Esc", "stay")],
         Prompt::None => {}
     }
     if ctx.search_editing {

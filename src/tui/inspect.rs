@@ -6,6 +6,7 @@
 //! of [`codec::all_sizes`] framed like the wire format frames a `Lit`, and entropies are
 //! order-0 empirical entropies of the actual words.
 
+use super::model::{RecordInfo, Sharing};
 use crate::codec::{self, CodecId, ALL_CODECS, MAX_TABLE_SYMBOLS};
 use crate::dsl::exec::split_fields;
 use crate::dsl::wire::uleb_len;
@@ -57,6 +58,8 @@ pub struct LitInfo {
     /// Bytes of the body that are parameters and tables rather than payload
     /// ([`codec::select::table_len`]).
     pub table_bytes: u64,
+    /// Bytes of the body (tables and coded words; the node adds its tag and length).
+    pub body_bytes: u64,
     /// Why the literal could not be decoded, if it could not.
     pub error: Option<String>,
 }
@@ -70,6 +73,8 @@ pub struct FieldStat {
     pub width: u32,
     /// Order-0 entropy in bits per word (`None`: too many distinct values to count).
     pub entropy_bits: Option<f64>,
+    /// Distinct values of the field (`None`: too many to count).
+    pub distinct: Option<u64>,
 }
 
 /// The "why this size" analysis.
@@ -89,6 +94,12 @@ pub struct Why {
     pub fields: Vec<FieldStat>,
     /// Sign and exponent entropy plus the mantissa stored raw, in bits per word.
     pub field_bound_bits: Option<f64>,
+    /// Whether the order-0 entropy of whole words is a reference a code could approach:
+    /// not when there are about as many words as distinct values (fewer than two words
+    /// per value), where any code must also store the values themselves.
+    pub whole_meaningful: bool,
+    /// The same for the field bound, judged by the exponent's distinct values.
+    pub fields_meaningful: bool,
     /// Pre-order index of the node with the most own bytes.
     pub largest: usize,
     /// Plain sentences on what limits the size.
@@ -214,6 +225,7 @@ fn lit_info(lit: &Lit, ty: Ty) -> LitInfo {
                 entropy_bits: h.as_ref().map(|h| entropy_bits(h.iter().map(|&(_, c)| c))),
                 distinct: h.map(|h| h.len() as u64),
                 table_bytes,
+                body_bytes: lit.body.len() as u64,
                 error: None,
             }
         }
@@ -223,6 +235,7 @@ fn lit_info(lit: &Lit, ty: Ty) -> LitInfo {
             entropy_bits: None,
             distinct: None,
             table_bytes,
+            body_bytes: lit.body.len() as u64,
             error: Some(e.to_string()),
         },
     }
@@ -370,10 +383,12 @@ fn why(
     if let Some(layout) = layout {
         let parts = split_fields(words, &layout);
         for ((name, w), part) in field_names().into_iter().zip(layout).zip(&parts) {
+            let (entropy_bits, distinct) = count(part);
             fields.push(FieldStat {
                 name,
                 width: w,
-                entropy_bits: count(part).0,
+                entropy_bits,
+                distinct,
             });
         }
         field_bound_bits = match (fields[0].entropy_bits, fields[1].entropy_bits) {
@@ -381,6 +396,9 @@ fn why(
             _ => None,
         };
     }
+    let about_one_per_value = |d: Option<u64>| d.is_some_and(|d| d.saturating_mul(2) > n);
+    let whole_meaningful = n > 1 && !about_one_per_value(distinct);
+    let fields_meaningful = n > 1 && fields.len() == 3 && !about_one_per_value(fields[1].distinct);
     let largest = nodes
         .iter()
         .enumerate()
@@ -428,24 +446,33 @@ fn why(
                 }
             }
         }
-        if let Some(bound) = field_bound_bits {
-            let gap = achieved_bits - bound;
-            sentences.push(if gap <= 0.0 {
-                format!(
-                    "at {achieved_bits:.2} bits per word it beats the order-0 field bound of \
-                     {bound:.2} (it found structure beyond per-field counts)"
-                )
-            } else {
-                format!(
-                    "at {achieved_bits:.2} bits per word it is {gap:.2} bits above the order-0 \
-                     field bound of {bound:.2}"
-                )
-            });
-        } else if let Some(h) = whole_entropy {
-            sentences.push(format!(
+        match (field_bound_bits, whole_entropy) {
+            (Some(bound), _) if fields_meaningful => {
+                let gap = achieved_bits - bound;
+                sentences.push(if gap <= 0.0 {
+                    format!(
+                        "at {achieved_bits:.2} bits per word it beats the order-0 field bound \
+                         of {bound:.2} (it found structure beyond per-field counts)"
+                    )
+                } else {
+                    format!(
+                        "at {achieved_bits:.2} bits per word it is {gap:.2} bits above the \
+                         order-0 field bound of {bound:.2}"
+                    )
+                });
+            }
+            (_, Some(h)) if whole_meaningful => sentences.push(format!(
                 "at {achieved_bits:.2} bits per word against {h:.2} bits of order-0 entropy \
                  of whole words"
-            ));
+            )),
+            _ if n > 1 => sentences.push(format!(
+                "its {} words hold {} distinct values, about one word per value: order-0 \
+                 entropy is no reference here, since any code must also store the values",
+                thousands(n),
+                distinct.map_or_else(|| "too many".to_string(), thousands)
+            )),
+            _ => sentences
+                .push("one word: order-0 entropy is no reference for a single value".to_string()),
         }
     }
     Some(Why {
@@ -456,6 +483,8 @@ fn why(
         distinct,
         fields,
         field_bound_bits,
+        whole_meaningful,
+        fields_meaningful,
         largest,
         sentences,
     })
@@ -501,14 +530,14 @@ fn largest_sentence(nodes: &[NodeInfo], largest: usize, total_bytes: u64) -> (St
     let node = &nodes[at];
     let sentence = if parts > 1 {
         format!(
-            "{lead} {role}, over {parts} regions: {b} of {t} ({pct:.1}%); the largest \
+            "{lead} {role}, over {parts} regions: {b} of {t} bytes ({pct:.1}%); the largest \
              is node #{at} `{}`, {} bytes",
             node.label,
             thousands(node.own_bytes)
         )
     } else {
         format!(
-            "{lead} {role}: {b} of {t} ({pct:.1}%), node #{at} `{}`",
+            "{lead} {role}: {b} of {t} bytes ({pct:.1}%), node #{at} `{}`",
             node.label
         )
     };
@@ -531,6 +560,16 @@ fn lit_sentences(node: &NodeInfo, lit: &LitInfo) -> Vec<String> {
             "{role} {} more than {} distinct words, so no Huffman or rANS table was possible",
             verb(role, "has", "have"),
             thousands(MAX_COUNTED as u64)
+        )),
+        // One word: entropy says nothing about it.
+        (Some(_), _) if node.ty.len <= 1 => {}
+        (Some(d), _) if d.saturating_mul(2) > node.ty.len => out.push(format!(
+            "{role} {} {} words and {} distinct values, about one word per value: no table \
+             can pay for itself, so `{}` stores them",
+            verb(role, "has", "have"),
+            thousands(node.ty.len),
+            thousands(d),
+            lit.chosen.name()
         )),
         (Some(_), Some(h)) if h >= 0.9 * f64::from(w) => out.push(format!(
             "{role} {} {h:.1} bits of {w}: nearly random, stored almost raw",
@@ -558,6 +597,131 @@ fn lit_sentences(node: &NodeInfo, lit: &LitInfo) -> Vec<String> {
         out.push(format!("its literal does not decode: {e}"));
     }
     out
+}
+
+/// Where a program's bytes go: operators with their parameters and constants, the
+/// literals' codec tables, and the literals' coded words. The three add up to
+/// [`Inspection::total_bytes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramParts {
+    /// Operator tags, parameters, constants and each literal's tag and length, in bytes.
+    pub structure: u64,
+    /// Codec parameters and tables of the literals, in bytes.
+    pub tables: u64,
+    /// The literals' coded words, in bytes.
+    pub payload: u64,
+}
+
+/// Splits the program's bytes into [`ProgramParts`].
+pub fn program_parts(ins: &Inspection) -> ProgramParts {
+    let (mut tables, mut payload) = (0u64, 0u64);
+    for l in ins.nodes.iter().filter_map(|n| n.lit.as_ref()) {
+        let t = l.table_bytes.min(l.body_bytes);
+        tables += t;
+        payload += l.body_bytes - t;
+    }
+    ProgramParts {
+        structure: ins.total_bytes.saturating_sub(tables + payload),
+        tables,
+        payload,
+    }
+}
+
+/// One line of the account of a record: indent level, what, bytes.
+pub type AccountLine = (usize, String, u64);
+
+/// The why view's account of tensor's record `rec` whose program (its own, its group's,
+/// or the copied tensor's) is analysed in `ins`: the record, then its parts, each
+/// line's bytes the sum of the lines indented below it, so that they add up to the
+/// record's size. Empty for an empty tensor.
+pub fn record_account(rec: &RecordInfo, ins: &Inspection) -> Vec<AccountLine> {
+    let mut out = Vec::new();
+    let head = match &rec.sharing {
+        Sharing::Empty => return out,
+        Sharing::Own => "record".to_string(),
+        Sharing::Group { tensors, .. } => format!("group record (shared by {tensors} tensors)"),
+        Sharing::Copy { .. } => "copy record".to_string(),
+    };
+    out.push((0, head, rec.record_bytes));
+    for (what, b) in &rec.framing {
+        out.push((1, (*what).to_string(), *b));
+    }
+    if !matches!(rec.sharing, Sharing::Copy { .. }) {
+        out.push((1, "program".to_string(), rec.program_bytes));
+        if rec.program_bytes == ins.total_bytes {
+            let p = program_parts(ins);
+            out.push((
+                2,
+                "node tags, parameters, constants".to_string(),
+                p.structure,
+            ));
+            out.push((2, "codec tables".to_string(), p.tables));
+            out.push((2, "coded words".to_string(), p.payload));
+        }
+    }
+    out
+}
+
+/// Plain sentences on what the record costs beyond the program: a tensor too small for
+/// any code to pay, a share of a group record, a copy. `original` is the tensor's
+/// original bytes; `copied` the name of the tensor a copy copies.
+pub fn record_sentences(rec: &RecordInfo, original: u64, copied: Option<&str>) -> Vec<String> {
+    let framing = rec.framing_bytes();
+    let (f, o) = (thousands(framing), thousands(original));
+    match &rec.sharing {
+        Sharing::Empty => vec!["the tensor is empty: it has no record".into()],
+        Sharing::Copy { of } => vec![format!(
+            "it is a copy of tensor #{of} {} (the same bytes): it costs only the reference, \
+             {} bytes; the program below is that tensor's, counted there",
+            copied.unwrap_or("?"),
+            thousands(rec.record_bytes)
+        )],
+        Sharing::Group {
+            tensors,
+            share,
+            group_original,
+        } => {
+            let mut v = vec![format!(
+                "it shares a group record with {} other tensor{} of its dtype, coded as one \
+                 stream by one program (below), so the {f} bytes of framing are paid once; \
+                 its share is {} of the record's {} bytes, as its {o} of the group's {} \
+                 original bytes",
+                tensors - 1,
+                if *tensors == 2 { "" } else { "s" },
+                thousands(*share),
+                thousands(rec.record_bytes),
+                thousands(*group_original)
+            )];
+            if *share > original {
+                v.push(format!(
+                    "even shared, the record costs more than the tensor's {o} bytes: too \
+                     small for any code to pay"
+                ));
+            }
+            v
+        }
+        Sharing::Own if framing >= original => vec![format!(
+            "too small for any code to pay: its {o} bytes cost {f} bytes of framing ({}) \
+             before any program, so its record is larger than the tensor whatever the code",
+            framing_words(rec)
+        )],
+        Sharing::Own if rec.record_bytes > original => vec![format!(
+            "its record is larger than the tensor: the program saves {} of its {o} bytes, \
+             less than the {f} bytes of framing ({})",
+            thousands(original.saturating_sub(rec.program_bytes)),
+            framing_words(rec)
+        )],
+        Sharing::Own => Vec::new(),
+    }
+}
+
+/// The framing's parts in words: `record kind and checksum of the bytes it restores`.
+fn framing_words(rec: &RecordInfo) -> String {
+    let parts: Vec<&str> = rec.framing.iter().map(|(w, _)| *w).collect();
+    match parts.len() {
+        0 | 1 => parts.concat(),
+        k => format!("{} and {}", parts[..k - 1].join(", "), parts[k - 1]),
+    }
 }
 
 /// Whether `dtype` holds two's-complement signed integers.

@@ -50,6 +50,57 @@ pub fn reduction(original: u64, archive: u64) -> f64 {
     }
 }
 
+/// How a tensor is stored in the archive: what the why view needs to account for every
+/// byte of its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordInfo {
+    /// Bytes of the whole record: the group's for a tensor in a group, the copy record's
+    /// for a copy (0 for an empty tensor, which has none).
+    pub record_bytes: u64,
+    /// Bytes of program in the record (0 for a copy, whose program is the copied
+    /// record's).
+    pub program_bytes: u64,
+    /// The rest of the record, part by part: `(what, bytes)`; with `program_bytes`
+    /// they add up to `record_bytes`.
+    pub framing: Vec<(&'static str, u64)>,
+    /// Whether the record is the tensor's own, shared, or a copy.
+    pub sharing: Sharing,
+    /// The search settings that built the record (`None`: the archive does not say,
+    /// as version 1 did not).
+    pub settings: Option<crate::archive::format::Settings>,
+}
+
+impl RecordInfo {
+    /// Bytes of framing (everything but the program).
+    pub fn framing_bytes(&self) -> u64 {
+        self.framing.iter().map(|(_, b)| b).sum()
+    }
+}
+
+/// How a tensor's record is shared ([`RecordInfo::sharing`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// A record of its own.
+    Own,
+    /// A group record coding several small tensors of one dtype as one stream.
+    Group {
+        /// Tensors in the group, this one included.
+        tensors: usize,
+        /// Bytes of the record counted for this tensor (in proportion to its original
+        /// bytes).
+        share: u64,
+        /// Original bytes of the whole group.
+        group_original: u64,
+    },
+    /// A copy record: the tensor's bytes are those of an earlier tensor.
+    Copy {
+        /// The copied tensor (an index into the rows).
+        of: usize,
+    },
+    /// An empty tensor: no record at all.
+    Empty,
+}
+
 /// Outcome of checking one region against its stored checksum.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -81,6 +132,15 @@ pub trait Source: Send + Sync {
     /// # Errors
     /// When the record is damaged or its program fails to run.
     fn decode(&self, i: usize) -> Result<Vec<u8>, String>;
+    /// The original bytes the record of tensor `i` restores, what its program produces:
+    /// the tensor's own ([`Source::decode`]), or for a tensor in a group the whole
+    /// group's, in order.
+    ///
+    /// # Errors
+    /// As [`Source::decode`].
+    fn decode_record(&self, i: usize) -> Result<Vec<u8>, String> {
+        self.decode(i)
+    }
     /// Decodes tensor `i` and compares it with its stored checksum.
     fn verify_tensor(&self, i: usize) -> Check;
     /// Decodes every region and checks it and the whole file against the stored
@@ -93,6 +153,11 @@ pub trait Source: Send + Sync {
     ) -> VerifyOutcome;
     /// The archive's file, if it is one (a new archive is written next to it).
     fn path(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// How tensor `i` is stored, when the source is an archive (`None` otherwise).
+    fn record(&self, i: usize) -> Option<RecordInfo> {
+        let _ = i;
         None
     }
     /// Writes a copy of the archive to `dst` in which tensor `i` holds `program`, never

@@ -162,6 +162,14 @@ fn spinner(tick: u64) -> &'static str {
 }
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
+    if let Some(q) = &app.quit_question {
+        let line = Line::styled(
+            fit_end(&format!("⚠ {q}"), usize::from(area.width)),
+            Style::default().fg(Color::Black).bg(Color::Yellow).bold(),
+        );
+        frame.render_widget(Paragraph::new(line), area);
+        return;
+    }
     let mut spans = Vec::new();
     let running = [
         app.inspecting.as_ref().map(|(_, h)| ("analysing", h)),

@@ -116,6 +116,12 @@ pub struct SearchResult {
     pub tensor: usize,
     /// The limits used.
     pub opts: SearchOptions,
+    /// Regions the tensor was searched in, as `compress` cuts it: the budget counts
+    /// expansions per region.
+    pub regions: u64,
+    /// For a tensor in a group record: how many tensors the group holds (the search ran
+    /// on all of them, since the record's one program restores them all).
+    pub group: Option<usize>,
     /// The prior used: `uniform`, `calibrated` or `file PATH`.
     pub prior: String,
     /// The archive's program and its size in bytes.

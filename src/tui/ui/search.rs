@@ -15,10 +15,12 @@ use ratatui::Frame;
 use std::sync::atomic::Ordering;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
+    // The status block as tall as its wrapped lines, leaving the programs 5 rows or more.
+    let status_h = status_height(app, area.width).min(area.height.saturating_sub(9).max(1));
     let [form, hint, status, write, body] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(1),
-        Constraint::Length(3),
+        Constraint::Length(status_h),
         Constraint::Length(1),
         Constraint::Min(0),
     ])
@@ -184,7 +186,14 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             .map(|r| escape_name(&r.name).into_owned())
             .unwrap_or_default();
         let done = app.search.expansions.load(Ordering::Relaxed);
-        let budget = app.search.form.opts.budget.max(1);
+        // The most expansions: the budget per region times the regions (the job says
+        // how many once it has decoded the tensor).
+        let most = if h.progress.1 > 0 {
+            h.progress.1
+        } else {
+            app.search.form.opts.budget
+        };
+        let budget = most.max(1);
         let what = if h.progress.2.is_empty() {
             "working on"
         } else {
@@ -194,7 +203,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             "{} {what} {tname}: {} / {} expansions · {:.1} s",
             spinner(app.tick),
             thousands(done),
-            thousands(app.search.form.opts.budget),
+            thousands(most),
             h.elapsed().as_secs_f64()
         );
         let title = if app.search.stopping {
@@ -212,12 +221,44 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
-    let line = match app.search_result() {
-        None => Line::raw("r runs the search on the selected tensor with these limits and prior"),
-        Some(Err(e)) => Line::styled(
-            format!("search: {}", escape_name(e)),
-            Style::default().fg(Color::Red),
-        ),
+    let lines = result_lines(app);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+/// Rows the status block takes at `width` columns: the gauge's 3 while searching, else
+/// its lines as wrapped, at most 6.
+fn status_height(app: &App, width: u16) -> u16 {
+    if app.search.running.is_some() {
+        return 3;
+    }
+    let w = usize::from(width.max(1));
+    let rows: usize = result_lines(app)
+        .iter()
+        .map(|l| l.width().div_ceil(w).max(1))
+        .sum();
+    rows.clamp(1, 6) as u16
+}
+
+/// The status block when no search runs: the last result (or what `r` does), how the
+/// search ended, and the settings the archive recorded against the form's.
+fn result_lines(app: &App) -> Vec<Line<'static>> {
+    let recorded = app
+        .selected_tensor()
+        .and_then(|t| app.source.as_ref().and_then(|s| s.record(t)))
+        .and_then(|r| r.settings);
+    let archive_line = archive_settings_line(recorded.as_ref(), &app.search.form.opts);
+    let lines: Vec<Line<'static>> = match app.search_result() {
+        None => vec![
+            Line::raw("r runs the search on the selected tensor with these limits and prior"),
+            Line::styled(archive_line, Style::default().fg(Color::DarkGray)),
+        ],
+        Some(Err(e)) => vec![
+            Line::styled(
+                format!("search: {}", escape_name(e)),
+                Style::default().fg(Color::Red),
+            ),
+            Line::styled(archive_line, Style::default().fg(Color::DarkGray)),
+        ],
         Some(Ok(r)) => {
             let (old, new) = (r.old.1, r.new.bytes);
             let diff = new as i64 - old as i64;
@@ -237,11 +278,14 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
                 std::cmp::Ordering::Equal => "same size".to_string(),
             };
             let s = &r.new.stats;
-            let tname = app
+            let mut tname = app
                 .rows()
                 .get(r.tensor)
                 .map(|row| escape_name(&row.name).into_owned())
                 .unwrap_or_default();
+            if let Some(k) = r.group {
+                tname.push_str(&format!(" and its group ({k} tensors, one program)"));
+            }
             // Stopped by `x`: the best program so far, said before anything else.
             let sizes = if r.cancelled {
                 format!(
@@ -253,34 +297,98 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             } else {
                 format!("archive {} B → new {} B", thousands(old), thousands(new))
             };
-            Line::from(vec![
-                Span::styled(
+            let budget = if r.regions > 1 {
+                format!(
+                    "budget {} per region × {} regions = {} expansions at most",
+                    thousands(r.opts.budget),
+                    thousands(r.regions),
+                    thousands(r.opts.budget.saturating_mul(r.regions))
+                )
+            } else {
+                format!(
+                    "budget {} expansions per region (1 region)",
+                    thousands(r.opts.budget)
+                )
+            };
+            let ending = if r.cancelled {
+                "stopped by x: a longer search may find a smaller program".to_string()
+            } else if s.memory_limited {
+                "stopped by the memory limit: a larger budget may not help".to_string()
+            } else if s.budget_exhausted {
+                "the budget ran out: a larger budget may find a smaller program".to_string()
+            } else {
+                "the search space was exhausted within the budget: a larger budget cannot \
+                 change this (the depth and node limits bound the space)"
+                    .to_string()
+            };
+            vec![
+                Line::styled(
                     format!("{tname}: {sizes}: {verdict}"),
                     Style::default()
                         .bold()
                         .fg(if diff < 0 { Color::Green } else { Color::Yellow }),
                 ),
-                Span::raw(format!(
-                    "  · budget {} depth {} nodes {} · prior {} · {} expansions, {} candidates{} · {:.2} s",
-                    r.opts.budget,
+                Line::raw(format!(
+                    "{budget} · depth {} nodes {} · prior {} · {} expansions, {} candidates · {:.2} s",
                     r.opts.max_depth,
                     r.opts.max_nodes,
                     escape_typed(&r.prior),
-                    s.expansions,
-                    s.candidates,
-                    if r.cancelled {
-                        ", stopped by x"
-                    } else if s.budget_exhausted {
-                        ", budget ran out"
-                    } else {
-                        ""
-                    },
+                    thousands(s.expansions),
+                    thousands(s.candidates),
                     r.elapsed.as_secs_f64()
                 )),
-            ])
+                Line::raw(ending),
+                Line::styled(archive_line, Style::default().fg(Color::DarkGray)),
+            ]
         }
     };
-    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
+    lines
+}
+
+/// What the archive recorded about how it built the selected tensor's record, and how
+/// the form's limits differ from `brevis compress`'s defaults.
+fn archive_settings_line(
+    recorded: Option<&crate::archive::format::Settings>,
+    form: &crate::synth::SearchOptions,
+) -> String {
+    let cli = crate::archive::CompressOptions::default().search;
+    let built = match recorded {
+        Some(s) => format!(
+            "archive: built with budget {} per region, depth {}, nodes {}, prior {}{}",
+            thousands(s.budget),
+            s.max_depth,
+            s.max_nodes,
+            s.prior.name(),
+            if s.prior_digest == 0 {
+                String::new()
+            } else {
+                format!(" {}", s.digest_hex())
+            }
+        ),
+        None => "archive: it does not record the settings that built it".to_string(),
+    };
+    let mut flags = Vec::new();
+    if form.budget != cli.budget {
+        flags.push(format!("--budget {}", form.budget));
+    }
+    if form.max_depth != cli.max_depth {
+        flags.push(format!("--max-depth {}", form.max_depth));
+    }
+    if form.max_nodes != cli.max_nodes {
+        flags.push(format!("--max-nodes {}", form.max_nodes));
+    }
+    if flags.is_empty() {
+        format!("{built} · the form's limits are `brevis compress`'s defaults")
+    } else {
+        format!(
+            "{built} · `brevis compress` (budget {}, depth {}, nodes {} by default) \
+             searches as this form with {}",
+            cli.budget,
+            cli.max_depth,
+            cli.max_nodes,
+            flags.join(" ")
+        )
+    }
 }
 
 /// The write line: the prompt, the running write, or what the last write did. Long

@@ -3,7 +3,8 @@
 
 use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
-use super::{bar, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
+use super::super::model::Sharing;
+use super::{bar, fit_end, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -16,51 +17,61 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
+    let record = app
+        .selected_tensor()
+        .and_then(|t| app.source.as_ref().and_then(|s| s.record(t)));
+    let record_text = match &record {
+        Some(r) => match &r.sharing {
+            Sharing::Own => format!(
+                " · record {} B (+{} B kind, checksum)",
+                thousands(r.record_bytes),
+                thousands(r.framing_bytes())
+            ),
+            Sharing::Group { tensors, share, .. } => format!(
+                " · group record {} B for {tensors} tensors, this one's share {} B",
+                thousands(r.record_bytes),
+                thousands(*share)
+            ),
+            Sharing::Copy { of } => format!(
+                " · a copy of tensor #{of}: record {} B (its program shown)",
+                thousands(r.record_bytes)
+            ),
+            Sharing::Empty => " · no record (empty)".to_string(),
+        },
+        None => String::new(),
+    };
+    let rest = format!(
+        "  program {} B in {} node{}{record_text}",
+        thousands(ins.total_bytes),
+        ins.nodes.len(),
+        if ins.nodes.len() == 1 { "" } else { "s" },
+    );
+    // Wrapped onto a second line rather than cut when it does not fit.
+    let width = usize::from(area.width).max(1);
+    let head_lines = (text_width(&name) + text_width(&rest))
+        .div_ceil(width)
+        .clamp(1, 2);
     let [head, table_area, detail] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(head_lines as u16),
         Constraint::Min(0),
         Constraint::Length(6),
     ])
     .areas(area);
-    let own_sum: u64 = ins.nodes.iter().map(|n| n.own_bytes).sum();
-    let record = app.selected_row().map_or(0, |r| r.archive_bytes);
-    let framing = if record > ins.total_bytes {
-        format!(
-            "; record {} B with name, shape and checksum",
-            thousands(record)
-        )
+    let (name, rest) = if head_lines == 1 {
+        (name, rest)
     } else {
-        String::new()
+        fit_name_and_rest(&name, &rest, width * 2)
     };
-    let rest = format!(
-        "  program {} B in {} node{} (own bytes add up to {}){framing}",
-        thousands(ins.total_bytes),
-        ins.nodes.len(),
-        if ins.nodes.len() == 1 { "" } else { "s" },
-        thousands(own_sum)
-    );
-    let (name, rest) = fit_name_and_rest(&name, &rest, usize::from(head.width));
     frame.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(name, Style::default().bold().fg(ACCENT)),
             Span::raw(rest),
-        ])),
+        ]))
+        .wrap(Wrap { trim: false }),
         head,
     );
 
     let visible = app.visible_nodes();
-    let rows: Vec<Row> = visible
-        .iter()
-        .map(|&i| node_row(&ins, i, app.tree.expanded.get(i).copied().unwrap_or(false)))
-        .collect();
-    let header = Row::new(vec![
-        Cell::from("node"),
-        Cell::from(Line::from("own B").alignment(Alignment::Right)),
-        Cell::from(Line::from("subtree B").alignment(Alignment::Right)),
-        Cell::from(Line::from("share").alignment(Alignment::Right)),
-        Cell::from(""),
-    ])
-    .style(Style::default().bold());
     // Byte columns as wide as their widest value, so no digit is ever cut.
     let num_width = |title: &str, f: &dyn Fn(&NodeInfo) -> u64| {
         visible
@@ -71,13 +82,42 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             .max()
             .unwrap_or(0) as u16
     };
-    let widths = [
+    let (own_w, sub_w) = (
+        num_width("own B", &|n| n.own_bytes),
+        num_width("subtree B", &|n| n.subtree_bytes),
+    );
+    // Narrow terminals drop the share bars before any text, then cut node text with `…`.
+    let bar_w: u16 = if area.width >= 80 { BAR as u16 } else { 0 };
+    let gaps = if bar_w > 0 { 4 } else { 3 };
+    let node_w = usize::from(area.width.saturating_sub(own_w + sub_w + 7 + bar_w + gaps));
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|&i| {
+            node_row(
+                &ins,
+                i,
+                app.tree.expanded.get(i).copied().unwrap_or(false),
+                node_w,
+                bar_w > 0,
+            )
+        })
+        .collect();
+    let header = Row::new(vec![
+        Cell::from("node"),
+        Cell::from(Line::from("own B").alignment(Alignment::Right)),
+        Cell::from(Line::from("subtree B").alignment(Alignment::Right)),
+        Cell::from(Line::from("share").alignment(Alignment::Right)),
+    ])
+    .style(Style::default().bold());
+    let mut widths = vec![
         Constraint::Fill(1),
-        Constraint::Length(num_width("own B", &|n| n.own_bytes)),
-        Constraint::Length(num_width("subtree B", &|n| n.subtree_bytes)),
+        Constraint::Length(own_w),
+        Constraint::Length(sub_w),
         Constraint::Length(7),
-        Constraint::Length(BAR as u16),
     ];
+    if bar_w > 0 {
+        widths.push(Constraint::Length(bar_w));
+    }
     app.pages.tree = usize::from(table_area.height.saturating_sub(1)).max(1);
     let pos_now = visible.iter().position(|&i| i == app.tree.cursor);
     app.tree.offset = super::fill_offset(
@@ -110,7 +150,13 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     }
 }
 
-fn node_row(ins: &Inspection, i: usize, expanded: bool) -> Row<'static> {
+fn node_row(
+    ins: &Inspection,
+    i: usize,
+    expanded: bool,
+    node_width: usize,
+    bars: bool,
+) -> Row<'static> {
     let n = &ins.nodes[i];
     let marker = match (n.children > 0, expanded) {
         (false, _) => "  ",
@@ -131,13 +177,40 @@ fn node_row(ins: &Inspection, i: usize, expanded: bool) -> Row<'static> {
         }
     }
     let s = share(n.subtree_bytes, ins.total_bytes);
-    Row::new(vec![
-        Cell::from(Line::from(label)),
+    let mut cells = vec![
+        Cell::from(Line::from(fit_spans(label, node_width))),
         Cell::from(Line::from(thousands(n.own_bytes)).alignment(Alignment::Right)),
         Cell::from(Line::from(thousands(n.subtree_bytes)).alignment(Alignment::Right)),
         Cell::from(Line::from(format!("{:.1}%", s * 100.0)).alignment(Alignment::Right)),
-        Cell::from(bar(s, BAR)).style(Style::default().fg(ACCENT)),
-    ])
+    ];
+    if bars {
+        cells.push(Cell::from(bar(s, BAR)).style(Style::default().fg(ACCENT)));
+    }
+    Row::new(cells)
+}
+
+/// `spans` cut to `width` columns, the last one kept ending in `…` when they do not fit.
+fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
+    let total: usize = spans.iter().map(|s| text_width(&s.content)).sum();
+    if total <= width {
+        return spans;
+    }
+    let mut out = Vec::new();
+    let mut left = width;
+    for s in spans {
+        let w = text_width(&s.content);
+        if w < left {
+            left -= w;
+            out.push(s);
+        } else {
+            out.push(Span::styled(
+                fit_end(&format!("{}…", s.content), left),
+                s.style,
+            ));
+            break;
+        }
+    }
+    out
 }
 
 fn detail_lines(ins: &Inspection, i: usize, n: &NodeInfo) -> Vec<Line<'static>> {

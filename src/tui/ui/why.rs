@@ -3,7 +3,8 @@
 
 use super::super::app::App;
 use super::super::escape_name;
-use super::super::inspect::{thousands, Inspection};
+use super::super::inspect::{record_account, record_sentences, thousands, Inspection};
+use super::super::model::{RecordInfo, Sharing};
 use super::{bar, inspected, ACCENT};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -17,7 +18,25 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let Some((ins, name)) = inspected(frame, area, app) else {
         return;
     };
-    let lines = lines(&name, &ins);
+    let record = app
+        .selected_tensor()
+        .and_then(|t| app.source.as_ref().and_then(|s| s.record(t)));
+    let copied = match record.as_ref().map(|r| &r.sharing) {
+        Some(Sharing::Copy { of }) => app
+            .rows()
+            .get(*of)
+            .map(|r| escape_name(&r.name).into_owned()),
+        _ => None,
+    };
+    let original = app.selected_row().map_or(0, |r| r.original_bytes);
+    let lines = lines(
+        &name,
+        &ins,
+        record.as_ref(),
+        original,
+        copied.as_deref(),
+        usize::from(area.width),
+    );
     app.pages.text = usize::from(area.height).max(1);
     let max = lines.len().saturating_sub(area.height as usize);
     app.scroll = app.scroll.min(max);
@@ -39,10 +58,11 @@ fn reference(
     scale: f64,
     note: &str,
     strong: bool,
+    bar_width: usize,
 ) -> Line<'static> {
     let (num, b) = match bits {
-        Some(b) => (format!("{b:>7.3}"), bar(b / scale, BAR)),
-        None => ("    n/a".to_string(), " ".repeat(BAR)),
+        Some(b) => (format!("{b:>7.3}"), bar(b / scale, bar_width)),
+        None => ("    n/a".to_string(), " ".repeat(bar_width)),
     };
     let style = if strong {
         Style::default().fg(ACCENT).bold()
@@ -61,14 +81,29 @@ fn reference(
     ])
 }
 
-fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
+fn lines(
+    name: &str,
+    ins: &Inspection,
+    record: Option<&RecordInfo>,
+    original: u64,
+    copied: Option<&str>,
+    width: usize,
+) -> Vec<Line<'static>> {
     let w = &ins.why;
+    // Narrow terminals drop the bars before any text: label, number and bar take
+    // 2 + 38 + 7 + 2 + BAR columns.
+    let bar_width = if width >= 49 + BAR + 20 { BAR } else { 0 };
+    let whose = match record.map(|r| &r.sharing) {
+        Some(Sharing::Group { .. }) => "the group's program",
+        Some(Sharing::Copy { .. }) => "the copied tensor's program",
+        _ => "program",
+    };
     let scale = f64::from(w.width.max(1)).max(w.achieved_bits);
     let mut out = vec![
         Line::from(vec![
             Span::styled(name.to_string(), Style::default().fg(ACCENT).bold()),
             Span::raw(format!(
-                "  {} word{} of {}, program {} byte{}",
+                "  {} word{} of {}, {whose} {} byte{}",
                 thousands(w.words),
                 if w.words == 1 { "" } else { "s" },
                 super::super::inspect::bits(u64::from(w.width)),
@@ -77,6 +112,32 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
             )),
         ]),
         Line::raw(""),
+    ];
+    if let Some(rec) = record {
+        let account = record_account(rec, ins);
+        if !account.is_empty() {
+            out.push(Line::styled(
+                "bytes of the record (each line the sum of those under it)",
+                Style::default().bold(),
+            ));
+            for (depth, what, b) in account {
+                let label = format!("{}{what}", "  ".repeat(depth + 1));
+                out.push(Line::from(vec![
+                    Span::styled(
+                        format!("{label:<44}"),
+                        if depth == 0 {
+                            Style::default().fg(ACCENT).bold()
+                        } else {
+                            Style::default()
+                        },
+                    ),
+                    Span::raw(format!("{:>9} B", thousands(b))),
+                ]));
+            }
+            out.push(Line::raw(""));
+        }
+    }
+    out.extend([
         Line::styled("bits per word", Style::default().bold()),
         reference(
             "achieved (program bytes × 8 / words)",
@@ -84,18 +145,34 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
             scale,
             "",
             true,
+            bar_width,
         ),
-        reference("raw width", Some(f64::from(w.width)), scale, "", false),
+        reference(
+            "raw width",
+            Some(f64::from(w.width)),
+            scale,
+            "",
+            false,
+            bar_width,
+        ),
         reference(
             "order-0 entropy of whole words",
             w.whole_entropy,
             scale,
-            &w.distinct
-                .map(|d| format!("{} distinct", thousands(d)))
-                .unwrap_or_else(|| "too many distinct to count".into()),
+            &match w.distinct {
+                _ if w.words == 1 => "one word: no reference".to_string(),
+                Some(d) if !w.whole_meaningful => format!(
+                    "{} distinct in {} words: no reference",
+                    thousands(d),
+                    thousands(w.words)
+                ),
+                Some(d) => format!("{} distinct", thousands(d)),
+                None => "too many distinct to count".into(),
+            },
             false,
+            bar_width,
         ),
-    ];
+    ]);
     if !w.fields.is_empty() {
         let parts: Vec<String> = w
             .fields
@@ -105,12 +182,18 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
                 None => format!("{} ? of {} {}", f.name, f.width, bits(f.width)),
             })
             .collect();
+        let note = if w.fields_meaningful {
+            String::new()
+        } else {
+            "no reference: too few words per exponent".to_string()
+        };
         out.push(reference(
             "order-0 fields, mantissa raw",
             w.field_bound_bits,
             scale,
-            "",
+            &note,
             false,
+            bar_width,
         ));
         out.push(Line::styled(
             format!("    {}", parts.join(" · ")),
@@ -134,7 +217,10 @@ fn lines(name: &str, ins: &Inspection) -> Vec<Line<'static>> {
         out.push(Line::raw(""));
     }
     out.push(Line::styled("what limits it", Style::default().bold()));
-    for s in &w.sentences {
+    let from_record = record
+        .map(|r| record_sentences(r, original, copied))
+        .unwrap_or_default();
+    for s in from_record.iter().chain(&w.sentences) {
         out.push(Line::raw(format!("  • {}", escape_name(s))));
     }
     out
