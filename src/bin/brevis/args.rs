@@ -104,7 +104,7 @@ pub enum Command {
 
 #[derive(Args, Clone)]
 pub struct SearchArgs {
-    /// Search budget: partial programs expanded per tensor (0 stores literals)
+    /// Search budget: partial programs expanded per region of up to 1 Mi words (0 stores literals)
     #[arg(long, value_name = "N", default_value_t = SearchOptions::default().budget)]
     pub budget: u64,
     #[command(flatten)]
