@@ -119,38 +119,31 @@ pub fn read_prior(path: &Path) -> Result<PriorChoice> {
     }
 }
 
-/// `x.safetensors` -> `x.brv` (anything else: `.brv` appended).
-pub fn default_archive_name(input: &Path) -> PathBuf {
-    if input.extension().is_some_and(|e| e == "safetensors") {
-        input.with_extension("brv")
+/// `input` with extension `ext` replaced by `replacement` (`""`: removed), or, with any
+/// other extension, with `appended` added to its name.
+fn renamed(input: &Path, ext: &str, replacement: &str, appended: &str) -> PathBuf {
+    if input.extension().is_some_and(|e| e == ext) {
+        input.with_extension(replacement)
     } else {
         let mut s = input.as_os_str().to_owned();
-        s.push(".brv");
+        s.push(appended);
         PathBuf::from(s)
     }
+}
+
+/// `x.safetensors` -> `x.brv` (anything else: `.brv` appended).
+pub fn default_archive_name(input: &Path) -> PathBuf {
+    renamed(input, "safetensors", "brv", ".brv")
 }
 
 /// `x.brv` -> `x.safetensors` (anything else: `.safetensors` appended).
 pub fn default_restored_name(input: &Path) -> PathBuf {
-    if input.extension().is_some_and(|e| e == "brv") {
-        input.with_extension("safetensors")
-    } else {
-        let mut s = input.as_os_str().to_owned();
-        s.push(".safetensors");
-        PathBuf::from(s)
-    }
+    renamed(input, "brv", "safetensors", ".safetensors")
 }
 
 /// `x.brv/` -> `x/`; anything else: `.restored` appended.
 pub fn default_restored_folder(input: &Path) -> PathBuf {
-    let input = &folder::with_name(input);
-    if input.extension().is_some_and(|e| e == "brv") {
-        input.with_extension("")
-    } else {
-        let mut s = input.as_os_str().to_owned();
-        s.push(".restored");
-        PathBuf::from(s)
-    }
+    renamed(&folder::with_name(input), "brv", "", ".restored")
 }
 
 /// Warns about the temporaries runs killed by SIGKILL left beside `output` (never

@@ -508,12 +508,7 @@ pub fn existing_archive(input: &Path) -> Option<crate::Archive> {
     let stem = input.file_stem()?.to_string_lossy().into_owned();
     let mut checksum = None;
     for k in 0..100u32 {
-        let name = if k == 0 {
-            format!("{stem}.brv")
-        } else {
-            format!("{stem}-{k}.brv")
-        };
-        let p = dir.join(name);
+        let p = dir.join(numbered_name(&stem, "", k));
         if std::fs::symlink_metadata(&p).is_err() {
             return None;
         }
@@ -538,6 +533,16 @@ pub fn existing_archive(input: &Path) -> Option<crate::Archive> {
     None
 }
 
+/// The `k`-th candidate name of an archive: `STEM{tag}.brv`, then `STEM{tag}-k.brv` for
+/// `k >= 1` (the names [`fresh_output`] and the write prompt try in turn).
+pub fn numbered_name(stem: &str, tag: &str, k: u32) -> String {
+    if k == 0 {
+        format!("{stem}{tag}.brv")
+    } else {
+        format!("{stem}{tag}-{k}.brv")
+    }
+}
+
 /// A name for the archive of `input` in `dir` that does not exist yet:
 /// `stem.brv`, then `stem-1.brv`, `stem-2.brv`, ...
 pub fn fresh_output(dir: &Path, input: &Path) -> PathBuf {
@@ -547,12 +552,7 @@ pub fn fresh_output(dir: &Path, input: &Path) -> PathBuf {
         .unwrap_or_else(|| "archive".into());
     let mut k = 0u32;
     loop {
-        let name = if k == 0 {
-            format!("{stem}.brv")
-        } else {
-            format!("{stem}-{k}.brv")
-        };
-        let p = dir.join(name);
+        let p = dir.join(numbered_name(&stem, "", k));
         if std::fs::symlink_metadata(&p).is_err() {
             return p;
         }

@@ -10,33 +10,9 @@ use std::path::{Path, PathBuf};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 
-/// A `.safetensors` file of `tensors` (name, dtype, shape, bytes), in that order.
-fn safetensors_bytes(tensors: &[(String, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
-    let mut header = String::from("{");
-    let mut at = 0;
-    for (k, (name, dtype, shape, bytes)) in tensors.iter().enumerate() {
-        if k > 0 {
-            header.push(',');
-        }
-        let shape: Vec<String> = shape.iter().map(u64::to_string).collect();
-        header.push_str(&format!(
-            r#""{name}":{{"dtype":"{dtype}","shape":[{}],"data_offsets":[{at},{}]}}"#,
-            shape.join(","),
-            at + bytes.len()
-        ));
-        at += bytes.len();
-    }
-    header.push('}');
-    while header.len() % 8 != 0 {
-        header.push(' ');
-    }
-    let mut v = (header.len() as u64).to_le_bytes().to_vec();
-    v.extend_from_slice(header.as_bytes());
-    for (_, _, _, bytes) in tensors {
-        v.extend_from_slice(bytes);
-    }
-    v
-}
+#[path = "support/safetensors.rs"]
+mod support;
+use support::safetensors_bytes;
 
 /// Tensor `name` of corpus file `file`: its dtype name, shape and bytes.
 fn corpus_tensor(file: &str, name: &str) -> (String, Vec<u64>, Vec<u8>) {

@@ -18,33 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A `.safetensors` file of `(name, dtype, shape, bytes)` tensors, in that order.
-fn safetensors_bytes(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
-    let mut header = String::from("{");
-    let mut at = 0;
-    for (k, (name, dtype, shape, bytes)) in tensors.iter().enumerate() {
-        if k > 0 {
-            header.push(',');
-        }
-        let shape: Vec<String> = shape.iter().map(u64::to_string).collect();
-        header.push_str(&format!(
-            r#""{name}":{{"dtype":"{dtype}","shape":[{}],"data_offsets":[{at},{}]}}"#,
-            shape.join(","),
-            at + bytes.len()
-        ));
-        at += bytes.len();
-    }
-    header.push('}');
-    while header.len() % 8 != 0 {
-        header.push(' ');
-    }
-    let mut v = (header.len() as u64).to_le_bytes().to_vec();
-    v.extend_from_slice(header.as_bytes());
-    for (_, _, _, bytes) in tensors {
-        v.extend_from_slice(bytes);
-    }
-    v
-}
+#[path = "support/safetensors.rs"]
+mod support;
+use support::safetensors_bytes;
 
 /// `n` BF16 words of roughly normal values of scale `scale`, from a fixed generator.
 fn bf16_normal(n: usize, scale: f64, seed: u64) -> Vec<u8> {

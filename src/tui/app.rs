@@ -1563,12 +1563,7 @@ pub fn researched_path(dir: &std::path::Path, archive: &std::path::Path) -> std:
         .unwrap_or_else(|| "archive".into());
     let mut k = 0u32;
     loop {
-        let name = if k == 0 {
-            format!("{stem}.researched.brv")
-        } else {
-            format!("{stem}.researched-{k}.brv")
-        };
-        let p = dir.join(name);
+        let p = dir.join(super::numbered_name(&stem, ".researched", k));
         if std::fs::symlink_metadata(&p).is_err() || k > 10_000 {
             return p;
         }
