@@ -104,9 +104,13 @@ fn radix_runs_u16(v: &[u16]) -> Vec<(u64, u64)> {
         sorted[*slot] = x;
         *slot += 1;
     }
+    runs(sorted.into_iter().map(u64::from))
+}
+
+/// The `(word, count)` pairs of the runs of equal words of a sorted stream.
+fn runs(sorted: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::new();
     for x in sorted {
-        let x = u64::from(x);
         match out.last_mut() {
             Some((s, c)) if *s == x => *c += 1,
             _ => out.push((x, 1)),
@@ -153,15 +157,7 @@ fn radix_runs_u32(v: &[u32], width: u32) -> Vec<(u64, u64)> {
         std::mem::swap(&mut cur, &mut next);
         shift += BITS;
     }
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for x in cur {
-        let x = u64::from(x);
-        match out.last_mut() {
-            Some((s, c)) if *s == x => *c += 1,
-            _ => out.push((x, 1)),
-        }
-    }
-    out
+    runs(cur.into_iter().map(u64::from))
 }
 
 fn sparse(it: impl Iterator<Item = u64>, n: usize, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
@@ -199,16 +195,10 @@ pub fn nearly_distinct(words: &Words) -> bool {
     let mut probe: Vec<u64> = (0..n).step_by(step).map(|i| words.get(i)).collect();
     probe.sort_unstable();
     let m = probe.len();
-    let mut singletons = 0usize;
-    let mut i = 0;
-    while i < m {
-        let mut j = i + 1;
-        while j < m && probe[j] == probe[i] {
-            j += 1;
-        }
-        singletons += usize::from(j == i + 1);
-        i = j;
-    }
+    let singletons = runs(probe.into_iter())
+        .iter()
+        .filter(|&&(_, c)| c == 1)
+        .count();
     singletons * 20 >= m * 19
 }
 
