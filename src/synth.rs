@@ -15,8 +15,8 @@ use std::sync::Arc;
 /// Which production prior a compression uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum PriorChoice {
-    /// Calibrate on the input when the budget is at least 2 ([`calibrate`]); uniform
-    /// at budgets 0 and 1 ([`SearchOptions::prior_matters`]).
+    /// Calibrate on the input when the budget is at least 1 ([`calibrate`]); uniform
+    /// at budget 0.
     #[default]
     Auto,
     /// Uniform costs.
@@ -25,7 +25,7 @@ pub enum PriorChoice {
     Given(Arc<Prior>),
 }
 
-/// Limits and budget of one search (docs/design.md §6). Defaults are the paper's main run.
+/// Limits and budget of one search (DESIGN §6). Defaults are the paper's main run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchOptions {
     /// Expansion budget per tensor: how many partial programs may be expanded. 0 means

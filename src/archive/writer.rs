@@ -1,4 +1,4 @@
-//! Writing archives: `.safetensors` in, `.brv` out (docs/design.md §7, §8).
+//! Writing archives: `.safetensors` in, `.brv` out (DESIGN §7, §8).
 //!
 //! The source is memory-mapped and parsed ([`super::safetensors::parse`]); the header,
 //! every tensor and every gap become one record each ([`super::format`]), synthesized in
@@ -37,7 +37,7 @@ pub struct CompressOptions {
     /// that differs is replaced by a literal, with a warning.
     pub verify: bool,
     /// Production prior ordering the search; [`PriorChoice::Auto`] calibrates on the
-    /// input (docs/design.md §6) when the prior can change the result
+    /// input (DESIGN §6) when the prior can change the result
     /// ([`SearchOptions::prior_matters`]). Never changes what a program serializes to.
     pub prior: PriorChoice,
     /// The source's file name, stored in the archive for `decompress` to restore (no

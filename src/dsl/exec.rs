@@ -1,4 +1,4 @@
-//! Execution of programs on packed word streams (docs/design.md §3).
+//! Execution of programs on packed word streams (DESIGN §3).
 //!
 //! Every operator works on [`Words`] in their narrowest container; nothing widens a
 //! stream to one `u64` per word. The forward direction (run a program) and the inverse

@@ -1,4 +1,4 @@
-//! The seven operators of the language and their type rules (docs/design.md §3; paper §3.2,
+//! The seven operators of the language and their type rules (DESIGN §3; paper §3.2,
 //! Figure 3).
 //!
 //! Every program has one type `b[n]`: it produces `n` words of width `b` bits. Nodes are
@@ -59,7 +59,7 @@ impl TypeError {
     }
 }
 
-/// A bijection on `b`-bit words, applied to every word by `Map` (docs/design.md §3).
+/// A bijection on `b`-bit words, applied to every word by `Map` (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MapFn {
     /// `x ^ c`, with `c < 2^b`.
@@ -143,7 +143,7 @@ impl MapFn {
     }
 }
 
-/// The step function `q` of a `Scan` (docs/design.md §3).
+/// The step function `q` of a `Scan` (DESIGN §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanFn {
     /// `y_i = y_{i-1} ^ u_i`.
@@ -180,7 +180,7 @@ impl ScanFn {
     }
 }
 
-/// How `Merge` combines its children's words into one word (docs/design.md §3).
+/// How `Merge` combines its children's words into one word (DESIGN §3).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MergeFn {
     /// Contiguous bit fields with these widths in bits, most significant first
@@ -248,7 +248,7 @@ pub struct Lit {
 }
 
 impl Lit {
-    /// Encodes `words` with the smallest codec (docs/design.md §4).
+    /// Encodes `words` with the smallest codec (DESIGN §4).
     pub fn encode(words: &Words) -> Lit {
         let Encoded { codec, body } = crate::codec::encode_best(words);
         Lit { codec, body }

@@ -1,4 +1,4 @@
-//! The text form of programs (docs/design.md §3): one readable line per node, indented two
+//! The text form of programs (DESIGN §3): one readable line per node, indented two
 //! spaces per level, e.g.
 //!
 //! ```text

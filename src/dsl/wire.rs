@@ -1,4 +1,4 @@
-//! Canonical wire format of a program (docs/design.md §5).
+//! Canonical wire format of a program (DESIGN §5).
 //!
 //! A program is written in pre-order. The type of the root is not stored (the archive
 //! record holds the tensor's dtype and shape); every other type follows from the type
@@ -210,7 +210,7 @@ pub fn own_len(node: &Node) -> u64 {
     s.0
 }
 
-/// One line of the per-node size report (docs/design.md §5), in pre-order.
+/// One line of the per-node size report (DESIGN §5), in pre-order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeSize {
     /// Depth of the node (root = 0).

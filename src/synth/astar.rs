@@ -1,4 +1,4 @@
-//! Bounded A* over partial programs (docs/design.md §6; paper §3.3, Algorithm 1).
+//! Bounded A* over partial programs (DESIGN §6; paper §3.3, Algorithm 1).
 //!
 //! A state is a partial program whose leaves may be holes. The queue orders states by
 //! `g + h` (prior cost so far plus an admissible estimate of the cost of filling the

@@ -1,4 +1,4 @@
-//! Target-directed decompositions (docs/design.md §6; paper §3.3).
+//! Target-directed decompositions (DESIGN §6; paper §3.3).
 //!
 //! A hole is a type and the exact words it must produce. For each operator, a
 //! decomposition looks at the target and proposes child targets whose recomposition is
@@ -417,7 +417,7 @@ fn run_boundary(t: &Words) -> Option<usize> {
 
 /// Field splits worth proposing for a word of width `b`: the float layout of `dtype`
 /// when the word is a whole float, the variants that move the top 1-3 mantissa bits
-/// into the exponent field (docs/design.md §6.2), and sign+exponent | mantissa.
+/// into the exponent field (BITS.md), and sign+exponent | mantissa.
 pub fn field_splits(b: u32, dtype: Option<Dtype>) -> Vec<Vec<u32>> {
     let mut out: Vec<Vec<u32>> = Vec::new();
     let layout = dtype
