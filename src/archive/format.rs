@@ -768,20 +768,9 @@ pub fn read_index(bytes: &[u8]) -> Result<Index, String> {
 }
 
 /// The root operator's name from the first byte of a program, without decoding it
-/// (`lit`, `const`, `concat`, `repeat`, `map`, `scan`, `merge`, or `?`).
-///
-/// Mirrors the tag numbers of [`crate::dsl::wire`].
+/// ([`crate::dsl::wire::root_op_name`]).
 pub fn root_op_name(program: &[u8]) -> &'static str {
-    match program.first().map(|t| t & 0xf0) {
-        Some(0x10) => "lit",
-        Some(0x20) => "const",
-        Some(0x30) => "concat",
-        Some(0x40) => "repeat",
-        Some(0x50) => "map",
-        Some(0x60) => "scan",
-        Some(0x70) => "merge",
-        _ => "?",
-    }
+    crate::dsl::wire::root_op_name(program)
 }
 
 #[cfg(test)]
