@@ -222,18 +222,21 @@ pub fn synthesize_matrix(
 /// [`synthesize_with_prior`] on `target` cut into regions of `region_words` words, each
 /// searched on its own with the whole budget and joined by one `Concat` (as `compress`
 /// stores tensors of more than [`crate::archive::writer::REGION_WORDS`] words); `target`
-/// searched whole when it has at most `region_words` words. Regions are searched on the
-/// thread pool; the result does not depend on the thread count.
+/// searched whole when it has at most `region_words` words (as a matrix of `rows` rows
+/// when given: [`synthesize_matrix`]). Regions are searched on the thread pool; the
+/// result does not depend on the thread count.
 pub fn synthesize_in_regions(
     target: &Words,
     dtype: Option<Dtype>,
+    rows: Option<u64>,
     opts: &SearchOptions,
     prior: &Prior,
     region_words: usize,
 ) -> Synthesis {
     let n = target.len();
     if region_words == 0 || n <= region_words {
-        return synthesize_with_prior(target, dtype, opts, prior);
+        let shared = std::sync::Arc::new(target.clone());
+        return synthesize_matrix(&shared, dtype, rows, opts, prior);
     }
     use rayon::prelude::*;
     let parts: Vec<Synthesis> = (0..n.div_ceil(region_words))
@@ -274,7 +277,7 @@ mod tests {
             ..SearchOptions::default()
         };
         let prior = Prior::uniform();
-        let s = synthesize_in_regions(&target, Some(Dtype::BF16), &opts, &prior, 1_000);
+        let s = synthesize_in_regions(&target, Some(Dtype::BF16), None, &opts, &prior, 1_000);
         assert_eq!(s.program.op_name(), "concat");
         let kids = s.program.children();
         assert_eq!(kids.len(), 3);
@@ -288,7 +291,7 @@ mod tests {
         assert_eq!(s.stats.expansions, expansions);
         assert_eq!(s.bytes, crate::dsl::program_len(&s.program));
         assert_eq!(crate::dsl::execute(&s.program, 1 << 20).unwrap(), target);
-        let whole = synthesize_in_regions(&target, Some(Dtype::BF16), &opts, &prior, 2_500);
+        let whole = synthesize_in_regions(&target, Some(Dtype::BF16), None, &opts, &prior, 2_500);
         let direct = synthesize_with_prior(&target, Some(Dtype::BF16), &opts, &prior);
         assert_eq!(whole.program, direct.program);
     }

@@ -19,17 +19,21 @@ fn corpus_files() -> Vec<PathBuf> {
     files
 }
 
-/// Reduction floors at the default settings (whole file, everything counted). The first
-/// three are ZipNN 0.5.4's figures on the same files (`../shared/corpus/README.md`),
-/// which Brevis must match or beat. The F32 floors guard against a regression where
-/// sizing wide words from a sample made every large F32 tensor a raw literal (easyocr
-/// fell from 17.2% to 2.4%).
-const FLOORS: [(&str, f64); 5] = [
-    ("minilm-l6-v2-bf16.safetensors", 33.5),
-    ("minilm-l6-v2-fp8-mixed.safetensors", 28.5),
-    ("whisper-tiny-en-f16.safetensors", 14.0),
-    ("easyocr-english-g2-f32.safetensors", 17.0),
-    ("silero-vad-16k-f32.safetensors", 23.0),
+/// Reduction floors at the default settings (whole file, everything counted): ZipNN
+/// 0.5.4's reductions on the same files (`../shared/bench/vs_zipnn.py`: ZipNN on the
+/// float tensors, zstd -3 on the rest), which Brevis must beat on every file; silero's
+/// is issue 29's bar (back references over a Fourier basis's columns), above ZipNN's
+/// 15.60%. They also guard against regressions such as sizing wide words from a sample
+/// making every large F32 tensor a raw literal (easyocr fell from 17.2% to 2.4%).
+const FLOORS: [(&str, f64); 8] = [
+    ("minilm-l6-v2-bf16.safetensors", 33.51),
+    ("minilm-l6-v2-bf16-layer0.safetensors", 33.33),
+    ("minilm-l6-v2-fp8-mixed.safetensors", 28.51),
+    ("whisper-tiny-en-f16.safetensors", 14.41),
+    ("easyocr-english-g2-f32.safetensors", 16.85),
+    ("silero-vad-16k-f32.safetensors", 29.0),
+    ("fracast0-f32.safetensors", 16.61),
+    ("fracast0-int8-f32.safetensors", 11.95),
 ];
 
 #[test]

@@ -161,10 +161,10 @@ fn field_matches(node: &Node, target: &Words, shift: u32) -> Result<bool, ExecEr
 }
 
 /// Runs back references (DESIGN §3, [`super::Op::BackRef`]): for each token `i`, the
-/// next `runs[i]` words of `lits`, then `lens[i]` words copied from the output `dists[i]
-/// + 1` words back: forward, or backward when bit 0 of `modes[i]` is set, with the top
-/// bit of each copied word flipped when bit 1 is (`modes` absent: all 0). Returns `n`
-/// words of the literals' width.
+/// next `runs[i]` words of `lits`, then `lens[i]` words copied from the output, starting
+/// `dists[i] + 1` words back: forward, or backward when bit 0 of `modes[i]` is set, with
+/// the top bit of each copied word flipped when bit 1 is (`modes` absent: all 0).
+/// Returns `n` words of the literals' width.
 ///
 /// # Errors
 /// A sentence saying what is wrong when the tokens do not make exactly `n` words from

@@ -403,7 +403,7 @@ pub fn ablation(
             let out: u64 = words
                 .par_iter()
                 .map(|(d, w)| {
-                    synth::synthesize_in_regions(w, Some(*d), &opts, &prior, region).bytes
+                    synth::synthesize_in_regions(w, Some(*d), None, &opts, &prior, region).bytes
                 })
                 .sum();
             let seconds = start.elapsed().as_secs_f64();

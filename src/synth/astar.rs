@@ -90,7 +90,8 @@ pub fn estimate_from_hist(hist: Option<&[(u64, u64)]>, max: u64, width: u32, n: 
     let mut body = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
     if let Some(h) = hist {
         let table = if h.len() > APPROX_SYMBOLS {
-            let bits = stats::entropy_bits(h.iter().map(|&(_, c)| c));
+            // Bits per word, times the words.
+            let bits = stats::entropy_bits(h.iter().map(|&(_, c)| c)) * n as f64;
             let m = h.len() as f64;
             let spread = (max.max(1) as f64 / m).log2().max(0.0);
             let table = m * (spread + 2.0 + 6.0);

@@ -326,7 +326,7 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
     // Fourier basis): only when it beats the rows' parse by a tenth.
     if let Some(r) = info
         .rows
-        .filter(|&r| r >= 2 && n as u64 % r == 0 && n as u64 / r >= 2)
+        .filter(|&r| r >= 2 && (n as u64).is_multiple_of(r) && n as u64 / r >= 2)
     {
         if let Some(p) = by_columns(t, r as usize) {
             if plain

@@ -1123,7 +1123,10 @@ impl App {
                 let regions = words.len().div_ceil(region).max(1) as u64;
                 ctx.progress(0, opts.budget.saturating_mul(regions), "searching");
                 let start = Instant::now();
-                let new = synthesize_in_regions(&words, Some(row.dtype), &opts, &prior, region);
+                // A whole matrix (not a group's stream) as `compress` searched it.
+                let rows = (group.is_none() && row.shape.len() >= 2).then(|| row.shape[0]);
+                let new =
+                    synthesize_in_regions(&words, Some(row.dtype), rows, &opts, &prior, region);
                 // Stopped by `x`: as if the budget ran out, with the best program so far.
                 let cancelled = ctx.cancelled() && new.stats.budget_exhausted;
                 opts.control = crate::synth::SearchControl::default();

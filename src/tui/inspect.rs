@@ -939,8 +939,14 @@ mod tests {
         let opts = crate::synth::SearchOptions::default();
         let prior = crate::synth::Prior::uniform();
         let regions = words.len().div_ceil(4);
-        let s =
-            crate::synth::synthesize_in_regions(&words, Some(Dtype::BF16), &opts, &prior, regions);
+        let s = crate::synth::synthesize_in_regions(
+            &words,
+            Some(Dtype::BF16),
+            None,
+            &opts,
+            &prior,
+            regions,
+        );
         let ins = inspect(t, Dtype::BF16, s.program, &|| false)
             .unwrap()
             .unwrap();
