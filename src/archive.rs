@@ -39,10 +39,10 @@ mod stream;
 pub mod verify;
 pub mod writer;
 
+pub use extract::{extract, ExtractSummary, Part};
 pub use reader::{
     Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
 };
-pub use extract::{extract, ExtractSummary, Part};
 pub use rewrite::rewrite_with_programs;
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,

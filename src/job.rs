@@ -803,7 +803,13 @@ fn restored_file_name(archive: &Archive, input: &Path) -> Result<std::ffi::OsStr
 /// `e`, an archive that cannot be opened (or whose header cannot be restored), as the
 /// refusal of a salvage: nothing can be, and nothing was written (exit 1, not 3).
 fn unsalvageable(e: Error) -> Error {
-    if matches!(e, Error::Io { .. } | Error::WrongKind { .. } | Error::OutputExists { .. } | Error::SameFile { .. }) {
+    if matches!(
+        e,
+        Error::Io { .. }
+            | Error::WrongKind { .. }
+            | Error::OutputExists { .. }
+            | Error::SameFile { .. }
+    ) {
         return e;
     }
     refused(
@@ -891,13 +897,8 @@ pub fn decompress_into(
             warnings,
         });
     }
-    let archive = open_archive(input).map_err(|e| {
-        if opts.salvage {
-            unsalvageable(e)
-        } else {
-            e
-        }
-    })?;
+    let archive =
+        open_archive(input).map_err(|e| if opts.salvage { unsalvageable(e) } else { e })?;
     let target = file_target(
         dest,
         || default_restored_name(input),

@@ -144,7 +144,8 @@ pub fn extract<W: Write + ?Sized>(
 
     let write_err = |e| Error::io(name, "cannot write", e);
     let header_len = header.len() as u64;
-    out.write_all(&header_len.to_le_bytes()).map_err(write_err)?;
+    out.write_all(&header_len.to_le_bytes())
+        .map_err(write_err)?;
     out.write_all(header.as_bytes()).map_err(write_err)?;
     let mut names = Vec::new();
     for (p, ts) in parts.iter().zip(&chosen) {
@@ -160,12 +161,13 @@ pub fn extract<W: Write + ?Sized>(
                     }
                     let (_, bytes) = group.as_ref().expect("decoded just above");
                     let at = (t.begin - a.groups()[g].begin) as usize;
-                    let part = bytes
-                        .get(at..at + t.original_bytes() as usize)
-                        .ok_or_else(|| Error::Internal {
-                            path: a.path().to_path_buf(),
-                            what: format!("tensor {:?} lies outside its group", t.name),
-                        })?;
+                    let part =
+                        bytes
+                            .get(at..at + t.original_bytes() as usize)
+                            .ok_or_else(|| Error::Internal {
+                                path: a.path().to_path_buf(),
+                                what: format!("tensor {:?} lies outside its group", t.name),
+                            })?;
                     out.write_all(part).map_err(write_err)?;
                 }
                 None => {

@@ -1,6 +1,8 @@
 //! [`extract`]: a `.safetensors` file of some tensors of an archive or compressed folder.
 
-use super::{file_target, lossy, open_archive, refused, warn_stale_temporaries, Destination, Observer};
+use super::{
+    file_target, lossy, open_archive, refused, warn_stale_temporaries, Destination, Observer,
+};
 use crate::archive::{self, escape_name, folder, shown_path, writer, Archive, Part};
 use crate::error::Result;
 use serde::Serialize;
@@ -74,7 +76,11 @@ fn no_such_tensors<'a>(
     let each: Vec<String> = missing
         .iter()
         .map(|m| match nearest_name(m, names.clone()) {
-            Some(n) => format!("\"{}\" (did you mean \"{}\"?)", escape_name(m), escape_name(n)),
+            Some(n) => format!(
+                "\"{}\" (did you mean \"{}\"?)",
+                escape_name(m),
+                escape_name(n)
+            ),
             None => format!("\"{}\"", escape_name(m)),
         })
         .collect();

@@ -2,9 +2,9 @@
 //! they become the library's options.
 
 use brevis::archive::{self, CompressOptions};
+use brevis::job::Destination;
 use brevis::synth::{PriorChoice, SearchOptions};
 use clap::{Args, Parser, Subcommand};
-use brevis::job::Destination;
 use std::path::{Path, PathBuf};
 
 const ABOUT: &str = "Lossless compression of model checkpoints (.safetensors) as program synthesis";
@@ -68,7 +68,17 @@ pub enum Command {
         Every tensor and the whole file are checked against the checksums stored in the \
         archive; nothing is written unless all match. Exit code 3 if decoded bytes \
         differ from a checksum or a tensor record is damaged, 1 if the archive is not \
-        one, is cut short, or a program cannot be decoded."
+        one, is cut short, or a program cannot be decoded.\n\n\
+        With --salvage, a damaged tensor (or group of small tensors, or gap) is \
+        zero-filled instead and named on stderr, every other byte is written as it \
+        verifies, and the exit code is 3 if anything was damaged (0 if nothing was); an \
+        archive whose header record, index or trailer is damaged cannot be salvaged \
+        (exit 1, nothing written).\n\n\
+        OUT may be an existing folder (the file is written in it under the original \
+        name the archive records), `-` for standard output (checked while written: a \
+        damaged archive fails after the bytes before the damage were written; with \
+        --salvage nothing unverified is written), or a character device such as \
+        /dev/null (written directly)."
     )]
     Decompress(DecompressArgs),
     /// Write a .safetensors file of some tensors of an archive
@@ -125,17 +135,21 @@ pub enum Command {
         programs per context. The result is the same for any thread count.")]
     Calibrate(CalibrateArgs),
     /// Print shell completions for brevis (bash, zsh, fish, elvish, powershell)
-    #[command(long_about = "Print a completion script for SHELL on standard output, made \
+    #[command(
+        long_about = "Print a completion script for SHELL on standard output, made \
         from this program's own command-line definitions. Install it where your shell \
         looks, for example:\n\n  \
         brevis completions bash > ~/.local/share/bash-completion/completions/brevis\n  \
         brevis completions zsh > ~/.zfunc/_brevis\n  \
-        brevis completions fish > ~/.config/fish/completions/brevis.fish")]
+        brevis completions fish > ~/.config/fish/completions/brevis.fish"
+    )]
     Completions(CompletionsArgs),
     /// Print the man page of brevis (roff)
-    #[command(long_about = "Print the man page of brevis (roff, section 1) on standard \
+    #[command(
+        long_about = "Print the man page of brevis (roff, section 1) on standard \
         output, made from this program's own command-line definitions. Install it with, \
-        for example: brevis man > ~/.local/share/man/man1/brevis.1")]
+        for example: brevis man > ~/.local/share/man/man1/brevis.1"
+    )]
     Man,
 }
 

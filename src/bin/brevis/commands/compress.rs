@@ -40,13 +40,13 @@ pub fn run(a: CompressArgs) -> Result<Outcome> {
     };
     let line = format!(
         "{} -> {}: {} -> {} bytes ({}), {what}, {:.2} s ({:.1} MB/s)\n",
-            shown(&r.input),
-            shown(&r.output),
-            r.original_bytes,
-            r.archive_bytes,
-            fmt_change(r.reduction_percent),
-            r.seconds,
-            mb_per_s(r.original_bytes, r.seconds),
+        shown(&r.input),
+        shown(&r.output),
+        r.original_bytes,
+        r.archive_bytes,
+        fmt_change(r.reduction_percent),
+        r.seconds,
+        mb_per_s(r.original_bytes, r.seconds),
     );
     if is_stdio(a.output.as_deref()) {
         emit_stderr(&line);

@@ -21,7 +21,11 @@ pub fn run(a: ExtractArgs) -> Result<Outcome> {
         shown(&r.output),
         plural(r.tensors.len(), "tensor"),
         r.bytes,
-        if r.metadata { ", __metadata__ kept" } else { "" },
+        if r.metadata {
+            ", __metadata__ kept"
+        } else {
+            ""
+        },
         r.seconds,
     );
     if is_stdio(Some(&a.output)) {
