@@ -541,16 +541,12 @@ pub fn compress_from(
                     ),
                 )
             };
-            let target = file_target(
-                dest,
-                || PathBuf::new(),
-                |dir| {
-                    Err(no_name(format!(
-                        "{} is a folder; give the archive's file name in it",
-                        shown_path(dir)
-                    )))
-                },
-            )?;
+            let target = file_target(dest, PathBuf::new, |dir| {
+                Err(no_name(format!(
+                    "{} is a folder; give the archive's file name in it",
+                    shown_path(dir)
+                )))
+            })?;
             match &target {
                 writer::Target::File(p) if p.as_os_str().is_empty() => {
                     return Err(no_name("give -o with the archive's name".to_string()));

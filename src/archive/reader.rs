@@ -903,7 +903,7 @@ impl Archive {
         name: &Path,
         mode: Salvage,
     ) -> Result<Vec<DamagedRegion>> {
-        const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+        static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
         let write_err = |e| Error::io(name, "cannot write", e);
         let mut hasher = Xxh3::new();
         let mut region = Xxh3::new();
@@ -1095,7 +1095,7 @@ pub(crate) enum Salvage {
 /// # Errors
 /// [`Error::Io`] naming `name` if a write or the sync fails.
 fn zero_fill(file: &File, damaged: &[DamagedRegion], name: &Path) -> Result<()> {
-    const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
     for d in damaged {
         let mut at = d.offset;
         let end = d.offset + d.bytes;
