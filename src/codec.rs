@@ -1,4 +1,4 @@
-//! Literal codecs (DESIGN §4; paper §3.2, "Physical literal coding").
+//! Literal codecs (docs/design.md §4; paper §3.2, "Physical literal coding").
 //!
 //! A `Lit` node stores a word stream in the smallest complete encoding among four codecs:
 //! raw words, fixed-width bit packing, canonical Huffman and rANS (two codec ids, one per
@@ -188,7 +188,7 @@ impl<'a> Stream<'a> {
 }
 
 /// Table-based codecs (Huffman, rANS) apply only to streams with at most this many
-/// distinct words (DESIGN §4).
+/// distinct words (docs/design.md §4).
 pub const MAX_TABLE_SYMBOLS: usize = 65_536;
 
 /// Why a literal body could not be decoded.

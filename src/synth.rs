@@ -2,6 +2,7 @@
 //! Algorithm 1).
 
 pub mod astar;
+pub mod backref;
 pub mod calibrate;
 pub mod decompose;
 pub mod prior;
@@ -204,6 +205,18 @@ pub fn synthesize_shared(
     prior: &Prior,
 ) -> Synthesis {
     astar::search_shared(target, dtype, opts, prior)
+}
+
+/// [`synthesize_shared`] on a whole tensor of `rows` rows (its first dimension, when it
+/// has two or more): the search may read it column by column too.
+pub fn synthesize_matrix(
+    target: &std::sync::Arc<Words>,
+    dtype: Option<Dtype>,
+    rows: Option<u64>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
+    astar::search_matrix(target, dtype, rows, opts, prior)
 }
 
 /// [`synthesize_with_prior`] on `target` cut into regions of `region_words` words, each

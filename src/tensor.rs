@@ -1,4 +1,4 @@
-//! Dtypes, word widths and packed word streams (DESIGN §2).
+//! Dtypes, word widths and packed word streams (docs/design.md §2).
 //!
 //! A tensor of dtype `d` with `n` elements is read as `n` little-endian words of width
 //! [`Dtype::word_bits`]. Every bit pattern is data: nothing here interprets floats.
@@ -12,7 +12,7 @@ use std::fmt;
 ///
 /// Only the dtypes of the safetensors format are accepted; anything else is refused by the
 /// header parser. Sub-byte packed dtypes (`F4`, `F6_*`) are read as 8-bit words of their
-/// bytes (DESIGN §2).
+/// bytes (docs/design.md §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dtype {
     Bool,

@@ -1,4 +1,4 @@
-//! The terminal program `brevis-tui` (DESIGN §9): look inside `.brv` archives.
+//! The terminal program `brevis-tui` (docs/design.md §9): look inside `.brv` archives.
 //!
 //! Split as STYLE habit 3 asks: [`app`] holds the state and applies [`action::Action`]s;
 //! [`event`] maps keys to actions (pure); [`ui`] draws the state; [`worker`] runs long

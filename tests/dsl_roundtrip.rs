@@ -62,7 +62,33 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
     let b = ty.width;
     let n = ty.len;
     loop {
-        match rng.below(6) {
+        match rng.below(8) {
+            7 => {
+                let rows: Vec<u64> = (2..=n / 2).filter(|r| n.is_multiple_of(*r)).collect();
+                if let Some(&r) = rows.get(rng.below(rows.len() as u64) as usize) {
+                    let child = random_program(rng, ty, depth + 1);
+                    return Node::transpose(r, child).unwrap();
+                }
+            }
+            6 => {
+                // Back references: the match finder's parse of words with reuse (a small
+                // pool), its four streams each a random program of their type.
+                let t = random_words(rng, b, n);
+                let p = brevis::synth::backref::parse(&t);
+                let kids = p
+                    .children()
+                    .iter()
+                    .map(|w| {
+                        let cty = Ty::new(w.width(), w.len() as u64);
+                        if rng.below(2) == 0 {
+                            Node::lit(w)
+                        } else {
+                            random_program_of(rng, cty, w, depth + 1)
+                        }
+                    })
+                    .collect();
+                return Node::backref(n, kids).unwrap();
+            }
             0 if n >= 2 => {
                 let cut = 1 + rng.below(n - 1);
                 let a = random_program(rng, Ty::new(b, cut), depth + 1);
@@ -116,6 +142,23 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
             _ => {}
         }
     }
+}
+
+/// A program of type `ty` producing exactly `words`: a literal, or a concat of two
+/// literals (so that backref's children are not always plain literals).
+fn random_program_of(rng: &mut Rng, ty: Ty, words: &Words, _depth: u32) -> Node {
+    let n = words.len();
+    if n >= 2 && rng.below(2) == 0 {
+        let cut = 1 + rng.below(n as u64 - 1) as usize;
+        let node = Node::concat(vec![
+            Node::lit(&words.slice(0, cut)),
+            Node::lit(&words.slice(cut, n)),
+        ])
+        .unwrap();
+        assert_eq!(node.ty(), ty);
+        return node;
+    }
+    Node::lit(words)
 }
 
 proptest! {
@@ -225,6 +268,124 @@ fn wire_bytes_of_a_worked_program_are_exact() {
 }
 
 #[test]
+fn backref_of_a_worked_example_is_exact() {
+    // "abcdabcdabcdX": 4 literals, a copy of 8 words from 4 back (overlapping), then
+    // one more literal.
+    let t = Words::from_le_bytes(8, b"abcdabcdabcdX").unwrap();
+    let parse = brevis::synth::backref::parse(&t);
+    let kids: Vec<Node> = parse.children().iter().map(Node::lit).collect();
+    let p = Node::backref(13, kids).unwrap();
+    assert_eq!(p.ty(), Ty::new(8, 13));
+    assert_eq!(execute(&p, 100).unwrap(), t);
+    assert_eq!(
+        p.to_string(),
+        "backref : u8[13]\n  lit raw : u8[5] = [97, 98, 99, 100, 88]\n  \
+         lit raw : u3[2] = [4, 1]\n  lit raw : u4[2] = [8, 0]\n  lit raw : u2[2] = [3, 0]\n"
+    );
+    let bytes = program_bytes(&p);
+    // backref tag, 5 literals, 2 tokens, token widths 3, 4, 2; then the four literals.
+    assert_eq!(&bytes[..6], &[0x80, 5, 2, 3, 4, 2]);
+    assert_eq!(read_program(&bytes, p.ty()).unwrap(), p);
+}
+
+/// Copies backward and flipped (the modes), and a transposition: a 2 x 3 matrix held
+/// column by column, written row by row.
+#[test]
+fn backref_modes_and_transpose_of_worked_examples_are_exact() {
+    let lit = |w: u32, v: &[u64]| Node::lit(&Words::from_u64s(w, v));
+    // 16-bit words 1 2 3, then a mirror copy of 3 from 1 back (3 2 1), then a flipped
+    // forward copy of 2 from 6 back (1 2 with the top bit set).
+    let p = Node::backref(
+        8,
+        vec![
+            lit(16, &[1, 2, 3]),
+            lit(2, &[3, 0]),
+            lit(2, &[3, 2]),
+            lit(3, &[0, 5]),
+            lit(2, &[1, 2]),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        execute(&p, 100).unwrap().to_u64s(),
+        vec![1, 2, 3, 3, 2, 1, 0x8001, 0x8002]
+    );
+    let bytes = program_bytes(&p);
+    assert_eq!(&bytes[..7], &[0x81, 3, 2, 2, 2, 3, 2]);
+    assert_eq!(read_program(&bytes, p.ty()).unwrap(), p);
+    // A mirror copy longer than what precedes it reaches before the start.
+    let bad = Node::backref(
+        6,
+        vec![
+            lit(16, &[1, 2]),
+            lit(2, &[2]),
+            lit(3, &[4]),
+            lit(1, &[0]),
+            lit(1, &[1]),
+        ],
+    )
+    .unwrap();
+    assert!(matches!(
+        execute(&bad, 100),
+        Err(brevis::dsl::ExecError::BackRef { .. })
+    ));
+    // Transpose 2: the child [1, 4, 2, 5, 3, 6] holds [[1, 2, 3], [4, 5, 6]] by columns.
+    let t = Node::transpose(2, lit(8, &[1, 4, 2, 5, 3, 6])).unwrap();
+    assert_eq!(execute(&t, 100).unwrap().to_u64s(), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(t.to_string().lines().next(), Some("transpose 2 : u8[6]"));
+    let bytes = program_bytes(&t);
+    assert_eq!(&bytes[..2], &[0x90, 2]);
+    assert_eq!(read_program(&bytes, t.ty()).unwrap(), t);
+    for bad in [1, 4, 6] {
+        assert!(
+            Node::transpose(bad, lit(8, &[1, 4, 2, 5, 3, 6])).is_err(),
+            "{bad}"
+        );
+    }
+    assert!(matches!(
+        read_program(&[0x90, 4, 0x20, 1], Ty::new(8, 6)),
+        Err(brevis::dsl::WireError::Type { .. })
+    ));
+}
+
+/// Each way a backref's tokens can disagree with its type is an execution error that
+/// says which, never a panic or an allocation past the type.
+#[test]
+fn backref_tokens_that_disagree_with_the_type_are_refused() {
+    use brevis::dsl::ExecError;
+    let lit = |w: u32, v: &[u64]| Node::lit(&Words::from_u64s(w, v));
+    let run = |n: u64, lits: &[u64], runs: &[u64], lens: &[u64], dists: &[u64]| {
+        let p = Node::backref(
+            n,
+            vec![lit(8, lits), lit(8, runs), lit(8, lens), lit(8, dists)],
+        )
+        .unwrap();
+        match execute(&p, 1000) {
+            Err(ExecError::BackRef { what, .. }) => what,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(run(4, &[1, 2], &[2], &[2], &[5]).contains("reaches before the start"));
+    assert!(run(4, &[1, 2], &[3], &[1], &[0]).contains("overruns"));
+    assert!(run(4, &[1, 2], &[2], &[9], &[0]).contains("overruns"));
+    assert!(run(4, &[1, 2], &[1, 0], &[1, 0], &[0, 0]).contains("writes nothing"));
+    assert!(run(4, &[1, 2], &[1], &[3], &[0]).contains("left over"));
+    assert!(run(5, &[1, 2], &[2], &[2], &[1]).contains("expected 5"));
+    // The type rules: four children, literals 1..=n, token streams of one length 1..=n.
+    assert!(Node::backref(4, vec![lit(8, &[1]), lit(8, &[1]), lit(8, &[1])]).is_err());
+    assert!(Node::backref(
+        1,
+        vec![lit(8, &[1, 2]), lit(8, &[1]), lit(8, &[1]), lit(8, &[1])]
+    )
+    .is_err());
+    assert!(Node::backref(
+        4,
+        vec![lit(8, &[1]), lit(8, &[1, 1]), lit(8, &[1]), lit(8, &[1])]
+    )
+    .is_err());
+}
+
+#[test]
 fn reader_rejects_each_kind_of_bad_program() {
     use brevis::dsl::WireError;
     let ty = Ty::new(8, 4);
@@ -237,9 +398,21 @@ fn reader_rejects_each_kind_of_bad_program() {
         Err(WireError::Trailing { extra: 1, .. })
     ));
     assert!(matches!(
-        read_program(&[0x80], ty),
-        Err(WireError::UnknownTag { tag: 0x80, .. })
+        read_program(&[0xA0], ty),
+        Err(WireError::UnknownTag { tag: 0xA0, .. })
     ));
+    // Backref: no literals, more tokens than words, a token width of 0 or 65.
+    for bad in [
+        &[0x80, 0, 1, 1, 1, 1][..],
+        &[0x80, 1, 5, 1, 1, 1],
+        &[0x80, 1, 1, 0, 1, 1],
+        &[0x80, 1, 1, 1, 65, 1],
+    ] {
+        assert!(
+            matches!(read_program(bad, ty), Err(WireError::Type { .. })),
+            "{bad:?}"
+        );
+    }
     assert!(matches!(
         read_program(&[0x21, 0], ty),
         Err(WireError::UnknownTag { .. })

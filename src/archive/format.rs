@@ -1,4 +1,4 @@
-//! The `.brv` archive layout (DESIGN §7; paper §3.4), both directions.
+//! The `.brv` archive layout (docs/design.md §7; paper §3.4), both directions.
 //!
 //! An archive restores its source `.safetensors` file byte for byte. It is a file header,
 //! a run of independent records, an index and a trailer:
@@ -49,7 +49,7 @@
 //! A data record covers either one item, or several consecutive tensors of one dtype
 //! (a *group*: small tensors coded together, see [`crate::archive::writer`]). Its
 //! program has type `b[L / (b / 8)]`: its `L` bytes read as little-endian `b`-bit words,
-//! `b` the word width of its tensors' dtype (DESIGN §2), 8 for a gap.
+//! `b` the word width of its tensors' dtype (docs/design.md §2), 8 for a gap.
 //!
 //! **Index** (at `index_offset`, `index_len` bytes):
 //!
@@ -159,7 +159,7 @@ fn file_header_of(version: u16, wire: u16) -> [u8; FILE_HEADER_LEN] {
 pub enum PriorKind {
     /// Uniform production costs.
     Uniform = 0,
-    /// Calibrated on the source's own tensors (DESIGN §6).
+    /// Calibrated on the source's own tensors (docs/design.md §6).
     Calibrated = 1,
     /// Given by the user (a prior file).
     Given = 2,
@@ -768,20 +768,9 @@ pub fn read_index(bytes: &[u8]) -> Result<Index, String> {
 }
 
 /// The root operator's name from the first byte of a program, without decoding it
-/// (`lit`, `const`, `concat`, `repeat`, `map`, `scan`, `merge`, or `?`).
-///
-/// Mirrors the tag numbers of [`crate::dsl::wire`].
+/// ([`crate::dsl::wire::root_op_name`]).
 pub fn root_op_name(program: &[u8]) -> &'static str {
-    match program.first().map(|t| t & 0xf0) {
-        Some(0x10) => "lit",
-        Some(0x20) => "const",
-        Some(0x30) => "concat",
-        Some(0x40) => "repeat",
-        Some(0x50) => "map",
-        Some(0x60) => "scan",
-        Some(0x70) => "merge",
-        _ => "?",
-    }
+    crate::dsl::wire::root_op_name(program)
 }
 
 #[cfg(test)]

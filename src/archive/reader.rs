@@ -90,7 +90,7 @@ impl TensorEntry {
     }
 
     /// The tensor's type: its bytes as little-endian words of `dtype.word_bits()` bits
-    /// (DESIGN §2). For a tensor in a group, the program has its group's type
+    /// (docs/design.md §2). For a tensor in a group, the program has its group's type
     /// ([`GroupEntry::ty`]).
     pub fn ty(&self) -> Ty {
         let width = self.dtype.word_bits();

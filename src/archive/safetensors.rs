@@ -1,4 +1,4 @@
-//! The source file model: a strict parser of `.safetensors` files (DESIGN §7).
+//! The source file model: a strict parser of `.safetensors` files (docs/design.md §7).
 //!
 //! A `.safetensors` file is an 8-byte little-endian header length `N`, `N` bytes of UTF-8
 //! JSON (one object mapping tensor names to `{"dtype", "shape", "data_offsets"}` and an

@@ -14,7 +14,7 @@ use crate::dsl::wire::{program_pieces, Piece};
 use crate::dsl::{program_len, Node, Ty};
 use crate::error::{Error, Result, Warning};
 use crate::hash::{xxh3_64, Xxh3};
-use crate::synth::{synthesize_shared, PriorChoice, SearchOptions, SearchStats};
+use crate::synth::{synthesize_matrix, PriorChoice, SearchOptions, SearchStats};
 use crate::tensor::{Dtype, Words};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -922,12 +922,19 @@ fn encode_item_whole(
     };
     // The checksum first: the regions' source pages are released as they are read.
     let checksum = xxh3_64(bytes);
+    let rows_of = |t: usize| {
+        let shape = &src.tensors()[t].shape;
+        (shape.len() >= 2).then(|| shape[0])
+    };
+    let rows = match rec.kind {
+        RecordKind::Tensor(t) => rows_of(t),
+        _ => None,
+    };
     let (mut node, mut search, mut warning) = program_in_regions(
         bytes,
         REGION_WORDS,
         EARLY_RELEASE_BYTES,
-        width,
-        dtype,
+        (width, dtype, rows),
         opts,
         describe,
         release,
@@ -940,8 +947,9 @@ fn encode_item_whole(
             let words = Words::from_le_bytes(width, src.tensor_bytes(t))
                 .expect("the parser checked every byte length against its dtype");
             let name = &src.tensors()[t].name;
-            let (kid, s, w) =
-                program_for(Arc::new(words), dtype, opts, || format!("tensor {name:?}"));
+            let (kid, s, w) = program_for(Arc::new(words), dtype, rows_of(t), opts, || {
+                format!("tensor {name:?}")
+            });
             each.absorb(&s);
             each_warning = each_warning.or(w);
             kids.push(kid);
@@ -986,8 +994,9 @@ pub const REGION_WORDS: usize = 1 << 20;
 pub const EARLY_RELEASE_BYTES: usize = 64 << 20;
 
 /// The program of a region's `bytes` read as words of `width` bits: one synthesized
-/// program, or for more than `region_words` ([`REGION_WORDS`]) words a `Concat` of one
-/// per region (each worker holds one region's words at a time). Warnings of the regions
+/// program (of a matrix of `rows` rows, when given), or for more than `region_words`
+/// ([`REGION_WORDS`]) words a `Concat` of one per region (each worker holds one
+/// region's words at a time). Warnings of the regions
 /// are joined. The regions of at least `early_release` ([`EARLY_RELEASE_BYTES`]) bytes
 /// are passed to `release` as they are read.
 #[allow(clippy::too_many_arguments)]
@@ -995,8 +1004,7 @@ fn program_in_regions(
     bytes: &[u8],
     region_words: usize,
     early_release: usize,
-    width: u32,
-    dtype: Option<Dtype>,
+    (width, dtype, rows): (u32, Option<Dtype>, Option<u64>),
     opts: &CompressOptions,
     region: impl Fn() -> String + Sync,
     release: &(dyn Fn(&[u8]) + Sync),
@@ -1008,7 +1016,7 @@ fn program_in_regions(
     };
     let n = bytes.len() / word_bytes.max(1);
     if n <= region_words {
-        return program_for(Arc::new(words_of(bytes)), dtype, opts, region);
+        return program_for(Arc::new(words_of(bytes)), dtype, rows, opts, region);
     }
     // Regions are synthesized in parallel (on the caller's pool); each holds only its
     // own words. A large tensor's source pages are released region by region as they are
@@ -1024,7 +1032,7 @@ fn program_in_regions(
                 release(chunk);
             }
             let (at, len) = (k * region_words, words.len());
-            program_for(words, dtype, opts, || {
+            program_for(words, dtype, None, opts, || {
                 format!("{}, words [{at}, {})", region(), at + len)
             })
         })
@@ -1074,6 +1082,7 @@ pub fn calibrate_source(src: &SourceFile<'_>, name: &Path) -> crate::synth::Prio
 fn program_for(
     shared: Arc<Words>,
     dtype: Option<Dtype>,
+    rows: Option<u64>,
     opts: &CompressOptions,
     region: impl Fn() -> String,
 ) -> (Node, SearchStats, Option<Warning>) {
@@ -1094,7 +1103,7 @@ fn program_for(
         PriorChoice::Given(p) => p.as_ref(),
         _ => &uniform,
     };
-    let syn = synthesize_shared(&shared, dtype, &opts.search, prior);
+    let syn = synthesize_matrix(&shared, dtype, rows, &opts.search, prior);
     let want = Ty::new(words.width(), words.len() as u64);
     let problem = if syn.program.ty() != want {
         Some(format!(
@@ -1932,8 +1941,7 @@ mod tests {
                 &bytes,
                 region_words,
                 early_release,
-                16,
-                Some(Dtype::BF16),
+                (16, Some(Dtype::BF16), None),
                 opts,
                 String::new,
                 &release,

@@ -1,4 +1,4 @@
-//! Codec selection: the smallest complete encoding wins (DESIGN §4).
+//! Codec selection: the smallest complete encoding wins (docs/design.md §4).
 //!
 //! One histogram pass serves both table codecs, and they share the symbol-set encoding.
 //! Raw, bit-packed and Huffman sizes follow from the width, the largest word and the

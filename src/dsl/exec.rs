@@ -24,6 +24,11 @@ pub enum ExecError {
     /// The program's output would exceed the words the caller allowed.
     #[error("program output of {len} words exceeds the limit of {limit}")]
     TooLarge { len: u64, limit: u64 },
+    /// A `backref`'s tokens do not produce its type: a distance reaching before the
+    /// start, runs or lengths that overrun, literals left over, a token that writes
+    /// nothing.
+    #[error("backref {ty}: {what}")]
+    BackRef { ty: Ty, what: String },
 }
 
 /// Runs a program and returns its `ty().len` words of `ty().width` bits.
@@ -70,6 +75,12 @@ fn run(node: &Node) -> Result<Words, ExecError> {
                 .expect("constructors checked merge widths");
             merge_fields(&run_parts(children, n)?, &widths)
         }
+        Op::BackRef(children) => {
+            let kids = children.iter().map(run).collect::<Result<Vec<_>, _>>()?;
+            back_references(n, &kids[0], &kids[1], &kids[2], &kids[3], kids.get(4))
+                .map_err(|what| ExecError::BackRef { ty, what })?
+        }
+        Op::Transpose(rows, child) => transpose(&run(child)?, *rows as usize),
     })
 }
 
@@ -147,6 +158,138 @@ fn field_matches(node: &Node, target: &Words, shift: u32) -> Result<bool, ExecEr
         _ if shift == 0 && ty.width == target.width() => Ok(run(node)? == *target),
         _ => Ok(run(node)? == extract(target.buf(), shift, ty.width)),
     }
+}
+
+/// Runs back references (DESIGN §3, [`super::Op::BackRef`]): for each token `i`, the
+/// next `runs[i]` words of `lits`, then `lens[i]` words copied from the output `dists[i]
+/// + 1` words back: forward, or backward when bit 0 of `modes[i]` is set, with the top
+/// bit of each copied word flipped when bit 1 is (`modes` absent: all 0). Returns `n`
+/// words of the literals' width.
+///
+/// # Errors
+/// A sentence saying what is wrong when the tokens do not make exactly `n` words from
+/// exactly all of `lits`: a run past the literals, a copy reaching before the start,
+/// output past `n`, a token that writes nothing, a mode above 3, literals left over, or
+/// fewer than `n` words. Never allocates more than `n` words.
+pub fn back_references(
+    n: usize,
+    lits: &Words,
+    runs: &Words,
+    lens: &Words,
+    dists: &Words,
+    modes: Option<&Words>,
+) -> Result<Words, String> {
+    let tokens = runs.len();
+    if lens.len() != tokens || dists.len() != tokens || modes.is_some_and(|m| m.len() != tokens) {
+        return Err("token streams of different lengths".into());
+    }
+    let top = 1u64 << (lits.width() - 1);
+    macro_rules! go {
+        ($v:expr, $t:ty) => {{
+            let lit: &[$t] = $v;
+            let flip = top as $t;
+            let mut out: Vec<$t> = Vec::with_capacity(n);
+            let mut used = 0usize;
+            for i in 0..tokens {
+                let (r, m, d) = (runs.get(i), lens.get(i), dists.get(i));
+                let mode = modes.map_or(0, |k| k.get(i));
+                if r == 0 && m == 0 {
+                    return Err(format!("token {i} writes nothing"));
+                }
+                if mode > 3 {
+                    return Err(format!("token {i}: mode {mode} is not 0..=3"));
+                }
+                let r = usize::try_from(r)
+                    .ok()
+                    .filter(|&r| r <= lit.len() - used && r <= n - out.len())
+                    .ok_or_else(|| format!("token {i}: a run of {r} literals overruns"))?;
+                out.extend_from_slice(&lit[used..used + r]);
+                used += r;
+                if m == 0 {
+                    continue;
+                }
+                let m = usize::try_from(m)
+                    .ok()
+                    .filter(|&m| m <= n - out.len())
+                    .ok_or_else(|| format!("token {i}: a match of {m} words overruns"))?;
+                let reach = || {
+                    format!(
+                        "token {i}: a copy from {} back reaches before the start",
+                        d.saturating_add(1)
+                    )
+                };
+                let start = usize::try_from(d)
+                    .ok()
+                    .and_then(|d| out.len().checked_sub(d)?.checked_sub(1))
+                    .ok_or_else(reach)?;
+                let x = if mode & 2 != 0 { flip } else { 0 };
+                if mode & 1 != 0 {
+                    // Backward from `start`: a mirror image of the words before it.
+                    if start + 1 < m {
+                        return Err(reach());
+                    }
+                    for j in 0..m {
+                        let w = out[start - j] ^ x;
+                        out.push(w);
+                    }
+                } else if x == 0 && start + m <= out.len() {
+                    out.extend_from_within(start..start + m);
+                } else {
+                    // The copy overlaps what it writes, or flips: word by word.
+                    for j in start..start + m {
+                        let w = out[j] ^ x;
+                        out.push(w);
+                    }
+                }
+            }
+            if used != lit.len() {
+                return Err(format!("{} literal words left over", lit.len() - used));
+            }
+            if out.len() != n {
+                return Err(format!("tokens make {} words, expected {n}", out.len()));
+            }
+            out
+        }};
+    }
+    let buf = match lits.buf() {
+        WordBuf::U8(v) => WordBuf::U8(go!(v, u8)),
+        WordBuf::U16(v) => WordBuf::U16(go!(v, u16)),
+        WordBuf::U32(v) => WordBuf::U32(go!(v, u32)),
+        WordBuf::U64(v) => WordBuf::U64(go!(v, u64)),
+    };
+    Ok(Words::from_buf_trusted(lits.width(), buf))
+}
+
+/// The `rows x c` matrix (`c = n / rows`) that `child` holds column by column, row by
+/// row: output word `i * c + j` is `child[j * rows + i]` ([`super::Op::Transpose`]).
+/// Its inverse is itself with `c` rows: `transpose(&transpose(w, r), n / r) == w`.
+///
+/// # Panics
+/// If `r` is 0 or does not divide the length.
+pub fn transpose(child: &Words, rows: usize) -> Words {
+    let n = child.len();
+    assert!(
+        rows > 0 && n.is_multiple_of(rows),
+        "transpose of {n} words into {rows} rows"
+    );
+    let cols = n / rows;
+    macro_rules! go {
+        ($v:expr) => {{
+            let v = $v;
+            let mut out = Vec::with_capacity(n);
+            for i in 0..rows {
+                out.extend((0..cols).map(|j| v[j * rows + i]));
+            }
+            out
+        }};
+    }
+    let buf = match child.buf() {
+        WordBuf::U8(v) => WordBuf::U8(go!(v)),
+        WordBuf::U16(v) => WordBuf::U16(go!(v)),
+        WordBuf::U32(v) => WordBuf::U32(go!(v)),
+        WordBuf::U64(v) => WordBuf::U64(go!(v)),
+    };
+    Words::from_buf_trusted(child.width(), buf)
 }
 
 /// The stream repeated `k` times.

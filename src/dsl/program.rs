@@ -1,4 +1,4 @@
-//! The seven operators of the language and their type rules (DESIGN §3; paper §3.2,
+//! The nine operators of the language and their type rules (DESIGN §3; paper §3.2,
 //! Figure 3).
 //!
 //! Every program has one type `b[n]`: it produces `n` words of width `b` bits. Nodes are
@@ -295,6 +295,22 @@ pub enum Op {
     Scan(ScanFn, u64, Box<Node>),
     /// `Merge_f(P1..Pk)`: equal-length children combined pointwise.
     Merge(MergeFn, Vec<Node>),
+    /// `BackRef(L, R, M, D[, K])`: back references (LZ77). Four or five children: the
+    /// literal words `L` (of the output's width), and per token `i` a literal run `R[i]`,
+    /// a match length `M[i]`, a distance `D[i]` (in words, minus one) and optionally a
+    /// mode `K[i]` (0 when absent). Token `i` appends the next `R[i]` literal words, then
+    /// `M[i]` words copied from the output: with mode bit 0 clear, forward from `D[i] + 1`
+    /// words back (a copy may overlap what it writes, so distance 1 repeats the last
+    /// word); with it set, backward from the word `D[i] + 1` back (a mirror image: the
+    /// word before the copy, then the one before it, ...). Mode bit 1 flips the top bit
+    /// of every copied word (a float's sign). See [`Node::backref`] for the type rules and
+    /// [`crate::dsl::exec::back_references`] for the checks made while running.
+    BackRef(Vec<Node>),
+    /// `Transpose_r(P)`: the child holds an `r x c` matrix column by column (`c = n / r`);
+    /// the output is the same matrix row by row: output word `i * c + j` is child word
+    /// `j * r + i`. Lets programs see a tensor's columns (a Fourier basis whose columns
+    /// mirror each other) as runs.
+    Transpose(u64, Box<Node>),
 }
 
 /// A well-typed program node: its operator and its type.
@@ -321,8 +337,10 @@ impl Node {
     pub fn children(&self) -> &[Node] {
         match &self.op {
             Op::Lit(_) | Op::Const(_) => &[],
-            Op::Concat(c) | Op::Merge(_, c) => c,
-            Op::Repeat(_, c) | Op::Map(_, c) | Op::Scan(_, _, c) => std::slice::from_ref(c),
+            Op::Concat(c) | Op::Merge(_, c) | Op::BackRef(c) => c,
+            Op::Repeat(_, c) | Op::Map(_, c) | Op::Scan(_, _, c) | Op::Transpose(_, c) => {
+                std::slice::from_ref(c)
+            }
         }
     }
 
@@ -489,8 +507,69 @@ impl Node {
         })
     }
 
+    /// `BackRef(literals, runs, lengths, distances[, modes])` of type `b[len]`, `b` the
+    /// literals' width (see [`Op::BackRef`]). Fails unless there are four or five
+    /// children, the literals hold `1..=len` words, and the token streams have one common length
+    /// `T` with `1 <= T <= len` (each token writes at least one word; checked when the
+    /// program runs, as are the sums of runs and lengths and every distance). The
+    /// token streams may have any width: each is as wide as its largest value needs.
+    pub fn backref(len: u64, mut children: Vec<Node>) -> Result<Node, TypeError> {
+        let modes = match children.len() {
+            4 => None,
+            5 => children.pop(),
+            k => {
+                return Err(TypeError::new(format!(
+                    "backref needs 4 or 5 children, got {k}"
+                )))
+            }
+        };
+        let [lits, runs, lens, dists] = <[Node; 4]>::try_from(children)
+            .map_err(|c| TypeError::new(format!("backref needs 4 children, got {}", c.len())))?;
+        let width = lits.ty.width;
+        if lits.ty.len == 0 || lits.ty.len > len {
+            return Err(TypeError::new(format!(
+                "backref of {len} words with {} literal words",
+                lits.ty.len
+            )));
+        }
+        let tokens = runs.ty.len;
+        let modes_len = modes.as_ref().map_or(tokens, |m| m.ty.len);
+        if lens.ty.len != tokens || dists.ty.len != tokens || modes_len != tokens {
+            return Err(TypeError::new(format!(
+                "backref token streams differ in length: {tokens}, {} and {}",
+                lens.ty.len, dists.ty.len
+            )));
+        }
+        if tokens == 0 || tokens > len {
+            return Err(TypeError::new(format!(
+                "backref of {len} words with {tokens} tokens"
+            )));
+        }
+        let mut children = vec![lits, runs, lens, dists];
+        children.extend(modes);
+        Ok(Node {
+            ty: Ty::new(width, len),
+            op: Op::BackRef(children),
+        })
+    }
+
+    /// `Transpose_r(child)` of the child's type (see [`Op::Transpose`]). Fails unless
+    /// `r >= 2` and `r` divides the child's length into `c >= 2` columns.
+    pub fn transpose(rows: u64, child: Node) -> Result<Node, TypeError> {
+        let n = child.ty.len;
+        if rows < 2 || !n.is_multiple_of(rows) || n / rows < 2 {
+            return Err(TypeError::new(format!(
+                "transpose of {n} words into {rows} rows"
+            )));
+        }
+        Ok(Node {
+            ty: child.ty,
+            op: Op::Transpose(rows, Box::new(child)),
+        })
+    }
+
     /// Name of the root operator (`lit`, `const`, `concat`, `repeat`, `map`, `scan`,
-    /// `merge`).
+    /// `merge`, `backref`, `transpose`).
     pub fn op_name(&self) -> &'static str {
         match &self.op {
             Op::Lit(_) => "lit",
@@ -500,6 +579,8 @@ impl Node {
             Op::Map(..) => "map",
             Op::Scan(..) => "scan",
             Op::Merge(..) => "merge",
+            Op::BackRef(..) => "backref",
+            Op::Transpose(..) => "transpose",
         }
     }
 }

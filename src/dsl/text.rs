@@ -45,6 +45,8 @@ pub fn node_label(node: &Node) -> String {
             MergeFn::BitPlanes => "merge bitplanes".to_string(),
             MergeFn::BytePlanes => "merge byteplanes".to_string(),
         },
+        Op::BackRef(_) => "backref".to_string(),
+        Op::Transpose(r, _) => format!("transpose {r}"),
     }
 }
 

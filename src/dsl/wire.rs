@@ -13,6 +13,8 @@
 //! | `Map` | tag `0x50 \| family` (xor 0, add 1, zigzag 2, gray 3, bitrev 4, rotl 5), LEB128 parameter for xor, add and rotl, child |
 //! | `Scan` | tag `0x60 \| family` (xor 0, add 1), LEB128 first word, child (of length `n - 1`) |
 //! | `Merge` | tag `0x70 \| family` (fields 0, bit planes 1, byte planes 2); for fields LEB128 `k` and the widths of fields `1..k-1` in bits (the last is what remains); children |
+//! | `BackRef` | tag `0x80 \| family` (wire version 2; without modes 0, with modes 1), LEB128 literal words `L`, LEB128 tokens `T`, LEB128 widths in bits of the runs, lengths, distances (and modes), children (literals `b[L]`, then the token streams of `T` words) |
+//! | `Transpose` | tag `0x90` (wire version 2), LEB128 rows `r`, child (of the same type) |
 //!
 //! Tags are stable numbers independent of the Rust enums. Integers are unsigned LEB128
 //! (at most 10 bytes, no overlong final byte beyond 64 bits). One encoder serves two
@@ -28,8 +30,9 @@
 use super::program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty};
 use crate::codec::CodecId;
 
-/// Version of this wire format, stored once in the archive header.
-pub const WIRE_VERSION: u32 = 1;
+/// Version of this wire format, stored once in the archive header. Version 2 added
+/// `BackRef` (tag `0x80`); a reader of version 2 reads version 1 unchanged.
+pub const WIRE_VERSION: u32 = 2;
 
 /// Deepest tree the reader accepts (root has depth 1).
 pub const MAX_DEPTH: usize = 32;
@@ -44,6 +47,26 @@ const TAG_REPEAT: u8 = 0x40;
 const TAG_MAP: u8 = 0x50;
 const TAG_SCAN: u8 = 0x60;
 const TAG_MERGE: u8 = 0x70;
+const TAG_BACKREF: u8 = 0x80;
+const TAG_TRANSPOSE: u8 = 0x90;
+
+/// The root operator's name from the first byte of a program, without reading the rest
+/// (`lit`, `const`, `concat`, `repeat`, `map`, `scan`, `merge`, `backref`, `transpose`,
+/// or `?` for no byte or an unknown tag).
+pub fn root_op_name(program: &[u8]) -> &'static str {
+    match program.first().map(|t| t & 0xf0) {
+        Some(TAG_LIT) => "lit",
+        Some(TAG_CONST) => "const",
+        Some(TAG_CONCAT) => "concat",
+        Some(TAG_REPEAT) => "repeat",
+        Some(TAG_MAP) => "map",
+        Some(TAG_SCAN) => "scan",
+        Some(TAG_MERGE) => "merge",
+        Some(TAG_BACKREF) => "backref",
+        Some(TAG_TRANSPOSE) => "transpose",
+        _ => "?",
+    }
+}
 
 /// Where the encoder writes: a byte vector or a counter.
 pub trait Sink {
@@ -145,6 +168,18 @@ fn write_framing(node: &Node, sink: &mut impl Sink) {
                 for &x in &w[..w.len() - 1] {
                     sink.put_uleb(u64::from(x));
                 }
+            }
+        }
+        Op::Transpose(rows, _) => {
+            sink.put_u8(TAG_TRANSPOSE);
+            sink.put_uleb(*rows);
+        }
+        Op::BackRef(children) => {
+            sink.put_u8(TAG_BACKREF | (children.len() == 5) as u8);
+            sink.put_uleb(children[0].ty().len);
+            sink.put_uleb(children[1].ty().len);
+            for c in &children[1..] {
+                sink.put_uleb(u64::from(c.ty().width));
             }
         }
     }
@@ -478,6 +513,45 @@ impl Reader<'_> {
                     children.push(self.node(Ty::new(w, ty.len), depth + 1)?);
                 }
                 typed(self, Node::merge(f, children))?
+            }
+            TAG_TRANSPOSE => {
+                if fam != 0 {
+                    return Err(unknown);
+                }
+                let rows = self.uleb()?;
+                if rows < 2 || !ty.len.is_multiple_of(rows) || ty.len / rows < 2 {
+                    return Err(
+                        self.type_err(offset, format!("transpose of {ty} into {rows} rows"))
+                    );
+                }
+                let child = self.node(ty, depth + 1)?;
+                typed(self, Node::transpose(rows, child))?
+            }
+            TAG_BACKREF => {
+                if fam > 1 {
+                    return Err(unknown);
+                }
+                let lits = self.uleb()?;
+                let tokens = self.uleb()?;
+                if lits == 0 || lits > ty.len || tokens == 0 || tokens > ty.len {
+                    return Err(self.type_err(
+                        offset,
+                        format!("backref of {lits} literals and {tokens} tokens into {ty}"),
+                    ));
+                }
+                let mut widths = vec![0u32; 3 + fam as usize];
+                for w in &mut widths {
+                    let v = self.uleb()?;
+                    if !(1..=64).contains(&v) {
+                        return Err(self.type_err(offset, format!("backref token width {v}")));
+                    }
+                    *w = v as u32;
+                }
+                let mut children = vec![self.node(Ty::new(ty.width, lits), depth + 1)?];
+                for w in widths {
+                    children.push(self.node(Ty::new(w, tokens), depth + 1)?);
+                }
+                typed(self, Node::backref(ty.len, children))?
             }
             _ => return Err(unknown),
         };

@@ -22,7 +22,7 @@ use super::prior::{Context, Features, Prior};
 use super::{SearchOptions, SearchStats, Synthesis};
 use crate::codec;
 use crate::dsl::exec::extract;
-use crate::dsl::wire::{own_len, program_len, uleb_len};
+use crate::dsl::wire::{program_len, uleb_len};
 use crate::dsl::{Lit, Node, Ty};
 use crate::stats;
 use crate::tensor::{bits_needed, container_bytes, Dtype, Words};
@@ -495,6 +495,8 @@ struct Search<'a> {
     /// is the exactly smallest of them, so a larger budget, whose finalists include
     /// every smaller budget's, never returns a larger program.
     finalists: Vec<usize>,
+    /// The root's rows when the target is a whole matrix ([`HoleInfo::rows`]).
+    rows: Option<u64>,
 }
 
 /// Holes of at most this many words are sized exactly; larger ones are estimated.
@@ -675,7 +677,13 @@ impl Search<'_> {
         let syms: Option<Vec<u64>> = nonzero
             .as_ref()
             .map(|l| l.iter().map(|&(s, _)| s).collect());
-        let cands = candidates_with(&words, HoleInfo { dtype, may_split }, syms.as_deref());
+        let rows = if hid == 0 { self.rows } else { None };
+        let info = HoleInfo {
+            dtype,
+            may_split,
+            rows,
+        };
+        let cands = candidates_with(&words, info, syms.as_deref());
         let mut sample: Option<Words> = None;
         // Children that are the same bit field of this hole's words (the sign bit under
         // every float split, the low mantissa bits under two) are sized once: their
@@ -1119,7 +1127,7 @@ fn words_bytes(w: &Words) -> u64 {
 
 /// The node's own bytes for an operator over children of the given (width, length).
 fn shell_own_len(shell: &Shell, types: impl Iterator<Item = (u32, usize)>) -> u64 {
-    let placeholders = types
+    let placeholders: Vec<Node> = types
         .map(|(w, n)| {
             Node::lit_encoded(
                 Ty::new(w, n as u64),
@@ -1131,10 +1139,13 @@ fn shell_own_len(shell: &Shell, types: impl Iterator<Item = (u32, usize)>) -> u6
             .expect("targets have valid widths")
         })
         .collect();
+    // The shell's own bytes at every level it builds (two for transpose over
+    // backref): the whole program less the placeholders'.
+    let theirs: u64 = placeholders.iter().map(program_len).sum();
     let node = shell
         .build(placeholders)
         .expect("decompositions are well typed");
-    own_len(&node)
+    program_len(&node) - theirs
 }
 
 /// `tree` with the hole `id` replaced by `with`.
@@ -1165,6 +1176,7 @@ type RootHist = (Vec<(u64, u64)>, u64, codec::select::TableBounds);
 fn explore<'a>(
     target: &Arc<Words>,
     dtype: Option<Dtype>,
+    rows: Option<u64>,
     opts: &'a SearchOptions,
     prior: &'a Prior,
 ) -> (Search<'a>, State, Option<u64>, Option<RootHist>) {
@@ -1178,6 +1190,7 @@ fn explore<'a>(
         records: Vec::new(),
         first: None,
         finalists: Vec::new(),
+        rows,
     };
     // A root with a dense histogram has its literal sized by planning its tables (by
     // rounding; never approximated, however many distinct words), sharing the symbol
@@ -1305,7 +1318,7 @@ pub fn observations(
     if opts.budget == 0 || target.is_empty() {
         return root_ctx(ProdKind::Lit);
     }
-    let (search, chosen, _, _) = explore(&target, dtype, opts, prior);
+    let (search, chosen, _, _) = explore(&target, dtype, None, opts, prior);
     let mut out = Vec::new();
     search.observe(&chosen.tree, &mut out);
     out
@@ -1328,6 +1341,19 @@ pub fn search_shared(
     opts: &SearchOptions,
     prior: &Prior,
 ) -> Synthesis {
+    search_matrix(shared, dtype, None, opts, prior)
+}
+
+/// [`search_shared`] on a target that is a whole tensor of `rows` rows (its first
+/// dimension; `None` for a vector, a region or a group), which lets the search read it
+/// column by column too ([`HoleInfo::rows`]).
+pub fn search_matrix(
+    shared: &Arc<Words>,
+    dtype: Option<Dtype>,
+    rows: Option<u64>,
+    opts: &SearchOptions,
+    prior: &Prior,
+) -> Synthesis {
     let target: &Words = shared;
     if opts.budget == 0 || target.is_empty() {
         let program = Node::lit(target);
@@ -1342,7 +1368,7 @@ pub fn search_shared(
             stats,
         };
     }
-    let (search, chosen, root_lb, root_lit) = explore(shared, dtype, opts, prior);
+    let (search, chosen, root_lb, root_lit) = explore(shared, dtype, rows, opts, prior);
     // A*: the exactly smallest of the finalists (earliest on ties); the ablation: its
     // one candidate.
     let candidates: Vec<&State> = if opts.first_complete || search.finalists.is_empty() {

@@ -1,4 +1,4 @@
-//! Calibration of the production prior (DESIGN §6; paper Eq. 9-10).
+//! Calibration of the production prior (docs/design.md §6; paper Eq. 9-10).
 //!
 //! A deterministic sample of a checkpoint's tensors, stratified by dtype and size, is
 //! searched with uniform costs; every production of every winning program is counted in

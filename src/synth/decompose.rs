@@ -30,10 +30,12 @@ pub enum ProdKind {
     MergeFields,
     MergeBitPlanes,
     MergeBytePlanes,
+    BackRef,
+    Transpose,
 }
 
 /// Every production kind, in a fixed order.
-pub const ALL_PRODS: [ProdKind; 15] = [
+pub const ALL_PRODS: [ProdKind; 17] = [
     ProdKind::Lit,
     ProdKind::Const,
     ProdKind::Concat,
@@ -49,6 +51,8 @@ pub const ALL_PRODS: [ProdKind; 15] = [
     ProdKind::MergeFields,
     ProdKind::MergeBitPlanes,
     ProdKind::MergeBytePlanes,
+    ProdKind::BackRef,
+    ProdKind::Transpose,
 ];
 
 impl ProdKind {
@@ -70,6 +74,8 @@ impl ProdKind {
             ProdKind::MergeFields => "merge_fields",
             ProdKind::MergeBitPlanes => "merge_bitplanes",
             ProdKind::MergeBytePlanes => "merge_byteplanes",
+            ProdKind::BackRef => "backref",
+            ProdKind::Transpose => "transpose",
         }
     }
 
@@ -103,6 +109,8 @@ impl ProdKind {
                 MergeFn::BitPlanes => ProdKind::MergeBitPlanes,
                 MergeFn::BytePlanes => ProdKind::MergeBytePlanes,
             },
+            Op::BackRef(_) => ProdKind::BackRef,
+            Op::Transpose(..) => ProdKind::Transpose,
         }
     }
 }
@@ -115,6 +123,12 @@ pub enum Shell {
     Map(MapFn),
     Scan(ScanFn, u64),
     Merge(MergeFn),
+    /// Back references producing this many words.
+    BackRef(u64),
+    /// `Transpose_r` over back references producing `n` words: `(r, n)`. Proposed as
+    /// one step because a transposition alone never changes a literal's size; the
+    /// columns pay only when something reuses them.
+    TransposeBackRef(u64, u64),
 }
 
 impl Shell {
@@ -131,6 +145,11 @@ impl Shell {
             Shell::Map(f) => Node::map(*f, one()?),
             Shell::Scan(f, first) => Node::scan(*f, *first, one()?),
             Shell::Merge(f) => Node::merge(f.clone(), std::iter::from_fn(|| one().ok()).collect()),
+            Shell::BackRef(n) => Node::backref(*n, std::iter::from_fn(|| one().ok()).collect()),
+            Shell::TransposeBackRef(r, n) => Node::transpose(
+                *r,
+                Node::backref(*n, std::iter::from_fn(|| one().ok()).collect())?,
+            ),
         }
     }
 }
@@ -151,6 +170,10 @@ pub struct HoleInfo {
     pub dtype: Option<Dtype>,
     /// Whether operator children may be proposed (false at the depth or node limit).
     pub may_split: bool,
+    /// The tensor's rows (its first dimension) when the hole is the whole tensor and
+    /// the tensor has at least two dimensions: the words are a `rows x (n / rows)`
+    /// matrix, row by row.
+    pub rows: Option<u64>,
 }
 
 /// Minimum words before `Concat` at a run boundary is worth proposing.
@@ -198,7 +221,9 @@ pub fn lazy_children(shell: &Shell, t: &Words) -> Vec<Words> {
             let widths = f.widths(t.width()).expect("proposed merges are well typed");
             split_fields(t, &widths)
         }
-        Shell::Concat | Shell::Repeat(_) => panic!("concat and repeat children are eager"),
+        Shell::Concat | Shell::Repeat(_) | Shell::BackRef(_) | Shell::TransposeBackRef(..) => {
+            panic!("concat, repeat and backref children are eager")
+        }
     }
 }
 
@@ -294,6 +319,35 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
             vec![t.slice(0, cut), t.slice(cut, n)],
         ));
     }
+    // Back references: earlier runs of words reused (a bounded match finder, gated so
+    // that streams without reuse cost little).
+    let plain = super::backref::propose(t);
+    // The same by columns, for a matrix whose columns repeat or mirror each other (a
+    // Fourier basis): only when it beats the rows' parse by a tenth.
+    if let Some(r) = info
+        .rows
+        .filter(|&r| r >= 2 && n as u64 % r == 0 && n as u64 / r >= 2)
+    {
+        if let Some(p) = by_columns(t, r as usize) {
+            if plain
+                .as_ref()
+                .is_none_or(|q| p.estimate() * 10 < q.estimate() * 9)
+            {
+                out.push(Cand::Eager(
+                    ProdKind::Transpose,
+                    Shell::TransposeBackRef(r, n as u64),
+                    p.children(),
+                ));
+            }
+        }
+    }
+    if let Some(parse) = plain {
+        out.push(Cand::Eager(
+            ProdKind::BackRef,
+            Shell::BackRef(n as u64),
+            parse.children(),
+        ));
+    }
     // Merge: field splits. Float layouts (and the wider-exponent variants that keep the
     // top mantissa bits with the exponent, see BITS.md) at a float root; byte planes on
     // wide words; bit planes on narrow ones.
@@ -338,6 +392,27 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
         }
     }
     out
+}
+
+/// The back-reference parse of the `rows x c` matrix `t` (row by row) read column by
+/// column, when [`super::backref::propose`] would propose it; the columns' probe is
+/// gathered without transposing the whole matrix.
+fn by_columns(t: &Words, rows: usize) -> Option<super::backref::Parse> {
+    use super::backref::{may_parse, parse_if_pays, probe_pays, PROBE_WORDS};
+    let n = t.len();
+    let cols = n / rows;
+    if !may_parse(t) {
+        return None;
+    }
+    if n > PROBE_WORDS {
+        let probe = Words::from_fn(t.width(), PROBE_WORDS, |k| {
+            t.get(k % rows * cols + k / rows)
+        });
+        if !probe_pays(&probe) {
+            return None;
+        }
+    }
+    parse_if_pays(&crate::dsl::exec::transpose(t, cols))
 }
 
 /// The smallest period `p < n` with `n % p == 0` and `t[i] == t[i % p]`, trying the
@@ -585,6 +660,7 @@ mod tests {
             HoleInfo {
                 dtype: Some(Dtype::BF16),
                 may_split: true,
+                rows: None,
             },
         );
         assert!(!props.is_empty());

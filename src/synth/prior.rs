@@ -1,4 +1,4 @@
-//! Production prior (DESIGN §6; paper Eq. 9-10): the cost `-log2 q` of applying a
+//! Production prior (docs/design.md §6; paper Eq. 9-10): the cost `-log2 q` of applying a
 //! production in a context, used to order the search. The prior never changes legality,
 //! sizes or the final comparison; the archive never stores it.
 //!
@@ -9,7 +9,7 @@
 //! (width), then no context at all.
 //!
 //! The file form is JSON ([`Prior::to_json`], [`Prior::from_json`]) with a schema
-//! version, context keys a person can read (`w16 d1 p- c0 bf16 s5 z0 u2 r0 e3`) and
+//! version, context keys a person can read (`w16 d1 p- c0 BF16 s4 z0 u2 r0 e0`) and
 //! counts by production name, so a prior can be inspected and edited by hand.
 
 use super::decompose::{ProdKind, ALL_PRODS};

@@ -290,6 +290,21 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
         Op::Repeat(..) => vec![format!("the repeated unit of {role}")],
         Op::Map(..) => vec![format!("{role}, mapped")],
         Op::Scan(..) => vec![format!("the differences of {role}")],
+        Op::BackRef(c) => {
+            let mut v = vec![
+                format!("the literal words of {role}"),
+                format!("the literal runs of {role}'s tokens"),
+                format!("the match lengths of {role}'s tokens"),
+                format!("the match distances (minus one) of {role}'s tokens"),
+            ];
+            if c.len() == 5 {
+                v.push(format!(
+                    "the copy modes (backward, flipped) of {role}'s tokens"
+                ));
+            }
+            v
+        }
+        Op::Transpose(..) => vec![format!("{role}, column by column")],
         Op::Lit(_) | Op::Const(_) => vec![],
     }
 }

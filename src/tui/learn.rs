@@ -57,6 +57,17 @@ pub fn searched_example() -> Node {
     Node::map(MapFn::RotL(23), s).expect("valid")
 }
 
+/// The bytes of `abcdabcdabcdX` as back references (the match finder's parse).
+pub fn backref_example() -> Node {
+    let t = Words::from_le_bytes(8, b"abcdabcdabcdX").expect("whole bytes");
+    let kids = crate::synth::backref::parse(&t)
+        .children()
+        .iter()
+        .map(Node::lit)
+        .collect();
+    Node::backref(13, kids).expect("valid")
+}
+
 /// All lessons, in page order.
 pub fn lessons() -> Vec<Lesson> {
     vec![
@@ -144,6 +155,18 @@ pub fn lessons() -> Vec<Lesson> {
             show_f32: false,
         },
         Lesson {
+            title: "backref: copies of earlier words",
+            rule: "BackRef(L, R, M, D) : b[n], L b[l] with 1 <= l <= n, R M D of one length t, 1 <= t <= n",
+            text: "LZ77 in the language. The literal words L, and per token a run R of \
+                   literals, then a copy of M words from D+1 words back in the output (a \
+                   copy may overlap itself). Here the bytes of \"abcdabcdabcdX\": four \
+                   literals, one copy of 8 bytes from 4 back, then the last literal. A \
+                   safetensors JSON header, whose keys repeat for every tensor, costs a \
+                   quarter of its order-0 code this way.",
+            program: backref_example(),
+            show_f32: false,
+        },
+        Lesson {
             title: "What the search finds for the worked example",
             rule: "smaller programs win: sizes are exact serialized bytes",
             text: "With a budget of 200 expansions the search finds a 7-byte program for the \
@@ -224,6 +247,23 @@ fn explain(n: &Node, out: &[u64]) -> String {
             MergeFn::BitPlanes => "merge: one bit from each child per word".into(),
             MergeFn::BytePlanes => "merge: one byte from each child per word".into(),
         },
+        Op::BackRef(c) => format!(
+            "backref: {} tokens; each writes its run of the {} literal words, then copies \
+             a match from earlier in the output{} -> {} words",
+            c[1].ty().len,
+            c[0].ty().len,
+            if c.len() == 5 {
+                " (forward or backward, sign flipped or not)"
+            } else {
+                ""
+            },
+            out.len()
+        ),
+        Op::Transpose(r, _) => format!(
+            "transpose: the child's words are a {r} x {} matrix column by column; written \
+             row by row",
+            ty.len / r
+        ),
     }
 }
 

@@ -232,7 +232,7 @@ impl VerifyOutcome {
     }
 }
 
-/// Reads a tensor's bytes as its word stream (DESIGN §2): little-endian words of
+/// Reads a tensor's bytes as its word stream (docs/design.md §2): little-endian words of
 /// `dtype.word_bits()` bits. `None` if the length is not a whole number of words.
 pub fn words_of(dtype: Dtype, bytes: &[u8]) -> Option<Words> {
     Words::from_le_bytes(dtype.word_bits(), bytes)

@@ -1,0 +1,372 @@
+//! The bounded match finder that proposes `backref` (DESIGN §6; LZ77 parsing).
+//!
+//! A hole whose words repeat runs of earlier words (a JSON header's keys, a tensor's
+//! repeated rows) is parsed into literal words and tokens (literal run, match length,
+//! distance), the four children of [`crate::dsl::Op::BackRef`]. The parse is greedy with
+//! one step of lazy matching (a match is deferred when the next position starts a longer
+//! one) over hash chains of the positions where each [`min_match`]-word window occurs,
+//! walking at most [`CHAIN`] earlier positions per window and stopping at a match of
+//! [`NICE`] words. Time is `O(n * CHAIN)` word comparisons at worst, memory one `u32` per
+//! word plus the hash heads.
+//!
+//! Gated so that streams without reuse cost little: only streams of at least
+//! [`MIN_WORDS`] words of 8 bits or wider, not nearly distinct ([`stats::nearly_distinct`],
+//! which rules out every float tensor of trained weights at once); the first
+//! [`PROBE_WORDS`] words are parsed first and the whole stream only when the probe's
+//! parse, sized by the search's own literal estimates, comes under [`GAIN`] of the
+//! probe's literal.
+
+use super::astar::lit_node_estimate;
+use crate::stats;
+use crate::tensor::{bits_needed, WordBuf, Words};
+
+/// Earlier positions tried per window.
+pub const CHAIN: usize = 16;
+/// A match this long ends the chain walk.
+pub const NICE: usize = 256;
+/// Shortest stream the finder parses.
+pub const MIN_WORDS: usize = 64;
+/// Longest stream the finder parses (4 Mi words).
+pub const MAX_WORDS: usize = 1 << 22;
+/// Words parsed first to decide whether the whole stream is worth parsing.
+pub const PROBE_WORDS: usize = 1 << 14;
+/// The parse is proposed only when its children's estimated bytes are at most this
+/// fraction of the literal's.
+pub const GAIN: f64 = 0.9;
+
+/// Shortest match in words for streams of `width` bits: 4 bytes, 3 16-bit words, 2
+/// wider words (shorter matches cost more as a token than as literals).
+pub fn min_match(width: u32) -> usize {
+    match width {
+        0..=8 => 4,
+        9..=16 => 3,
+        _ => 2,
+    }
+}
+
+/// A parse: the four children of `backref`, in order, and the words matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parse {
+    /// The literal words, of the stream's width.
+    pub lits: Words,
+    /// Per token, the literal words it writes first.
+    pub runs: Words,
+    /// Per token, the words it copies.
+    pub lens: Words,
+    /// Per token, the copy's distance in words minus one.
+    pub dists: Words,
+    /// Per token, the copy's mode (bit 0 backward, bit 1 top bit flipped); `None` when
+    /// every copy is forward and unflipped.
+    pub modes: Option<Words>,
+    /// Words written by copies (the stream's length minus `lits.len()`).
+    pub matched: usize,
+}
+
+impl Parse {
+    /// The children `[lits, runs, lens, dists]` and `modes` when present, for
+    /// [`crate::dsl::Node::backref`].
+    pub fn children(self) -> Vec<Words> {
+        let mut out = vec![self.lits, self.runs, self.lens, self.dists];
+        out.extend(self.modes);
+        out
+    }
+
+    /// Estimated bytes of the children as literals (the search's estimate).
+    pub fn estimate(&self) -> u64 {
+        [&self.lits, &self.runs, &self.lens, &self.dists]
+            .into_iter()
+            .chain(&self.modes)
+            .map(lit_node_estimate)
+            .sum::<u64>()
+            + 8
+    }
+}
+
+/// The parse of `t` to propose as `backref`, when the gates pass (see the module doc).
+pub fn propose(t: &Words) -> Option<Parse> {
+    let n = t.len();
+    if !may_parse(t) || (n > PROBE_WORDS && !probe_pays(&t.slice(0, PROBE_WORDS))) {
+        return None;
+    }
+    parse_if_pays(t)
+}
+
+/// The parse of `t` when it [pays](probe_pays) (no other gate).
+pub fn parse_if_pays(t: &Words) -> Option<Parse> {
+    let p = parse(t);
+    pays(&p, t).then_some(p)
+}
+
+/// Whether a stream like `t` (its width, length and distinctness) is parsed at all.
+pub fn may_parse(t: &Words) -> bool {
+    (MIN_WORDS..=MAX_WORDS).contains(&t.len())
+        && t.width() >= 8
+        && !(t.width() > 16 && stats::nearly_distinct(t))
+}
+
+/// Whether the parse of `probe`, the first [`PROBE_WORDS`] words of a stream, says the
+/// whole stream is worth parsing.
+pub fn probe_pays(probe: &Words) -> bool {
+    pays(&parse(probe), probe)
+}
+
+/// Whether parse `p` of `of` copies a quarter of it and comes under [`GAIN`] of its
+/// literal, by the search's estimates.
+fn pays(p: &Parse, of: &Words) -> bool {
+    p.matched * 4 >= of.len() && (p.estimate() as f64) <= GAIN * lit_node_estimate(of) as f64
+}
+
+/// Parses `t` into literals and tokens (greedy, one step lazy; see the module doc).
+/// Every token writes at least one word; the last may be literals only. Streams of 16
+/// bits or wider are also matched backward and with the top bit flipped (the modes of
+/// [`crate::dsl::Op::BackRef`]; a float tensor's mirrored or negated rows). Running
+/// [`crate::dsl::exec::back_references`] on the result gives `t` back.
+pub fn parse(t: &Words) -> Parse {
+    let modes = t.width() >= 16;
+    match t.buf() {
+        WordBuf::U8(v) => parse_in(v, t.width(), modes),
+        WordBuf::U16(v) => parse_in(v, t.width(), modes),
+        WordBuf::U32(v) => parse_in(v, t.width(), modes),
+        WordBuf::U64(v) => parse_in(v, t.width(), modes),
+    }
+}
+
+/// A match: words, distance field (distance minus one), mode.
+#[derive(Clone, Copy, Debug, Default)]
+struct Match {
+    len: usize,
+    dist: usize,
+    mode: u64,
+}
+
+fn parse_in<T: Copy + Eq + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> Parse {
+    let n = v.len();
+    let min = min_match(width);
+    let top = 1u64 << (width - 1);
+    let bits = (usize::BITS - n.leading_zeros()).clamp(10, 18);
+    let mut head = vec![u32::MAX; 1 << bits];
+    let mut prev = vec![u32::MAX; n];
+    let hash_of = |words: &mut dyn Iterator<Item = u64>| -> usize {
+        let mut h: u64 = 0;
+        for x in words {
+            h = (h ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        (h >> (64 - bits)) as usize
+    };
+    // The hash of the window at `i` as a source: its words forward.
+    let hash = |i: usize| hash_of(&mut v[i..i + min].iter().map(|&x| x.into()));
+    let insert = |i: usize, head: &mut [u32], prev: &mut [u32]| {
+        if i + min <= n {
+            let h = hash(i);
+            prev[i] = head[h];
+            head[h] = i as u32;
+        }
+    };
+    let modes: &[u64] = if with_modes { &[0, 2, 1, 3] } else { &[0] };
+    // The longest match of the words at `i` with earlier ones, over the modes.
+    let find = |i: usize, head: &[u32], prev: &[u32]| -> Match {
+        let mut best = Match::default();
+        if i + min > n {
+            return best;
+        }
+        let limit = n - i;
+        let at = |k: usize| -> u64 { v[i + k].into() };
+        for &mode in modes {
+            let x = if mode & 2 != 0 { top } else { 0 };
+            // A source window forward equal to the target's window (reversed for mode
+            // bit 0), flipped by `x`.
+            let h = if mode & 1 == 0 {
+                hash_of(&mut (0..min).map(|k| at(k) ^ x))
+            } else {
+                hash_of(&mut (0..min).rev().map(|k| at(k) ^ x))
+            };
+            let mut j = head[h];
+            for _ in 0..CHAIN {
+                if j == u32::MAX {
+                    break;
+                }
+                let jj = j as usize;
+                j = prev[jj];
+                let (len, dist) = if mode & 1 == 0 {
+                    let len = (0..limit)
+                        .take_while(|&k| v[jj + k].into() ^ x == at(k))
+                        .count();
+                    (len, i - jj - 1)
+                } else {
+                    let s = jj + min - 1;
+                    if s >= i {
+                        continue;
+                    }
+                    let len = (0..limit.min(s + 1))
+                        .take_while(|&k| v[s - k].into() ^ x == at(k))
+                        .count();
+                    (len, i - 1 - s)
+                };
+                if len > best.len {
+                    best = Match { len, dist, mode };
+                    if len >= NICE || len == limit {
+                        break;
+                    }
+                }
+            }
+            if best.len >= NICE || best.len == limit {
+                break;
+            }
+        }
+        if best.len >= min {
+            best
+        } else {
+            Match::default()
+        }
+    };
+    let mut lits: Vec<u64> = Vec::new();
+    let mut tokens: Vec<[u64; 4]> = Vec::new();
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < n {
+        let m = find(i, &head, &prev);
+        insert(i, &mut head, &mut prev);
+        if m.len == 0 {
+            i += 1;
+            continue;
+        }
+        if m.len < NICE && find(i + 1, &head, &prev).len > m.len {
+            i += 1;
+            continue;
+        }
+        lits.extend(v[run_start..i].iter().map(|&x| x.into()));
+        tokens.push([(i - run_start) as u64, m.len as u64, m.dist as u64, m.mode]);
+        for k in i + 1..i + m.len {
+            insert(k, &mut head, &mut prev);
+        }
+        i += m.len;
+        run_start = i;
+    }
+    if run_start < n {
+        lits.extend(v[run_start..].iter().map(|&x| x.into()));
+        tokens.push([(n - run_start) as u64, 0, 0, 0]);
+    }
+    let stream = |f: usize| {
+        let vals: Vec<u64> = tokens.iter().map(|t| t[f]).collect();
+        let w = bits_needed(vals.iter().copied().max().unwrap_or(0)).max(1);
+        Words::from_u64s(w, &vals)
+    };
+    Parse {
+        matched: n - lits.len(),
+        lits: Words::from_u64s(width, &lits),
+        runs: stream(0),
+        lens: stream(1),
+        dists: stream(2),
+        modes: tokens.iter().any(|t| t[3] != 0).then(|| stream(3)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::exec::back_references;
+
+    fn round_trip(t: &Words) -> Parse {
+        let p = parse(t);
+        let back = back_references(
+            t.len(),
+            &p.lits,
+            &p.runs,
+            &p.lens,
+            &p.dists,
+            p.modes.as_ref(),
+        )
+        .unwrap();
+        assert_eq!(&back, t);
+        assert_eq!(p.matched, t.len() - p.lits.len());
+        p
+    }
+
+    /// A worked example: "abcdabcdabcdX" is 4 literals, one overlapping copy of 8 words
+    /// at distance 4, then one literal.
+    #[test]
+    fn parse_of_a_worked_example() {
+        let t = Words::from_le_bytes(8, b"abcdabcdabcdX").unwrap();
+        let p = round_trip(&t);
+        assert_eq!(p.lits, Words::from_le_bytes(8, b"abcdX").unwrap());
+        assert_eq!(p.runs.to_u64s(), vec![4, 1]);
+        assert_eq!(p.lens.to_u64s(), vec![8, 0]);
+        assert_eq!(p.dists.to_u64s(), vec![3, 0]);
+        assert_eq!((p.runs.width(), p.lens.width(), p.dists.width()), (3, 4, 2));
+    }
+
+    #[test]
+    fn parses_round_trip_on_every_container() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for width in [8, 12, 16, 24, 32, 64] {
+            // Random words with copied stretches, some overlapping, some at the end.
+            let mut v: Vec<u64> = Vec::new();
+            while v.len() < 5000 {
+                if v.len() > 10 && next() % 3 == 0 {
+                    let d = 1 + (next() as usize % v.len().min(300));
+                    for _ in 0..(next() % 40) {
+                        v.push(v[v.len() - d]);
+                    }
+                } else {
+                    v.push(next() % 50);
+                }
+            }
+            let t = Words::from_u64s(width, &v);
+            let p = round_trip(&t);
+            assert!(p.matched > 1000, "width {width}: {} matched", p.matched);
+        }
+        // No reuse at all: one token of literals.
+        let t = Words::from_u64s(16, &(0..1000).collect::<Vec<_>>());
+        let p = round_trip(&t);
+        assert_eq!((p.matched, p.runs.to_u64s()), (0, vec![1000]));
+        // A constant stream: one literal, one copy of the rest at distance 1.
+        let t = Words::filled(8, 9, 777);
+        let p = round_trip(&t);
+        assert_eq!(p.lens.to_u64s(), vec![776]);
+        assert_eq!(p.dists.to_u64s(), vec![0]);
+    }
+
+    /// 32-bit words: a ramp, its mirror image, then the ramp with the top bit flipped:
+    /// two copies, one backward, one flipped.
+    #[test]
+    fn mirrored_and_negated_words_are_copied_backward_and_flipped() {
+        let ramp: Vec<u64> = (1..=50u64).map(|i| i * 1000 + 7).collect();
+        let mut v = ramp.clone();
+        v.extend(ramp.iter().rev());
+        v.extend(ramp.iter().map(|x| x ^ (1 << 31)));
+        let p = round_trip(&Words::from_u64s(32, &v));
+        assert_eq!(p.lits.len(), 50);
+        assert_eq!(p.runs.to_u64s(), vec![50, 0]);
+        assert_eq!(p.lens.to_u64s(), vec![50, 50]);
+        assert_eq!(p.dists.to_u64s(), vec![0, 99]);
+        assert_eq!(p.modes.map(|m| m.to_u64s()), Some(vec![1, 2]));
+        // Bytes are matched forward only.
+        let bytes: Vec<u8> = (0..60).chain((0..60).rev()).collect();
+        let p = round_trip(&Words::from_le_bytes(8, &bytes).unwrap());
+        assert_eq!((p.modes, p.matched), (None, 0));
+    }
+
+    #[test]
+    fn proposed_only_where_reuse_pays() {
+        let json = br#"{"a.weight":{"dtype":"F32","shape":[64],"data_offsets":[0,256]},"#;
+        let text: Vec<u8> = (0..40).flat_map(|_| json.iter().copied()).collect();
+        assert!(propose(&Words::from_le_bytes(8, &text).unwrap()).is_some());
+        // Distinct 32-bit words: ruled out before parsing.
+        let t = Words::from_u64s(
+            32,
+            &(0..100_000u64)
+                .map(|i| i * 2_654_435_761 % (1 << 32))
+                .collect::<Vec<_>>(),
+        );
+        assert!(propose(&t).is_none());
+        // Too short, too narrow.
+        assert!(propose(&Words::filled(8, 1, 63)).is_none());
+        assert!(propose(&Words::filled(7, 1, 1000)).is_none());
+    }
+}
