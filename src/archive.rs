@@ -5,6 +5,7 @@
 //! - [`format`](mod@format): the archive layout, documented in its module doc.
 //! - [`writer`]: [`compress_file`] (and [`writer::write_archive`] to any `Write`).
 //! - [`reader`]: [`Archive::open`], listing, per-tensor decoding, [`Archive::decompress_to`].
+//! - [`extract`](mod@extract): a `.safetensors` file of some tensors, decoded through the index.
 //! - [`verify`](mod@verify): [`verify()`] against the stored checksums, [`verify_against`] a file.
 //!
 //! Files are memory-mapped; tensors are compressed and decoded in parallel on a rayon
@@ -27,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod extract;
 pub mod folder;
 pub mod format;
 mod output;
@@ -37,14 +39,18 @@ mod stream;
 pub mod verify;
 pub mod writer;
 
+pub use extract::{extract, ExtractSummary, Part};
 pub use reader::{
-    Archive, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
+    Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
 };
 pub use rewrite::rewrite_with_programs;
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,
 };
-pub use writer::{compress_file, CompressOptions, CompressSummary, RegionStat};
+pub use writer::{
+    compress_file, compress_to, write_target, CompressOptions, CompressSummary, RegionStat, Source,
+    Target,
+};
 
 use crate::tensor::{WordBuf, Words};
 use std::borrow::Cow;

@@ -3,7 +3,7 @@
 //!
 //! Each job takes a path that is a `.safetensors` file or checkpoint folder (for
 //! [`compress`], [`calibrate`] and [`bench()`]) or a `.brv` archive or compressed folder
-//! (for [`decompress`], [`verify`], [`list`] and [`show`]), reports progress and warnings
+//! (for [`decompress`], [`extract`], [`verify`], [`list`] and [`show`]), reports progress and warnings
 //! to an [`Observer`] as they happen, and returns a report that serializes with serde
 //! into the object `brevis COMMAND --json` prints (paths as lossy UTF-8 strings, sizes in
 //! bytes, times in seconds). Printing is left to the caller.
@@ -21,6 +21,7 @@
 //! ```
 
 mod bench;
+mod extract;
 mod inspect;
 mod verify;
 
@@ -28,6 +29,7 @@ pub use bench::{
     ablation, bench, mb_per_s, AblationRow, BenchOptions, BenchReport, BenchRow, NodeBytes,
     SearchReport, TensorSearch,
 };
+pub use extract::{extract, nearest_name, ExtractReport};
 pub use inspect::{
     list, show, FolderListEntry, ListFile, ListFolder, ListReport, ListedGap, ListedHeader,
     ListedTensor, NodeRow, ShowReport,
@@ -333,7 +335,9 @@ impl CompressReport {
 
 /// Compresses `input`, a `.safetensors` file or checkpoint folder (or its
 /// `model.safetensors.index.json`), into `output` (default: [`default_archive_name`] for
-/// a file, [`folder::default_folder_archive_name`] for a folder).
+/// a file, [`folder::default_folder_archive_name`] for a folder). For a file, an
+/// `output` that is an existing folder gets the default name inside it, and a character
+/// device (`/dev/null`) is written directly ([`compress_from`]).
 ///
 /// # Errors
 /// [`Error::WrongKind`] if `input` is a compressed folder; [`Error::Invalid`] of kind
@@ -345,33 +349,227 @@ pub fn compress(
     opts: &CompressOptions,
     obs: &dyn Observer,
 ) -> Result<CompressReport> {
-    if let Some(dir) = folder::compressed_folder(input) {
-        if !folder::manifest_is_ours(&dir) {
-            // A checkpoint folder with a stray file of the manifest's name: compressing
-            // it would put two files of that name in the archive folder.
-            return Err(Error::Invalid {
-                path: dir.join(folder::MANIFEST_NAME),
-                what: "cannot compress the folder",
-                detail: "this file is not a Brevis manifest, but the compressed folder's \
-                         manifest takes its name; rename or move it first"
-                    .to_string(),
-                kind: "name_collision",
-            });
+    let dest = output.map_or(Destination::Default, Destination::Path);
+    compress_from(Input::Path(input), dest, opts, obs)
+}
+
+/// What a job reads: a path, or standard input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// A file or folder.
+    Path(&'a Path),
+    /// Standard input, read whole into memory first ([`read_stdin`]).
+    Stdin,
+}
+
+/// Where a job writes the file it makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination<'a> {
+    /// The job's default name, beside the input.
+    Default,
+    /// This path: a new file (or, with `force`, a replaced one), written to a temporary
+    /// file beside it and renamed into place; an existing folder, to hold the file
+    /// under its default name (the compressed file's name, or for `decompress` the name
+    /// the archive records); an existing character device (`/dev/null`), written
+    /// directly.
+    Path(&'a Path),
+    /// Standard output, written in order.
+    Stdout,
+}
+
+/// How standard input is named in messages and reports.
+pub const STDIN_LABEL: &str = "standard input";
+
+/// Most bytes [`read_stdin`] reads: 64 GiB, or less when the system says less memory is
+/// available (`MemAvailable` of `/proc/meminfo`, on Linux).
+pub fn stdin_limit() -> u64 {
+    const CAP: u64 = 64 << 30;
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|kb| kb.trim().parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    });
+    available.map_or(CAP, |a| a.min(CAP))
+}
+
+/// Reads standard input to its end, at most [`stdin_limit`] bytes.
+///
+/// # Errors
+/// As [`read_bounded`].
+pub fn read_stdin() -> Result<Vec<u8>> {
+    read_bounded(
+        &mut std::io::stdin().lock(),
+        stdin_limit(),
+        Path::new(STDIN_LABEL),
+    )
+}
+
+/// Reads `r` to its end into memory, refusing more than `limit` bytes. `label` names it
+/// in errors.
+///
+/// # Errors
+/// [`Error::Io`] if a read fails; [`Error::Refused`] of kind `too_large` past `limit`
+/// bytes or when memory for the next chunk cannot be had.
+pub fn read_bounded<R: std::io::Read + ?Sized>(
+    r: &mut R,
+    limit: u64,
+    label: &Path,
+) -> Result<Vec<u8>> {
+    const CHUNK: usize = 1 << 20;
+    let too_large = |why: String| {
+        refused(
+            "too_large",
+            format!(
+                "{}: {why}; write it to a file and give its name instead",
+                shown_path(label)
+            ),
+        )
+    };
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        if buf.len() as u64 > limit {
+            return Err(too_large(format!(
+                "more than {limit} bytes, the most read into memory (the memory available)"
+            )));
         }
-        return Err(Error::WrongKind {
-            path: input.to_path_buf(),
-            found: "a Brevis folder archive".to_string(),
-            expected: "a .safetensors file or checkpoint folder",
-            command: "brevis decompress",
-        });
+        if buf.capacity() - buf.len() < CHUNK {
+            let want = buf.capacity().max(CHUNK);
+            buf.try_reserve(want).map_err(|_| {
+                too_large(format!(
+                    "more memory than is available to hold more than {} bytes",
+                    buf.len()
+                ))
+            })?;
+        }
+        let at = buf.len();
+        let room = (buf.capacity() - at).min(CHUNK * 16);
+        buf.resize(at + room, 0);
+        match r.read(&mut buf[at..]) {
+            Ok(0) => {
+                buf.truncate(at);
+                if buf.len() as u64 > limit {
+                    continue;
+                }
+                return Ok(buf);
+            }
+            Ok(n) => buf.truncate(at + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(at),
+            Err(e) => return Err(Error::io(label, "cannot read", e)),
+        }
     }
-    if let Some(dir) = folder::source_folder(input) {
-        return compress_folder(&dir, output, opts, obs);
-    }
-    let output = output.map_or_else(|| default_archive_name(input), Path::to_path_buf);
-    let stale = warn_stale_temporaries(&output, input, obs);
+}
+
+/// The target of a file job's output: `dest`, with `default` for
+/// [`Destination::Default`] and `name_in` giving the file's name inside an existing
+/// folder.
+fn file_target(
+    dest: Destination<'_>,
+    default: impl FnOnce() -> PathBuf,
+    name_in: impl FnOnce(&Path) -> Result<std::ffi::OsString>,
+) -> Result<writer::Target> {
+    Ok(match dest {
+        Destination::Default => writer::Target::File(default()),
+        Destination::Stdout => writer::Target::Stdout,
+        // `out/` of a folder that exists is the folder too.
+        Destination::Path(p) if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) => {
+            writer::Target::File(p.join(name_in(p)?))
+        }
+        Destination::Path(p) => writer::Target::of_path(p),
+    })
+}
+
+/// The file name part of `path` (for a default name inside a folder).
+fn name_part(path: &Path) -> Result<std::ffi::OsString> {
+    path.file_name()
+        .map(std::ffi::OsStr::to_os_string)
+        .ok_or_else(|| Error::Internal {
+            path: path.to_path_buf(),
+            what: "a default output name without a file name".to_string(),
+        })
+}
+
+/// [`compress`] of a file, folder or standard input, into any [`Destination`]: standard
+/// input (a `.safetensors` file, read whole into memory, at most [`stdin_limit`]
+/// bytes) needs a destination that is not a folder; a folder job writes a folder, so
+/// not to standard output or a device.
+///
+/// # Errors
+/// As [`compress`]; [`Error::Refused`] of kind `usage` for standard input without a
+/// file to write or for a folder to standard output, and as [`read_stdin`].
+pub fn compress_from(
+    input: Input<'_>,
+    dest: Destination<'_>,
+    opts: &CompressOptions,
+    obs: &dyn Observer,
+) -> Result<CompressReport> {
+    let stdin;
+    let (source, input, target) = match input {
+        Input::Path(input) => {
+            if let Some(e) = compress_refusal(input) {
+                return Err(e);
+            }
+            if let Some(dir) = folder::source_folder(input) {
+                return match dest {
+                    Destination::Default => compress_folder(&dir, None, opts, obs),
+                    Destination::Path(p) => compress_folder(&dir, Some(p), opts, obs),
+                    Destination::Stdout => Err(refused(
+                        "usage",
+                        format!(
+                            "{}: a checkpoint folder compresses into a folder, which cannot \
+                             be written to standard output; give -o DIR.brv",
+                            shown_path(&dir)
+                        ),
+                    )),
+                };
+            }
+            let target = file_target(
+                dest,
+                || default_archive_name(input),
+                |_| name_part(&default_archive_name(input)),
+            )?;
+            (archive::Source::File(input), input, target)
+        }
+        Input::Stdin => {
+            let no_name = |why: String| {
+                refused(
+                    "usage",
+                    format!(
+                        "{STDIN_LABEL} has no file name to name the archive after: {why} \
+                         (-o x.brv, or -o - for standard output)"
+                    ),
+                )
+            };
+            let target = file_target(dest, PathBuf::new, |dir| {
+                Err(no_name(format!(
+                    "{} is a folder; give the archive's file name in it",
+                    shown_path(dir)
+                )))
+            })?;
+            match &target {
+                writer::Target::File(p) if p.as_os_str().is_empty() => {
+                    return Err(no_name("give -o with the archive's name".to_string()));
+                }
+                // Refused before standard input is read, not after.
+                writer::Target::File(p) => writer::check_output_of(None, p, opts.force)?,
+                _ => {}
+            }
+            stdin = read_stdin()?;
+            let label = Path::new(STDIN_LABEL);
+            let source = archive::Source::Bytes {
+                bytes: &stdin,
+                label,
+            };
+            (source, label, target)
+        }
+    };
+    let stale = match &target {
+        writer::Target::File(output) => warn_stale_temporaries(output, input, obs),
+        _ => Vec::new(),
+    };
     let start = Instant::now();
-    let s = archive::compress_file(input, &output, opts, &|ev| obs.progress("", ev))?;
+    let s = archive::compress_to(source, &target, opts, &|ev| obs.progress("", ev))?;
     let seconds = start.elapsed().as_secs_f64();
     obs.file_warnings(input, &s.warnings);
     let tensors = s
@@ -417,6 +615,30 @@ pub fn compress(
             gaps,
         },
         warnings,
+    })
+}
+
+/// The refusal of `input` as a source: a compressed folder (or a checkpoint folder
+/// holding a file of the manifest's name).
+fn compress_refusal(input: &Path) -> Option<Error> {
+    let dir = folder::compressed_folder(input)?;
+    if !folder::manifest_is_ours(&dir) {
+        // A checkpoint folder with a stray file of the manifest's name: compressing
+        // it would put two files of that name in the archive folder.
+        return Some(Error::Invalid {
+            path: dir.join(folder::MANIFEST_NAME),
+            what: "cannot compress the folder",
+            detail: "this file is not a Brevis manifest, but the compressed folder's \
+                     manifest takes its name; rename or move it first"
+                .to_string(),
+            kind: "name_collision",
+        });
+    }
+    Some(Error::WrongKind {
+        path: input.to_path_buf(),
+        found: "a Brevis folder archive".to_string(),
+        expected: "a .safetensors file or checkpoint folder",
+        command: "brevis decompress",
     })
 }
 
@@ -516,7 +738,8 @@ pub enum DecompressDetail {
 /// What [`decompress`] did; serializes as `brevis decompress --json` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct DecompressReport {
-    /// Always true (a failure is an error).
+    /// True unless [`DecompressOptions::salvage`] zero-filled a damaged region (any
+    /// other failure is an error).
     pub ok: bool,
     /// The archive or compressed folder.
     #[serde(serialize_with = "lossy")]
@@ -531,10 +754,15 @@ pub struct DecompressReport {
     pub detail: DecompressDetail,
     /// Wall time in seconds.
     pub seconds: f64,
-    /// Always true: every restored byte matched its checksum (else it is an error).
+    /// Whether every restored byte matched its checksum: always true without
+    /// [`DecompressOptions::salvage`] (a mismatch is an error), false when salvage
+    /// zero-filled a damaged region.
     pub checksums_ok: bool,
     /// Whether the records (names, shapes, programs) hash to their stored checksum.
     pub records_intact: bool,
+    /// The regions [`DecompressOptions::salvage`] zero-filled (their tensors, offsets
+    /// and why), in file order; empty otherwise.
+    pub damaged: Vec<archive::DamagedRegion>,
     /// Every warning, in the order reported.
     pub warnings: Vec<String>,
 }
@@ -552,7 +780,86 @@ pub fn decompress(
     opts: &DecompressOptions,
     obs: &dyn Observer,
 ) -> Result<DecompressReport> {
+    let dest = output.map_or(Destination::Default, Destination::Path);
+    decompress_into(input, dest, opts, obs)
+}
+
+/// The file name a restored file gets inside a folder given as the output: the name
+/// the archive records (a single plain name only), else [`default_restored_name`]'s.
+fn restored_file_name(archive: &Archive, input: &Path) -> Result<std::ffi::OsString> {
+    let recorded = archive
+        .file_name()
+        .filter(|n| Path::new(n).file_name() == Some(std::ffi::OsStr::new(n)));
+    match recorded {
+        Some(n) => Ok(n.into()),
+        None => name_part(&default_restored_name(input)),
+    }
+}
+
+/// `e`, an archive that cannot be opened (or whose header cannot be restored), as the
+/// refusal of a salvage: nothing can be, and nothing was written (exit 1, not 3).
+fn unsalvageable(e: Error) -> Error {
+    if matches!(
+        e,
+        Error::Io { .. }
+            | Error::WrongKind { .. }
+            | Error::OutputExists { .. }
+            | Error::SameFile { .. }
+    ) {
+        return e;
+    }
+    refused(
+        e.kind(),
+        format!(
+            "{e}; --salvage cannot help: it restores the tensors around damaged tensor \
+             records, and needs the header record (which names every tensor), the index \
+             and the trailer intact; nothing was written"
+        ),
+    )
+}
+
+/// [`decompress`] into any [`Destination`]: for an archive file, an existing folder
+/// gets the file under the name the archive records, a character device and standard
+/// output are written directly; a compressed folder restores a folder, so only to a
+/// path. With [`DecompressOptions::salvage`] (archive files only), damaged regions are
+/// zero-filled and listed in the report's `damaged` instead of failing the job.
+///
+/// # Errors
+/// As [`decompress`]; [`Error::Refused`] of kind `usage` for a compressed folder to
+/// standard output or with salvage; with salvage, an archive that cannot be opened or
+/// whose header does not restore is [`Error::Refused`] of that error's kind, saying
+/// that nothing can be salvaged.
+pub fn decompress_into(
+    input: &Path,
+    dest: Destination<'_>,
+    opts: &DecompressOptions,
+    obs: &dyn Observer,
+) -> Result<DecompressReport> {
     if let Some(dir) = folder::compressed_folder(input) {
+        if opts.salvage {
+            return Err(refused(
+                "usage",
+                format!(
+                    "{}: --salvage is not supported for folder archives yet; salvage each \
+                     shard archive in it (brevis decompress --salvage SHARD.brv -o OUT)",
+                    shown_path(&dir)
+                ),
+            ));
+        }
+        let output = match dest {
+            Destination::Default => None,
+            Destination::Path(p) => Some(p),
+            Destination::Stdout => {
+                return Err(refused(
+                    "usage",
+                    format!(
+                        "{}: a compressed folder restores a folder, which cannot be written \
+                         to standard output; give -o DIR",
+                        shown_path(&dir)
+                    ),
+                ))
+            }
+        };
         let output = output.map_or_else(|| default_restored_folder(&dir), Path::to_path_buf);
         let f = folder::Folder::open(&dir)?;
         let mut warnings = warn_stale_temporaries(&output, &dir, obs);
@@ -582,18 +889,35 @@ pub fn decompress(
             seconds,
             checksums_ok: true,
             records_intact: restored.damaged_records.is_empty(),
+            damaged: Vec::new(),
             warnings,
         });
     }
-    let output = output.map_or_else(|| default_restored_name(input), Path::to_path_buf);
-    let archive = open_archive(input)?;
-    let mut warnings = warn_stale_temporaries(&output, input, obs);
+    let archive =
+        open_archive(input).map_err(|e| if opts.salvage { unsalvageable(e) } else { e })?;
+    let target = file_target(
+        dest,
+        || default_restored_name(input),
+        |_| restored_file_name(&archive, input),
+    )?;
+    let mut warnings = match &target {
+        writer::Target::File(output) => warn_stale_temporaries(output, input, obs),
+        _ => Vec::new(),
+    };
     let start = Instant::now();
-    let s = archive.decompress_to(&output, opts, &|ev| obs.progress("", ev))?;
+    let s = archive
+        .decompress_into(&target, opts, &|ev| obs.progress("", ev))
+        .map_err(|e| {
+            if opts.salvage && e.is_mismatch() {
+                unsalvageable(e)
+            } else {
+                e
+            }
+        })?;
     let seconds = start.elapsed().as_secs_f64();
     // The restored bytes are proved by the per-tensor and whole-file checksums; damage
     // to names or shapes in the records does not change them but is worth saying.
-    if !s.records_intact {
+    if !s.records_intact && s.damaged.is_empty() {
         let w = format!(
             "{}: the archive's records (names, shapes, programs) do not match \
              their stored checksum; the restored file matches its whole-file checksum",
@@ -602,8 +926,9 @@ pub fn decompress(
         obs.warning(&w);
         warnings.push(w);
     }
+    let intact = s.damaged.is_empty();
     Ok(DecompressReport {
-        ok: true,
+        ok: intact,
         input: input.to_path_buf(),
         output: s.output,
         original_bytes: s.original_bytes,
@@ -611,8 +936,9 @@ pub fn decompress(
             archive_bytes: archive.archive_len(),
         },
         seconds,
-        checksums_ok: true,
+        checksums_ok: intact,
         records_intact: s.records_intact,
+        damaged: s.damaged,
         warnings,
     })
 }

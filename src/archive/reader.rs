@@ -10,7 +10,7 @@
 
 use super::format::{self, Record, RecordV2, Settings};
 use super::stream::{self, Decoded};
-use super::writer::{check_output, persist, temp_beside, SyncAhead};
+use super::writer::{check_output, open_direct, persist, temp_beside, SyncAhead, Target};
 use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
 use crate::dsl::{execute, read_program, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
@@ -175,6 +175,28 @@ pub struct DecompressOptions {
     pub jobs: Option<usize>,
     /// Replace an existing output file.
     pub force: bool,
+    /// Restore what can be restored of a damaged archive: every region whose bytes
+    /// match their checksum is written, every other one (a tensor, group or gap whose
+    /// program does not decode or does not restore its checksum) is zero-filled and
+    /// listed in [`DecompressSummary::damaged`] instead of failing the job. The header
+    /// record cannot be salvaged (it names every tensor).
+    pub salvage: bool,
+}
+
+/// A region that [`DecompressOptions::salvage`] zero-filled in the restored file.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DamagedRegion {
+    /// What it is: `tensor "w"`, `group of 3 tensors "a" to "c"`, `gap at data bytes
+    /// [8, 10)`.
+    pub region: String,
+    /// The tensors whose bytes it holds, in data order (none for a gap).
+    pub tensors: Vec<String>,
+    /// Where its bytes start in the restored file, in bytes.
+    pub offset: u64,
+    /// Its length in bytes, all zeros in the restored file.
+    pub bytes: u64,
+    /// Why: the decoder's error, or the checksum mismatch.
+    pub reason: String,
 }
 
 /// What [`Archive::decompress_to`] did.
@@ -188,6 +210,9 @@ pub struct DecompressSummary {
     /// ([`Archive::records_intact`]); damage there (a name, a shape) can leave the
     /// restored bytes, which their own checksums prove, untouched.
     pub records_intact: bool,
+    /// With [`DecompressOptions::salvage`]: the regions zero-filled because they did not
+    /// restore (empty when the whole file did, and always without salvage).
+    pub damaged: Vec<DamagedRegion>,
 }
 
 /// An opened, structurally validated archive.
@@ -767,11 +792,14 @@ impl Archive {
     }
 
     /// Restores the original file at `output` through a temporary file in its folder,
-    /// synced and renamed into place only when every checksum matched.
+    /// synced and renamed into place only when every checksum matched (with
+    /// [`DecompressOptions::salvage`]: whatever was damaged, once the damaged regions
+    /// are zero-filled).
     ///
     /// # Errors
     /// [`Error::SameFile`] if `output` is this archive; [`Error::OutputExists`] if it
-    /// exists and `opts.force` is false; otherwise as [`Archive::write_original`].
+    /// exists and `opts.force` is false; otherwise as [`Archive::write_original`] (with
+    /// salvage, as [`Archive::write_salvaged`]).
     pub fn decompress_to(
         &self,
         output: &Path,
@@ -784,31 +812,314 @@ impl Archive {
         // The records are hashed on a thread of their own while the file is restored
         // (one more pass over the archive, which at the end took 5% of a decompression).
         let stop = AtomicBool::new(false);
-        let records_intact = std::thread::scope(|scope| -> Result<bool> {
+        let (records_intact, damaged) = std::thread::scope(|scope| -> Result<_> {
             let hashing = std::thread::Builder::new()
                 .name("brevis-records".into())
                 .spawn_scoped(scope, || self.records_intact_unless(&stop))
                 .ok();
             let restored = (|| {
                 let mut w = SyncAhead::new(tmp.as_file_mut());
-                self.write_original(&mut w, opts.jobs, progress, output)?;
-                w.finish(output)
+                let damaged = if opts.salvage {
+                    self.write_salvaged(&mut w, opts.jobs, progress, output, Salvage::Mark)?
+                } else {
+                    self.write_original(&mut w, opts.jobs, progress, output)?;
+                    Vec::new()
+                };
+                w.finish(output)?;
+                Ok(damaged)
             })();
             if restored.is_err() {
                 // Nothing waits for the hash of an archive that did not restore.
                 stop.store(true, Ordering::Relaxed);
             }
             let hashed = hashing.and_then(|h| h.join().ok().flatten());
-            restored?;
-            Ok(hashed.unwrap_or_else(|| self.records_intact()))
+            let damaged = restored?;
+            Ok((hashed.unwrap_or_else(|| self.records_intact()), damaged))
         })?;
+        if !damaged.is_empty() {
+            zero_fill(tmp.as_file(), &damaged, output)?;
+        }
         drop(evict);
         persist(tmp, output, opts.force)?;
         Ok(DecompressSummary {
             output: output.to_path_buf(),
             original_bytes: self.original_len,
             records_intact,
+            damaged,
         })
+    }
+
+    /// [`Archive::decompress_to`] for any [`Target`]: a file as there, a character
+    /// device or standard output written in order (checked all the same, but the bytes
+    /// written before a damaged region was found stay written; with salvage, each
+    /// region is held until it is proved, so nothing unproved is written).
+    ///
+    /// # Errors
+    /// As [`Archive::decompress_to`]; [`Error::Io`] if the device cannot be opened.
+    pub fn decompress_into(
+        &self,
+        target: &Target,
+        opts: &DecompressOptions,
+        progress: &dyn Fn(ProgressEvent<'_>),
+    ) -> Result<DecompressSummary> {
+        if let Target::File(output) = target {
+            return self.decompress_to(output, opts, progress);
+        }
+        let path = target.path();
+        let mut w = open_direct(target)?;
+        let damaged = if opts.salvage {
+            self.write_salvaged(&mut w, opts.jobs, progress, path, Salvage::Hold)?
+        } else {
+            self.write_original(&mut w, opts.jobs, progress, path)?;
+            Vec::new()
+        };
+        w.flush().map_err(|e| Error::io(path, "cannot write", e))?;
+        Ok(DecompressSummary {
+            output: path.to_path_buf(),
+            original_bytes: self.original_len,
+            records_intact: self.records_intact(),
+            damaged,
+        })
+    }
+
+    /// [`Archive::write_original`] that goes on past damage: a region (tensor, group or
+    /// gap) whose program does not decode, or whose bytes do not match its checksum,
+    /// is written as zeros of its length and returned as a [`DamagedRegion`]. With
+    /// [`Salvage::Hold`] each region's bytes are held in memory until its checksum is
+    /// checked (for an output that cannot be rewritten); with [`Salvage::Mark`] they
+    /// are written at once and the caller must zero the returned ranges afterwards
+    /// ([`zero_fill`]). The whole-file checksum is checked only when nothing is damaged.
+    ///
+    /// # Errors
+    /// [`Error::Archive`] if the header record does not decode and
+    /// [`Error::Mismatch`] if it does not match its checksum (nothing can be salvaged
+    /// without it); [`Error::Mismatch`] for the whole file when every region matched
+    /// but the file does not; [`Error::Io`] if `out` fails.
+    pub(crate) fn write_salvaged<W: Write + ?Sized>(
+        &self,
+        out: &mut W,
+        jobs: Option<usize>,
+        progress: &dyn Fn(ProgressEvent<'_>),
+        name: &Path,
+        mode: Salvage,
+    ) -> Result<Vec<DamagedRegion>> {
+        static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+        let write_err = |e| Error::io(name, "cannot write", e);
+        let mut hasher = Xxh3::new();
+        let mut region = Xxh3::new();
+        let mut damaged = Vec::new();
+        // The region being restored: where it starts in the file, its length (without
+        // the header's length field), bytes of it seen so far, and why it is damaged.
+        let mut start = 0u64;
+        let mut len = 0u64;
+        let mut seen = 0u64;
+        let mut why: Option<String> = None;
+        let mut held: Vec<u8> = Vec::new();
+        let mut pos = 0u64;
+        let header_failed = |e: Error| -> Error {
+            match e {
+                Error::Archive { path, source } => Error::Archive {
+                    path,
+                    source: ArchiveError::DamagedRecord {
+                        what: format!(
+                            "the header record does not decode ({source}); it names every \
+                             tensor, so nothing can be salvaged"
+                        ),
+                    },
+                },
+                other => other,
+            }
+        };
+        let zeros = |out: &mut W, mut n: u64, held: &mut Vec<u8>| -> Result<()> {
+            while n > 0 {
+                let k = n.min(ZEROS.len() as u64) as usize;
+                match mode {
+                    Salvage::Hold => held.extend_from_slice(&ZEROS[..k]),
+                    Salvage::Mark => out.write_all(&ZEROS[..k]).map_err(write_err)?,
+                }
+                n -= k as u64;
+            }
+            Ok(())
+        };
+        stream::decode_all_with_progress(
+            self,
+            resolve_jobs(jobs),
+            progress,
+            &mut |d| {
+                let unit = match &d {
+                    Decoded::Begin(u) | Decoded::End(u) | Decoded::Failed(u, _) => Some(*u),
+                    Decoded::Bytes(_) => None,
+                };
+                let is_begin = matches!(d, Decoded::Begin(_));
+                let is_end = matches!(d, Decoded::End(_));
+                if let Some(u) = unit.filter(|u| u.first && !is_end) {
+                    region.reset();
+                    held.clear();
+                    why = None;
+                    seen = 0;
+                    len = self.item_original_bytes(u.item);
+                    if u.item == Item::Header {
+                        let field = self.header_len.to_le_bytes();
+                        hasher.update(&field);
+                        out.write_all(&field).map_err(write_err)?;
+                        pos += 8;
+                        len -= 8;
+                    }
+                    start = pos;
+                }
+                match d {
+                    Decoded::Begin(_) => {}
+                    Decoded::Bytes(b) => {
+                        // Never more than the region holds, whatever a program gives.
+                        let room = (len - seen).min(b.len() as u64) as usize;
+                        if room < b.len() && why.is_none() {
+                            why = Some(format!("decodes to more than its {len} bytes"));
+                        }
+                        let b = &b[..room];
+                        region.update(b);
+                        seen += room as u64;
+                        match mode {
+                            Salvage::Hold => held.extend_from_slice(b),
+                            Salvage::Mark => {
+                                hasher.update(b);
+                                out.write_all(b).map_err(write_err)?;
+                            }
+                        }
+                    }
+                    Decoded::Failed(u, e) => {
+                        if u.item == Item::Header {
+                            return Err(header_failed(e));
+                        }
+                        if why.is_none() {
+                            why = Some(e.to_string());
+                        }
+                        let n = u.bytes.min(len - seen);
+                        zeros(out, n, &mut held)?;
+                        seen += n;
+                    }
+                    Decoded::End(_) => {}
+                }
+                let Some(u) = unit.filter(|u| u.last && !is_begin) else {
+                    return Ok(());
+                };
+                if seen < len {
+                    if why.is_none() {
+                        why = Some(format!("decodes to {seen} of its {len} bytes"));
+                    }
+                    zeros(out, len - seen, &mut held)?;
+                }
+                let (expected, actual) = (self.item_checksum(u.item), region.digest());
+                if why.is_none() && actual != expected {
+                    if u.item == Item::Header {
+                        return Err(Error::Mismatch {
+                            path: self.path.clone(),
+                            region: "header (it names every tensor, so nothing can be salvaged)"
+                                .to_string(),
+                            expected,
+                            actual,
+                        });
+                    }
+                    why = Some(format!(
+                        "checksum mismatch: stored {expected:016x}, decoded {actual:016x}"
+                    ));
+                }
+                if let Some(reason) = why.take() {
+                    damaged.push(DamagedRegion {
+                        region: self.item_region(u.item),
+                        tensors: self.item_tensors(u.item),
+                        offset: start,
+                        bytes: len,
+                        reason,
+                    });
+                    if mode == Salvage::Hold {
+                        held.clear();
+                        held.resize(len as usize, 0);
+                    }
+                }
+                if mode == Salvage::Hold {
+                    hasher.update(&held);
+                    out.write_all(&held).map_err(write_err)?;
+                    held.clear();
+                }
+                pos = start + len;
+                Ok(())
+            },
+            &|| false,
+        )?;
+        let actual = hasher.digest();
+        if damaged.is_empty() && actual != self.file_checksum {
+            return Err(Error::Mismatch {
+                path: self.path.clone(),
+                region: "whole file".to_string(),
+                expected: self.file_checksum,
+                actual,
+            });
+        }
+        Ok(damaged)
+    }
+
+    /// The names of the tensors an item holds, in data order.
+    pub(crate) fn item_tensors(&self, item: Item) -> Vec<String> {
+        match item {
+            Item::Header | Item::Gap(_) => Vec::new(),
+            Item::Tensor(i) => vec![self.tensors[i].name.clone()],
+            Item::Group(k) => self.tensors[self.groups[k].tensors.clone()]
+                .iter()
+                .map(|t| t.name.clone())
+                .collect(),
+        }
+    }
+
+    /// Decodes group `k`'s bytes (all of its tensors) and checks them against its
+    /// checksum.
+    ///
+    /// # Errors
+    /// As [`Archive::decode_tensor`].
+    pub(crate) fn decode_group(&self, k: usize) -> Result<Vec<u8>> {
+        self.decode_checked(Item::Group(k))
+    }
+}
+
+/// How [`Archive::write_salvaged`] keeps unproved bytes out of its output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Salvage {
+    /// Hold each region in memory until its checksum is checked (standard output).
+    Hold,
+    /// Write at once; the caller zeroes the damaged ranges afterwards ([`zero_fill`]).
+    Mark,
+}
+
+/// Overwrites the bytes of every damaged region in the complete restored `file` with
+/// zeros, then syncs it.
+///
+/// # Errors
+/// [`Error::Io`] naming `name` if a write or the sync fails.
+fn zero_fill(file: &File, damaged: &[DamagedRegion], name: &Path) -> Result<()> {
+    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+    for d in damaged {
+        let mut at = d.offset;
+        let end = d.offset + d.bytes;
+        while at < end {
+            let k = (end - at).min(ZEROS.len() as u64) as usize;
+            write_at(file, &ZEROS[..k], at).map_err(|e| Error::io(name, "cannot write", e))?;
+            at += k as u64;
+        }
+    }
+    file.sync_all()
+        .map_err(|e| Error::io(name, "cannot sync", e))
+}
+
+fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(bytes)
     }
 }
 

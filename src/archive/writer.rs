@@ -193,59 +193,123 @@ pub fn compress_file(
     opts: &CompressOptions,
     progress: &dyn Fn(ProgressEvent<'_>),
 ) -> Result<CompressSummary> {
+    compress_to(
+        Source::File(input),
+        &Target::File(output.to_path_buf()),
+        opts,
+        progress,
+    )
+}
+
+/// What [`compress_to`] reads: a file (memory-mapped) or bytes already in memory.
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// A `.safetensors` file.
+    File(&'a Path),
+    /// The bytes of a `.safetensors` file (read from standard input, say); `label` names
+    /// it in messages and reports. No file name is stored in the archive unless
+    /// [`CompressOptions::file_name`] says one.
+    Bytes {
+        /// The whole file.
+        bytes: &'a [u8],
+        /// What to call it (`standard input`).
+        label: &'a Path,
+    },
+}
+
+/// Compresses `source` into `target`: a regular file as [`compress_file`] writes it
+/// (temporary file, synced, renamed into place), or a character device or standard
+/// output, written in order as the archive is made (nothing to rename; an error
+/// leaves what was written so far).
+///
+/// # Errors
+/// As [`compress_file`]; for a file source, [`Error::Invalid`] of kind `input_changed`
+/// if it changed while it was read.
+pub fn compress_to(
+    source: Source<'_>,
+    target: &Target,
+    opts: &CompressOptions,
+    progress: &dyn Fn(ProgressEvent<'_>),
+) -> Result<CompressSummary> {
     // The input first: a mistyped input name is reported as such, not as the existing
     // archive of the name it would have.
-    let (map, file) = open_input(input)?;
-    check_output(input, output, opts.force)?;
-    let evict = super::EvictReplaced::start(output, opts.force);
-    let before = Stamp::of(&file, input)?;
-    let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
+    let (map, file, input, bytes): (_, _, &Path, &[u8]) = match source {
+        Source::File(input) => {
+            let (map, file) = open_input(input)?;
+            (map, Some(file), input, &[])
+        }
+        Source::Bytes { bytes, label } => (None, None, label, bytes),
+    };
+    let bytes: &[u8] = map.as_deref().unwrap_or(bytes);
+    if let Target::File(output) = target {
+        check_output_of(file.is_some().then_some(input), output, opts.force)?;
+    }
+    let evict = match target {
+        Target::File(output) => Some(super::EvictReplaced::start(output, opts.force)),
+        _ => None,
+    };
+    let before = file.as_ref().map(|f| Stamp::of(f, input)).transpose()?;
     let src = parse(bytes).map_err(|e| Error::source(input, e))?;
 
     let named;
-    let opts = match (&opts.file_name, input.file_name().and_then(|n| n.to_str())) {
-        (None, Some(n)) => {
+    let opts = match (&opts.file_name, &source) {
+        (None, Source::File(input)) if input.file_name().and_then(|n| n.to_str()).is_some() => {
             named = CompressOptions {
-                file_name: Some(n.to_string()),
+                file_name: input.file_name().and_then(|n| n.to_str()).map(String::from),
                 ..opts.clone()
             };
             &named
         }
         _ => opts,
     };
-    let mut tmp = temp_beside(output)?;
-    let written = {
-        let mut w = super::output::OutputFile::new(tmp.as_file_mut());
-        let release = |part: &[u8]| {
-            if let Some(m) = &map {
-                super::release_pages(m, part);
-            }
-        };
-        let written = write_archive_releasing(&src, &mut w, opts, progress, output, &release)?;
-        w.finish(output)?;
-        written
+    let release = |part: &[u8]| {
+        if let Some(m) = &map {
+            super::release_pages(m, part);
+        }
+    };
+    let output = target.path().to_path_buf();
+    let mut tmp = None;
+    let written = match target {
+        Target::File(output) => {
+            let t = tmp.insert(temp_beside(output)?);
+            let mut w = super::output::OutputFile::new(t.as_file_mut());
+            let written = write_archive_releasing(&src, &mut w, opts, progress, output, &release)?;
+            w.finish(output)?;
+            written
+        }
+        _ => {
+            let mut w = open_direct(target)?;
+            let written = write_archive_releasing(&src, &mut w, opts, progress, &output, &release)?;
+            w.flush()
+                .map_err(|e| Error::io(&output, "cannot write", e))?;
+            written
+        }
     };
     // The input is read through a mapping: a change to it while it was read would have
     // been encoded in part, and the archive would not restore any version of the file.
     // The temporary is dropped unpersisted, so no output is left.
-    if Stamp::of(&file, input)? != before {
-        return Err(Error::Invalid {
-            path: input.to_path_buf(),
-            what: "changed while it was being compressed",
-            detail: "its size or modification time differs from when it was opened; no \
-                     archive was written (compress it again once nothing writes to it)"
-                .to_string(),
-            kind: "input_changed",
-        });
+    if let (Some(file), Some(before)) = (&file, before) {
+        if Stamp::of(file, input)? != before {
+            return Err(Error::Invalid {
+                path: input.to_path_buf(),
+                what: "changed while it was being compressed",
+                detail: "its size or modification time differs from when it was opened; no \
+                         archive was written (compress it again once nothing writes to it)"
+                    .to_string(),
+                kind: "input_changed",
+            });
+        }
     }
     drop(evict);
-    persist(tmp, output, opts.force)?;
+    if let Some(tmp) = tmp {
+        persist(tmp, &output, opts.force)?;
+    }
 
     let mut warnings = src.warnings().to_vec();
     warnings.extend(written.warnings);
     Ok(CompressSummary {
         input: input.to_path_buf(),
-        output: output.to_path_buf(),
+        output,
         original_bytes: bytes.len() as u64,
         archive_bytes: written.archive_bytes,
         regions: written.regions,
@@ -1068,6 +1132,129 @@ fn program_for(
     }
 }
 
+/// How [`Target::Stdout`] is named in messages and reports.
+pub const STDOUT_LABEL: &str = "standard output";
+
+/// Where an output goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A regular file (new, or replaced with `force`): written to a temporary file
+    /// beside it, synced and renamed into place, so it is never seen partial.
+    File(PathBuf),
+    /// An existing character device (`/dev/null`), opened and written in order: there
+    /// is nothing to rename, and a failed job leaves what it wrote.
+    Device(PathBuf),
+    /// Standard output, written in order; a failed job leaves what it wrote.
+    Stdout,
+}
+
+impl Target {
+    /// The target for the path `output`: [`Target::Device`] if it is a character device
+    /// (symbolic links followed), else [`Target::File`], whose checks
+    /// ([`check_output`]) come when it is written.
+    pub fn of_path(output: &Path) -> Target {
+        if is_char_device(output) {
+            Target::Device(output.to_path_buf())
+        } else {
+            Target::File(output.to_path_buf())
+        }
+    }
+
+    /// The path it writes, or [`STDOUT_LABEL`].
+    pub fn path(&self) -> &Path {
+        match self {
+            Target::File(p) | Target::Device(p) => p,
+            Target::Stdout => Path::new(STDOUT_LABEL),
+        }
+    }
+
+    /// Whether it is written through a temporary file and a rename ([`Target::File`]).
+    pub fn is_file(&self) -> bool {
+        matches!(self, Target::File(_))
+    }
+}
+
+/// Whether `path` (symbolic links followed) is a character device.
+fn is_char_device(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// Bytes buffered before a write to a device or standard output.
+const DIRECT_BUFFER_BYTES: usize = 1 << 20;
+
+/// A buffered writer of a [`Target::Device`] (opened for writing, not truncated or
+/// created) or [`Target::Stdout`]. Flush it at the end: its errors are the output's.
+///
+/// # Errors
+/// [`Error::Io`] if the device cannot be opened; [`Error::Internal`] for a
+/// [`Target::File`], which is written through [`temp_beside`].
+pub(crate) fn open_direct(target: &Target) -> Result<Box<dyn Write>> {
+    match target {
+        Target::Device(path) => {
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::io(path, "cannot open", e))?;
+            Ok(Box::new(BufWriter::with_capacity(DIRECT_BUFFER_BYTES, f)))
+        }
+        Target::Stdout => Ok(Box::new(BufWriter::with_capacity(
+            DIRECT_BUFFER_BYTES,
+            io::stdout().lock(),
+        ))),
+        Target::File(path) => Err(Error::Internal {
+            path: path.clone(),
+            what: "a file output written directly".to_string(),
+        }),
+    }
+}
+
+/// Writes the output `fill` makes (given a writer and the path to name in errors) to
+/// `target` under the rules of every command's output: a [`Target::File`] is checked
+/// ([`check_output`], `input` being the file it is made from, if any), written to a
+/// temporary file beside it, synced and renamed into place only if `fill` succeeds; a
+/// device or standard output is written in order and flushed.
+///
+/// # Errors
+/// `fill`'s error (the temporary removed), or as [`check_output`], [`open_direct`] and
+/// the writes.
+pub fn write_target<T>(
+    input: Option<&Path>,
+    target: &Target,
+    force: bool,
+    fill: impl FnOnce(&mut dyn Write, &Path) -> Result<T>,
+) -> Result<T> {
+    match target {
+        Target::File(output) => {
+            check_output_of(input, output, force)?;
+            let mut tmp = temp_beside(output)?;
+            let r = {
+                let mut w = SyncAhead::new(tmp.as_file_mut());
+                let r = fill(&mut w, output)?;
+                w.finish(output)?;
+                r
+            };
+            persist(tmp, output, force)?;
+            Ok(r)
+        }
+        _ => {
+            let path = target.path();
+            let mut w = open_direct(target)?;
+            let r = fill(&mut w, path)?;
+            w.flush().map_err(|e| Error::io(path, "cannot write", e))?;
+            Ok(r)
+        }
+    }
+}
+
 fn is_a_directory() -> io::Error {
     io::Error::other("is a directory")
 }
@@ -1080,6 +1267,12 @@ fn is_a_directory() -> io::Error {
 /// # Errors
 /// [`Error::SameFile`], [`Error::OutputExists`] or [`Error::Io`] naming `output`.
 pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
+    check_output_of(Some(input), output, force)
+}
+
+/// [`check_output`] for an output whose input may be no file (`None`: standard input,
+/// bytes in memory), which it then cannot be.
+pub(crate) fn check_output_of(input: Option<&Path>, output: &Path, force: bool) -> Result<()> {
     // `out/` names a folder even when none exists: say so before the work, rather than
     // fail to rename the finished file into place after it.
     if output
@@ -1097,7 +1290,7 @@ pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
     let Ok(link_meta) = fs::symlink_metadata(output) else {
         return Ok(());
     };
-    if same_file(input, output) {
+    if input.is_some_and(|input| same_file(input, output)) {
         return Err(Error::SameFile {
             path: output.to_path_buf(),
         });
@@ -1124,8 +1317,8 @@ pub(crate) fn check_replaceable(path: &Path, meta: &fs::Metadata, folder_ok: boo
         }
         return Err(Error::io(path, "cannot write", is_a_directory()));
     } else if !kind.is_file() {
-        "is not a regular file (a device, FIFO or socket); brevis writes a new file in its \
-         place and will not replace it"
+        "is not a regular file (a FIFO, socket or device); brevis will not replace it \
+         (only a character device such as /dev/null is written into directly)"
     } else {
         return Ok(());
     };

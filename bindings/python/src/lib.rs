@@ -220,6 +220,7 @@ fn decompress_file<'py>(
     let opts = DecompressOptions {
         jobs: check_jobs(jobs)?,
         force,
+        ..DecompressOptions::default()
     };
     let obs = PyObserver::new(progress);
     let result = py.detach(|| job::decompress(&src, dst.as_deref(), &opts, &obs));

@@ -2,9 +2,10 @@
 //! they become the library's options.
 
 use brevis::archive::{self, CompressOptions};
+use brevis::job::Destination;
 use brevis::synth::{PriorChoice, SearchOptions};
 use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const ABOUT: &str = "Lossless compression of model checkpoints (.safetensors) as program synthesis";
 
@@ -30,7 +31,17 @@ damaged; a folder's manifest changed, or a shard archive or copied file of it mi
 is an error, exit 1. ls and show on a folder whose shard archives do not restore \
 the files its manifest names warn and exit 3. A run stopped by SIGINT, SIGTERM or SIGHUP \
 removes its temporary output and exits 128 + the signal (130, 143, 129); with --json it \
-still prints its failure object (kind interrupted).";
+still prints its failure object (kind interrupted). decompress --salvage exits 3 when it \
+wrote the file with damaged tensors zero-filled (they are listed on stderr), and 1 when \
+nothing can be salvaged (the header record, index or trailer is damaged).
+
+Unix conventions: `-` as compress's input reads the .safetensors file from standard \
+input (whole, into memory; -o is then needed), and `-o -` writes decompress's, \
+extract's or compress's output to standard output (messages go to standard error). \
+`-o DIR`, an existing folder, writes DIR/NAME.brv (compress) or DIR/<the original file \
+name the archive records> (decompress). A character device such as /dev/null is \
+written directly, with no temporary file. `brevis completions SHELL` and `brevis man` \
+print shell completions and a man page.";
 
 #[derive(Parser)]
 #[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -57,9 +68,32 @@ pub enum Command {
         Every tensor and the whole file are checked against the checksums stored in the \
         archive; nothing is written unless all match. Exit code 3 if decoded bytes \
         differ from a checksum or a tensor record is damaged, 1 if the archive is not \
-        one, is cut short, or a program cannot be decoded."
+        one, is cut short, or a program cannot be decoded.\n\n\
+        With --salvage, a damaged tensor (or group of small tensors, or gap) is \
+        zero-filled instead and named on stderr, every other byte is written as it \
+        verifies, and the exit code is 3 if anything was damaged (0 if nothing was); an \
+        archive whose header record, index or trailer is damaged cannot be salvaged \
+        (exit 1, nothing written).\n\n\
+        OUT may be an existing folder (the file is written in it under the original \
+        name the archive records), `-` for standard output (checked while written: a \
+        damaged archive fails after the bytes before the damage were written; with \
+        --salvage nothing unverified is written), or a character device such as \
+        /dev/null (written directly)."
     )]
     Decompress(DecompressArgs),
+    /// Write a .safetensors file of some tensors of an archive
+    #[command(
+        long_about = "Write a .safetensors file holding just the named tensors of an \
+        archive (or compressed folder), decoded through the index one at a time and each \
+        checked against its stored checksum. The original header's __metadata__ is kept, \
+        the tensors keep their original order, dtypes and shapes, and their offsets are \
+        rewritten. A name may be given as `brevis ls` prints it.\n\n\
+        The file is written to a temporary file beside OUT and renamed into place when \
+        complete; an existing OUT is never replaced without --force. A name the archive \
+        does not hold is an error (exit 1) naming it and the nearest name it holds, and \
+        nothing is written. `-o -` writes to standard output."
+    )]
+    Extract(ExtractArgs),
     /// Check that an archive decodes to exactly what was compressed
     #[command(
         long_about = "Check that an archive decodes to exactly what was compressed.\n\n\
@@ -100,6 +134,23 @@ pub enum Command {
         elements each) with uniform costs and count the productions of the winning \
         programs per context. The result is the same for any thread count.")]
     Calibrate(CalibrateArgs),
+    /// Print shell completions for brevis (bash, zsh, fish, elvish, powershell)
+    #[command(
+        long_about = "Print a completion script for SHELL on standard output, made \
+        from this program's own command-line definitions. Install it where your shell \
+        looks, for example:\n\n  \
+        brevis completions bash > ~/.local/share/bash-completion/completions/brevis\n  \
+        brevis completions zsh > ~/.zfunc/_brevis\n  \
+        brevis completions fish > ~/.config/fish/completions/brevis.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page of brevis (roff)
+    #[command(
+        long_about = "Print the man page of brevis (roff, section 1) on standard \
+        output, made from this program's own command-line definitions. Install it with, \
+        for example: brevis man > ~/.local/share/man/man1/brevis.1"
+    )]
+    Man,
 }
 
 #[derive(Args, Clone)]
@@ -172,9 +223,12 @@ impl SearchArgs {
 #[derive(Args)]
 pub struct CompressArgs {
     /// The .safetensors file to compress, or a checkpoint folder (or its
-    /// model.safetensors.index.json): every shard compressed, every other file kept
+    /// model.safetensors.index.json): every shard compressed, every other file kept; `-`
+    /// reads the file from standard input (whole, into memory; -o is then needed)
     pub input: PathBuf,
-    /// The archive to write [default: INPUT with .safetensors replaced by .brv]
+    /// The archive to write; an existing folder: the archive inside it under the default
+    /// name; `-`: standard output; a character device (/dev/null): written directly
+    /// [default: INPUT with .safetensors replaced by .brv]
     #[arg(short, long, value_name = "OUT", value_parser = output_path)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -201,8 +255,10 @@ pub struct CompressArgs {
 pub struct DecompressArgs {
     /// The .brv archive to decompress, or a compressed checkpoint folder
     pub input: PathBuf,
-    /// The file (or, for a compressed folder, the folder) to write [default: INPUT with
-    /// .brv replaced by .safetensors; for a folder X.brv, X]
+    /// The file (or, for a compressed folder, the folder) to write; for an archive, an
+    /// existing folder: the file inside it under the original name the archive records;
+    /// `-`: standard output; a character device (/dev/null): written directly [default:
+    /// INPUT with .brv replaced by .safetensors; for a folder X.brv, X]
     #[arg(short, long, value_name = "OUT", value_parser = output_path)]
     pub output: Option<PathBuf>,
     /// Replace the output if it exists: a regular file, or for a folder one holding only
@@ -210,12 +266,45 @@ pub struct DecompressArgs {
     /// or other files)
     #[arg(short, long)]
     pub force: bool,
+    /// Restore a damaged archive as far as it goes: every tensor that matches its
+    /// checksum is written, a damaged one (it does not decode, or does not match) is
+    /// zero-filled and named on stderr (and in --json's "damaged"); exit 3 if any was.
+    /// Needs the header record, index and trailer intact (exit 1 otherwise); archive
+    /// files only
+    #[arg(long)]
+    pub salvage: bool,
     /// Worker threads (0 = all cores, at most 256) [default: all cores]
     #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     pub jobs: Option<usize>,
     /// Print a JSON summary on stdout
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ExtractArgs {
+    /// The .brv archive (or compressed folder) to take the tensors from
+    pub input: PathBuf,
+    /// The tensors to extract: their exact names, or as `brevis ls` prints them
+    #[arg(required = true, value_name = "TENSOR")]
+    pub tensors: Vec<String>,
+    /// The .safetensors file to write; `-`: standard output; a character device
+    /// (/dev/null): written directly
+    #[arg(short, long, value_name = "OUT", value_parser = output_path, required = true)]
+    pub output: PathBuf,
+    /// Replace the output if it exists (a regular file only)
+    #[arg(short, long)]
+    pub force: bool,
+    /// Print a JSON summary on stdout (not with -o -)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Args)]
@@ -298,7 +387,7 @@ pub struct CalibrateArgs {
     /// order (the prior file may not be written inside the folder)
     pub input: PathBuf,
     /// Where to write the prior (JSON)
-    #[arg(short, long, value_name = "OUT", value_parser = output_path)]
+    #[arg(short, long, value_name = "OUT", value_parser = file_output_path)]
     pub output: PathBuf,
     /// Replace the output if it exists
     #[arg(short, long)]
@@ -311,16 +400,40 @@ pub fn jobs_parser() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::new().range(0..=archive::MAX_JOBS as u64)
 }
 
-/// Parses an output path: `-` (standard output, which the temporary-file-and-rename
-/// writes cannot serve) is a usage error rather than a file named `-`.
+/// The path that stands for standard input or output (`-`; a file of that name is
+/// `./-`).
+pub const STDIO: &str = "-";
+
+/// Parses an output path: `-` is standard output ([`STDIO`]); an empty path is a usage
+/// error.
 pub fn output_path(s: &str) -> std::result::Result<PathBuf, String> {
-    if s == "-" {
-        return Err("writing to standard output is not supported; name a file".into());
-    }
     if s.is_empty() {
         return Err("the output path is empty; name a file".into());
     }
     Ok(PathBuf::from(s))
+}
+
+/// Parses the output path of a command that writes files only: `-` (standard output)
+/// is a usage error rather than a file named `-`.
+pub fn file_output_path(s: &str) -> std::result::Result<PathBuf, String> {
+    if s == STDIO {
+        return Err("writing to standard output is not supported; name a file".into());
+    }
+    output_path(s)
+}
+
+/// `path` as a [`Destination`]: `-` is standard output.
+pub fn destination(path: Option<&Path>) -> Destination<'_> {
+    match path {
+        None => Destination::Default,
+        Some(p) if p == Path::new(STDIO) => Destination::Stdout,
+        Some(p) => Destination::Path(p),
+    }
+}
+
+/// Whether `path` is `-` (standard input or output).
+pub fn is_stdio(path: Option<&Path>) -> bool {
+    path.is_some_and(|p| p == Path::new(STDIO))
 }
 
 impl CompressArgs {
@@ -343,7 +456,10 @@ impl Command {
     pub fn writes(&self) -> bool {
         matches!(
             self,
-            Command::Compress(_) | Command::Decompress(_) | Command::Calibrate(_)
+            Command::Compress(_)
+                | Command::Decompress(_)
+                | Command::Extract(_)
+                | Command::Calibrate(_)
         )
     }
 
@@ -352,11 +468,48 @@ impl Command {
         match self {
             Command::Compress(a) => a.json,
             Command::Decompress(a) => a.json,
+            Command::Extract(a) => a.json,
             Command::Verify(a) => a.json,
             Command::Ls(a) => a.json,
             Command::Show(a) => a.json,
             Command::Bench(a) => a.json,
-            Command::Calibrate(_) => false,
+            Command::Calibrate(_) | Command::Completions(_) | Command::Man => false,
         }
+    }
+
+    /// Refuses what clap cannot say: standard input without `-o`, `--json` with `-o -`
+    /// (both would use standard output).
+    ///
+    /// # Errors
+    /// A usage error (exit 2), as clap's own.
+    pub fn check(self) -> Result<Command, clap::Error> {
+        use clap::error::ErrorKind;
+        use clap::CommandFactory;
+        let usage = |kind: ErrorKind, msg: &str| Cli::command().error(kind, msg);
+        let (output, json) = match &self {
+            Command::Compress(a) => {
+                if is_stdio(Some(&a.input)) && a.output.is_none() {
+                    return Err(usage(
+                        ErrorKind::MissingRequiredArgument,
+                        "reading from standard input (`-`) needs -o OUT: the archive's \
+                         file name (or -o - for standard output); standard input has no \
+                         name to make one from",
+                    ));
+                }
+                (a.output.as_deref(), a.json)
+            }
+            Command::Decompress(a) => (a.output.as_deref(), a.json),
+            Command::Extract(a) => (Some(a.output.as_path()), a.json),
+            _ => (None, false),
+        };
+        if json && is_stdio(output) {
+            return Err(usage(
+                ErrorKind::ArgumentConflict,
+                "--json prints on standard output, which -o - takes for the data; \
+                 write the output to a file, or leave out --json (messages go to \
+                 standard error)",
+            ));
+        }
+        Ok(self)
     }
 }

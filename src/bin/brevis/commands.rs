@@ -3,8 +3,11 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod completions;
 pub mod compress;
 pub mod decompress;
+pub mod extract;
 pub mod ls;
+pub mod man;
 pub mod show;
 pub mod verify;

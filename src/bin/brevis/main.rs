@@ -6,7 +6,8 @@
 //! the original). `verify` exits 3 on any damage it finds in an archive it can open,
 //! decodable or not: finding it is its result; an archive too damaged to open (its header,
 //! index or a shard of a folder missing or cut short) is an error, exit 1; a run stopped
-//! by SIGINT, SIGTERM or SIGHUP exits 128 + the signal. `--help` says the same.
+//! by SIGINT, SIGTERM or SIGHUP exits 128 + the signal; `decompress --salvage` exits 3
+//! when it wrote the file with damaged tensors zero-filled. `--help` says the same.
 
 /// `eprintln!` that ignores a failure to write (std's panics): with stderr full or
 /// closed, a job still prints its report on stdout and exits with its own code (it
@@ -69,7 +70,11 @@ enum Outcome {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(|c| {
+        Ok(Cli {
+            command: c.command.check()?,
+        })
+    }) {
         Ok(cli) => cli,
         Err(e) => {
             // A usage error of a command asked for `--json` gets its object on stdout too
@@ -201,7 +206,15 @@ fn run(cli: Cli) -> Result<Outcome> {
         Command::Show(a) => commands::show::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),
+        Command::Extract(a) => commands::extract::run(a),
+        Command::Completions(a) => commands::completions::run(a),
+        Command::Man => commands::man::run(),
     }
+}
+
+/// Writes `s` to stderr: the report of a command whose output went to stdout.
+fn emit_stderr(s: &str) {
+    eprint!("{s}");
 }
 
 /// Writes `s` to stdout; a closed pipe (`brevis ls x.brv | head`) is not an error.

@@ -1,15 +1,29 @@
 //! `brevis compress`.
 
-use crate::args::CompressArgs;
+use crate::args::{destination, is_stdio, CompressArgs};
 use crate::print::{fmt_change, mb_per_s, plural};
-use crate::{after_writing, emit, emit_report, shown, Console, Outcome};
+use crate::{after_writing, emit, emit_report, emit_stderr, failure, shown, Console, Outcome};
 use anyhow::Result;
-use brevis::job::{self, CompressDetail};
+use brevis::job::{self, CompressDetail, Input};
+use std::io::IsTerminal;
 
 pub fn run(a: CompressArgs) -> Result<Outcome> {
     let opts = a.options()?;
+    let input = if is_stdio(Some(&a.input)) {
+        if std::io::stdin().is_terminal() {
+            return Err(failure(
+                "usage",
+                "standard input is a terminal: pipe a .safetensors file into \
+                 `brevis compress -` (or name the file)"
+                    .to_string(),
+            ));
+        }
+        Input::Stdin
+    } else {
+        Input::Path(&a.input)
+    };
     let console = Console::new("compress");
-    let r = job::compress(&a.input, a.output.as_deref(), &opts, &console)?;
+    let r = job::compress_from(input, destination(a.output.as_deref()), &opts, &console)?;
     drop(console);
     if a.json {
         after_writing(&r.output, emit_report(&r))?;
@@ -24,18 +38,20 @@ pub fn run(a: CompressArgs) -> Result<Outcome> {
             plural(copied.len(), "file"),
         ),
     };
-    after_writing(
-        &r.output,
-        emit(&format!(
-            "{} -> {}: {} -> {} bytes ({}), {what}, {:.2} s ({:.1} MB/s)\n",
-            shown(&r.input),
-            shown(&r.output),
-            r.original_bytes,
-            r.archive_bytes,
-            fmt_change(r.reduction_percent),
-            r.seconds,
-            mb_per_s(r.original_bytes, r.seconds),
-        )),
-    )?;
+    let line = format!(
+        "{} -> {}: {} -> {} bytes ({}), {what}, {:.2} s ({:.1} MB/s)\n",
+        shown(&r.input),
+        shown(&r.output),
+        r.original_bytes,
+        r.archive_bytes,
+        fmt_change(r.reduction_percent),
+        r.seconds,
+        mb_per_s(r.original_bytes, r.seconds),
+    );
+    if is_stdio(a.output.as_deref()) {
+        emit_stderr(&line);
+    } else {
+        after_writing(&r.output, emit(&line))?;
+    }
     Ok(Outcome::Ok)
 }

@@ -1,25 +1,62 @@
 //! `brevis decompress`.
 
-use crate::args::DecompressArgs;
+use crate::args::{destination, is_stdio, DecompressArgs};
 use crate::print::{mb_per_s, plural};
-use crate::{after_writing, emit, emit_report, shown, Console, Outcome};
+use crate::{after_writing, emit, emit_report, emit_stderr, shown, Console, Outcome};
 use anyhow::Result;
-use brevis::archive::DecompressOptions;
+use brevis::archive::{escape_name, DecompressOptions};
 use brevis::job::{self, DecompressDetail};
 
 pub fn run(a: DecompressArgs) -> Result<Outcome> {
     let opts = DecompressOptions {
         jobs: a.jobs,
         force: a.force,
+        salvage: a.salvage,
     };
     let console = Console::new("decompress");
-    let r = job::decompress(&a.input, a.output.as_deref(), &opts, &console)?;
+    let r = job::decompress_into(&a.input, destination(a.output.as_deref()), &opts, &console)?;
     drop(console);
+    // The damaged regions a salvage zero-filled: on stderr, one line per tensor.
+    for d in &r.damaged {
+        let what = if d.tensors.is_empty() {
+            d.region.clone()
+        } else {
+            let names: Vec<String> = d
+                .tensors
+                .iter()
+                .map(|t| format!("tensor \"{}\"", escape_name(t)))
+                .collect();
+            names.join(", ")
+        };
+        eprintln!(
+            "damaged: {what}: {} bytes at file offset {} zero-filled: {}",
+            d.bytes,
+            d.offset,
+            escape_name(&d.reason)
+        );
+    }
+    let outcome = if r.damaged.is_empty() {
+        Outcome::Ok
+    } else {
+        Outcome::Mismatch
+    };
     if a.json {
         after_writing(&r.output, emit_report(&r))?;
-        return Ok(Outcome::Ok);
+        return Ok(outcome);
     }
     let line = match r.detail {
+        DecompressDetail::File { .. } if !r.damaged.is_empty() => {
+            let tensors: usize = r.damaged.iter().map(|d| d.tensors.len().max(1)).sum();
+            format!(
+                "{} -> {}: {} bytes, SALVAGED: {} zero-filled (named above), every other \
+                 tensor matches its checksum, {:.2} s\n",
+                shown(&r.input),
+                shown(&r.output),
+                r.original_bytes,
+                plural(tensors, "damaged tensor or gap"),
+                r.seconds,
+            )
+        }
         DecompressDetail::File { .. } => format!(
             "{} -> {}: {} bytes, tensor and whole-file checksums match, {:.2} s ({:.1} MB/s)\n",
             shown(&r.input),
@@ -38,6 +75,10 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
             mb_per_s(r.original_bytes, r.seconds),
         ),
     };
-    after_writing(&r.output, emit(&line))?;
-    Ok(Outcome::Ok)
+    if is_stdio(a.output.as_deref()) || !r.damaged.is_empty() {
+        emit_stderr(&line);
+    } else {
+        after_writing(&r.output, emit(&line))?;
+    }
+    Ok(outcome)
 }
