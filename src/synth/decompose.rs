@@ -321,12 +321,15 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
     }
     // Back references: earlier runs of words reused (a bounded match finder, gated so
     // that streams without reuse cost little).
-    let plain = super::backref::propose(t);
+    let may_parse = super::backref::may_parse(t);
+    let plain = may_parse
+        .then(|| super::backref::propose_unchecked(t))
+        .flatten();
     // The same by columns, for a matrix whose columns repeat or mirror each other (a
     // Fourier basis): only when it beats the rows' parse by a tenth.
     if let Some(r) = info
         .rows
-        .filter(|&r| r >= 2 && (n as u64).is_multiple_of(r) && n as u64 / r >= 2)
+        .filter(|&r| may_parse && r >= 2 && (n as u64).is_multiple_of(r) && n as u64 / r >= 2)
     {
         if let Some(p) = by_columns(t, r as usize) {
             if plain
@@ -395,24 +398,28 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
 }
 
 /// The back-reference parse of the `rows x c` matrix `t` (row by row) read column by
-/// column, when [`super::backref::propose`] would propose it; the columns' probe is
-/// gathered without transposing the whole matrix.
+/// column, when [`super::backref::propose`] would propose it (the caller has checked
+/// [`super::backref::may_parse`], which the columns share with the rows); the columns'
+/// probe is gathered without transposing the whole matrix.
 fn by_columns(t: &Words, rows: usize) -> Option<super::backref::Parse> {
-    use super::backref::{may_parse, parse_if_pays, probe_pays, PROBE_WORDS};
+    use super::backref::{parse_if_pays, probe_pays, reuses_enough, PROBE_WORDS};
     let n = t.len();
     let cols = n / rows;
-    if !may_parse(t) {
-        return None;
-    }
     if n > PROBE_WORDS {
         let probe = Words::from_fn(t.width(), PROBE_WORDS, |k| {
             t.get(k % rows * cols + k / rows)
         });
-        if !probe_pays(&probe) {
+        if !reuses_enough(&probe) || !probe_pays(&probe) {
             return None;
         }
+        parse_if_pays(&crate::dsl::exec::transpose(t, cols))
+    } else {
+        let columns = crate::dsl::exec::transpose(t, cols);
+        if !reuses_enough(&columns) {
+            return None;
+        }
+        parse_if_pays(&columns)
     }
-    parse_if_pays(&crate::dsl::exec::transpose(t, cols))
 }
 
 /// The smallest period `p < n` with `n % p == 0` and `t[i] == t[i % p]`, trying the
