@@ -145,58 +145,90 @@ pub const REUSE_SHARE: usize = 16;
 /// The windows of [`min_match`] words in `v` whose words occur earlier (forward, and
 /// with `with_modes` also backward and with the top bit flipped, as [`parse`] matches),
 /// found through a direct-mapped table of the latest position per hash (so a repeat is
-/// missed when a later window took its slot).
-fn repeated_windows<T: Copy + Eq + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> usize {
+/// missed when a later window took its slot). A window is one key: its words packed
+/// into a `u64` when they fit (8-bit words 4 to a key, 16-bit 3, 32-bit 2), else a
+/// 64-bit hash of them (a collision there counts a false repeat, which only costs the
+/// parse that follows).
+fn repeated_windows<T: Copy + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> usize {
+    const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
     let n = v.len();
     let min = min_match(width);
     if n < min {
         return 0;
     }
-    let bits = (usize::BITS - n.leading_zeros() + 2).clamp(12, 20);
-    let mut slot = vec![u32::MAX; 1 << bits];
+    let lane = 8 * std::mem::size_of::<T>();
     let top = 1u64 << (width - 1);
-    let fold = |h: u64, x: u64| (h ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let hash_fwd = |i: usize, x: u64| -> usize {
-        let h = v[i..i + min].iter().fold(0, |h, &w| fold(h, w.into() ^ x));
-        (h >> (64 - bits)) as usize
+    // Per window: its key, and the keys of its other modes (flipped, backward, both).
+    let (keys, others): (Vec<u64>, Vec<[u64; 3]>) = if lane * min <= 64 {
+        // Packed, first word lowest; the backward key has the first word highest. Both
+        // roll by one word per position.
+        let all = if lane * min == 64 {
+            u64::MAX
+        } else {
+            (1u64 << (lane * min)) - 1
+        };
+        let flip = (0..min).fold(0, |m, j| m | top << (j * lane));
+        let (mut k, mut r) = (0u64, 0u64);
+        for (j, &w) in v[..min - 1].iter().enumerate() {
+            k |= w.into() << ((j + 1) * lane);
+            r = (r << lane) | w.into();
+        }
+        let mut keys = Vec::with_capacity(n - min + 1);
+        let mut others = Vec::with_capacity(if with_modes { n - min + 1 } else { 0 });
+        for &w in &v[min - 1..] {
+            k = (k >> lane) | w.into() << ((min - 1) * lane);
+            r = ((r << lane) & all) | w.into();
+            keys.push(k);
+            if with_modes {
+                others.push([k ^ flip, r, r ^ flip]);
+            }
+        }
+        (keys, others)
+    } else {
+        let key = |it: &mut dyn Iterator<Item = u64>| it.fold(0, |h, w| (h ^ w).wrapping_mul(MUL));
+        let windows = v.windows(min);
+        let keys = windows
+            .clone()
+            .map(|w| key(&mut w.iter().map(|&x| x.into())))
+            .collect();
+        let others = if with_modes {
+            windows
+                .map(|w| {
+                    [
+                        key(&mut w.iter().map(|&x| x.into() ^ top)),
+                        key(&mut w.iter().rev().map(|&x| x.into())),
+                        key(&mut w.iter().rev().map(|&x| x.into() ^ top)),
+                    ]
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (keys, others)
     };
-    let hash_rev = |i: usize, x: u64| -> usize {
-        let h = v[i..i + min]
-            .iter()
-            .rev()
-            .fold(0, |h, &w| fold(h, w.into() ^ x));
-        (h >> (64 - bits)) as usize
+    let bits = (usize::BITS - n.leading_zeros() + 1).clamp(12, 20);
+    let slot_of = |k: u64| (k.wrapping_mul(MUL) >> (64 - bits)) as usize;
+    // Per slot the latest key and its position (`u32::MAX`: empty); a miss reads the
+    // key alone.
+    let mut slot_key = vec![0u64; 1 << bits];
+    let mut slot_pos = vec![u32::MAX; 1 << bits];
+    let seen = |q: u64, slot_key: &[u64], slot_pos: &[u32]| -> Option<usize> {
+        let s = slot_of(q);
+        (slot_key[s] == q && slot_pos[s] != u32::MAX).then(|| slot_pos[s] as usize)
     };
     let mut repeated = 0;
-    for i in 0..=n - min {
-        let window = &v[i..i + min];
-        let fwd = hash_fwd(i, 0);
-        let hit = |j: u32, mode: u64| -> bool {
-            if j == u32::MAX {
-                return false;
-            }
-            let src = &v[j as usize..j as usize + min];
-            let x = if mode & 2 != 0 { top } else { 0 };
-            if mode & 1 == 0 {
-                src.iter()
-                    .zip(window)
-                    .all(|(&a, &b)| a.into() ^ x == b.into())
-            } else {
-                j as usize + min <= i
-                    && src
-                        .iter()
-                        .rev()
-                        .zip(window)
-                        .all(|(&a, &b)| a.into() ^ x == b.into())
-            }
-        };
-        let found = hit(slot[fwd], 0)
+    for (i, &k) in keys.iter().enumerate() {
+        let found = seen(k, &slot_key, &slot_pos).is_some()
             || (with_modes
-                && (hit(slot[hash_fwd(i, top)], 2)
-                    || hit(slot[hash_rev(i, 0)], 1)
-                    || hit(slot[hash_rev(i, top)], 3)));
+                && others[i].iter().enumerate().any(|(mode, &q)| {
+                    // Modes 2 (flipped), 1 (backward), 3: a backward source ends
+                    // before the window starts.
+                    seen(q, &slot_key, &slot_pos).is_some_and(|j| mode == 0 || j + min <= i)
+                }));
         repeated += usize::from(found);
-        slot[fwd] = i as u32;
+        let s = slot_of(k);
+        slot_key[s] = k;
+        slot_pos[s] = i as u32;
     }
     repeated
 }
