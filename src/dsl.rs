@@ -2,12 +2,13 @@
 //! format and the text form.
 
 pub mod exec;
+pub mod narrow;
 pub mod program;
 pub mod text;
 pub mod wire;
 
 pub use exec::{execute, matches, ExecError};
-pub use program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty, TypeError};
+pub use program::{Dequant, Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty, TypeError};
 pub use wire::{
     program_bytes, program_end, program_len, read_program, size_report, NodeSize, WireError,
 };

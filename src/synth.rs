@@ -5,6 +5,7 @@ pub mod astar;
 pub mod backref;
 pub mod calibrate;
 pub mod decompose;
+pub mod dequant;
 pub mod prior;
 
 use crate::dsl::Node;

@@ -5,7 +5,7 @@
 //! pieces the synthesizer needs (split a word into fields, take differences) live side
 //! by side so they are tested as pairs.
 
-use super::program::{MapFn, Node, Op, ScanFn, Ty};
+use super::program::{Dequant, MapFn, Node, Op, ScanFn, Ty};
 use crate::codec::CodecError;
 pub use crate::tensor::extract;
 use crate::tensor::{mask, WordBuf, Words};
@@ -81,6 +81,7 @@ fn run(node: &Node) -> Result<Words, ExecError> {
                 .map_err(|what| ExecError::BackRef { ty, what })?
         }
         Op::Transpose(rows, child) => transpose(&run(child)?, *rows as usize),
+        Op::Dequant(d, children) => dequantize(d, &run(&children[0])?, &run(&children[1])?),
     })
 }
 
@@ -490,6 +491,67 @@ fn or_shifted(out: &mut WordBuf, part: &WordBuf, shift: u32) {
         WordBuf::U32(o) => inner!(o, u32),
         WordBuf::U64(o) => inner!(o, u64),
     }
+}
+
+/// The output of `Dequant_d(codes, scales)` ([`super::Op::Dequant`]): `codes.len()`
+/// words of `d.out`'s width, each recomputed from its code and its block's scale by the
+/// arithmetic of [`super::narrow`].
+///
+/// # Panics
+/// If `d` does not fit `codes.len()` words or `scales` has another length than its
+/// blocks ([`Dequant::blocks`]; the constructors check both).
+pub fn dequantize(d: &Dequant, codes: &Words, scales: &Words) -> Words {
+    let n = codes.len();
+    let blocks = d.blocks(n as u64).expect("constructors checked the blocks");
+    assert_eq!(scales.len() as u64, blocks, "one scale per block");
+    let cols = d.cols as usize;
+    let (br, bc) = (d.block_rows as usize, d.block_cols as usize);
+    let table = d.code.table();
+    let WordBuf::U8(c) = codes.buf() else {
+        unreachable!("codes are 8-bit words")
+    };
+    // Per block run: the scale, then one multiply and one rounding per word.
+    fn fill<T>(
+        c: &[u8],
+        cols: usize,
+        br: usize,
+        bc: usize,
+        put: impl Fn(u8, f32) -> T,
+        scale: impl Fn(usize) -> f32,
+    ) -> Vec<T> {
+        let per_row = cols.div_ceil(bc);
+        let mut out = Vec::with_capacity(c.len());
+        for (i, row) in c.chunks_exact(cols).enumerate() {
+            let first = (i / br) * per_row;
+            for (k, chunk) in row.chunks(bc).enumerate() {
+                let s = scale(first + k);
+                out.extend(chunk.iter().map(|&code| put(code, s)));
+            }
+        }
+        out
+    }
+    let scale = |b: usize| f32::from_bits(scales.get(b) as u32);
+    let o = d.out;
+    let buf = match o {
+        super::narrow::Out::F32 => WordBuf::U32(fill(
+            c,
+            cols,
+            br,
+            bc,
+            |code, s| o.round(table[code as usize] * s) as u32,
+            scale,
+        )),
+        _ => WordBuf::U16(fill(
+            c,
+            cols,
+            br,
+            bc,
+            |code, s| o.round(table[code as usize] * s) as u16,
+            scale,
+        )),
+    };
+    let out = Words::from_buf(o.width(), buf).expect("the container of the output width");
+    out
 }
 
 #[cfg(test)]

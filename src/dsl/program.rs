@@ -311,6 +311,55 @@ pub enum Op {
     /// `j * r + i`. Lets programs see a tensor's columns (a Fourier basis whose columns
     /// mirror each other) as runs.
     Transpose(u64, Box<Node>),
+    /// `Dequant_{c,o,cols,br x bc}(C, S)`: dequantization. The output, `rows x cols` row
+    /// by row (`rows = n / cols`), is cut into blocks of `br x bc` words (the last ones
+    /// in a row or column may be smaller), numbered row-major; word `(i, j)` is
+    /// `o.round(c.value(C[i * cols + j]) * f32::from_bits(S[(i / br) * ceil(cols / bc)
+    /// + j / bc]))` ([`crate::dsl::narrow`] spells out the arithmetic). Children: the
+    /// codes `u8[n]` and one scale per block, `u32[ceil(rows / br) * ceil(cols / bc)]`.
+    /// Per-row scales are blocks of `1 x cols`, one scale for the tensor `rows x cols`.
+    Dequant(Dequant, Vec<Node>),
+}
+
+/// The parameters of [`Op::Dequant`]: what the codes are, what the output is, and how
+/// the scales tile the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dequant {
+    /// The codes' format.
+    pub code: crate::dsl::narrow::Code,
+    /// The output's format (its width is the node's).
+    pub out: crate::dsl::narrow::Out,
+    /// Columns of the output's matrix view (`>= 1`, divides `n`).
+    pub cols: u64,
+    /// Block height in rows (`1..=rows`).
+    pub block_rows: u64,
+    /// Block width in columns (`1..=cols`).
+    pub block_cols: u64,
+}
+
+impl Dequant {
+    /// Scales (blocks) for an output of `n` words: `ceil(rows / br) * ceil(cols / bc)`.
+    /// Fails unless the parameters fit `n` (see the fields).
+    pub fn blocks(&self, n: u64) -> Result<u64, TypeError> {
+        let Dequant {
+            cols,
+            block_rows: br,
+            block_cols: bc,
+            ..
+        } = *self;
+        if n == 0 || cols == 0 || !n.is_multiple_of(cols) {
+            return Err(TypeError::new(format!(
+                "dequant of {n} words into {cols} columns"
+            )));
+        }
+        let rows = n / cols;
+        if !(1..=rows).contains(&br) || !(1..=cols).contains(&bc) {
+            return Err(TypeError::new(format!(
+                "dequant blocks {br}x{bc} of a {rows}x{cols} matrix"
+            )));
+        }
+        Ok(rows.div_ceil(br) * cols.div_ceil(bc))
+    }
 }
 
 /// A well-typed program node: its operator and its type.
@@ -337,7 +386,7 @@ impl Node {
     pub fn children(&self) -> &[Node] {
         match &self.op {
             Op::Lit(_) | Op::Const(_) => &[],
-            Op::Concat(c) | Op::Merge(_, c) | Op::BackRef(c) => c,
+            Op::Concat(c) | Op::Merge(_, c) | Op::BackRef(c) | Op::Dequant(_, c) => c,
             Op::Repeat(_, c) | Op::Map(_, c) | Op::Scan(_, _, c) | Op::Transpose(_, c) => {
                 std::slice::from_ref(c)
             }
@@ -568,8 +617,25 @@ impl Node {
         })
     }
 
+    /// `Dequant(codes, scales)` (see [`Op::Dequant`]). Fails unless `d` fits `n` words
+    /// of its output width ([`Dequant::blocks`]), the codes are `u8[n]` and the scales
+    /// `u32[blocks]`.
+    pub fn dequant(d: Dequant, n: u64, codes: Node, scales: Node) -> Result<Node, TypeError> {
+        let blocks = d.blocks(n)?;
+        if codes.ty != Ty::new(8, n) || scales.ty != Ty::new(32, blocks) {
+            return Err(TypeError::new(format!(
+                "dequant of {n} words takes u8[{n}] codes and u32[{blocks}] scales, not {} and {}",
+                codes.ty, scales.ty
+            )));
+        }
+        Ok(Node {
+            ty: Ty::new(d.out.width(), n),
+            op: Op::Dequant(d, vec![codes, scales]),
+        })
+    }
+
     /// Name of the root operator (`lit`, `const`, `concat`, `repeat`, `map`, `scan`,
-    /// `merge`, `backref`, `transpose`).
+    /// `merge`, `backref`, `transpose`, `dequant`).
     pub fn op_name(&self) -> &'static str {
         match &self.op {
             Op::Lit(_) => "lit",
@@ -581,6 +647,7 @@ impl Node {
             Op::Merge(..) => "merge",
             Op::BackRef(..) => "backref",
             Op::Transpose(..) => "transpose",
+            Op::Dequant(..) => "dequant",
         }
     }
 }

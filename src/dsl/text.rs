@@ -47,6 +47,14 @@ pub fn node_label(node: &Node) -> String {
         },
         Op::BackRef(_) => "backref".to_string(),
         Op::Transpose(r, _) => format!("transpose {r}"),
+        Op::Dequant(d, _) => format!(
+            "dequant {}>{} cols {} block {}x{}",
+            d.code.name(),
+            d.out.name(),
+            d.cols,
+            d.block_rows,
+            d.block_cols
+        ),
     }
 }
 

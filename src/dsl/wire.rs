@@ -15,6 +15,7 @@
 //! | `Merge` | tag `0x70 \| family` (fields 0, bit planes 1, byte planes 2); for fields LEB128 `k` and the widths of fields `1..k-1` in bits (the last is what remains); children |
 //! | `BackRef` | tag `0x80 \| family` (wire version 2; without modes 0, with modes 1), LEB128 literal words `L`, LEB128 tokens `T`, LEB128 widths in bits of the runs, lengths, distances (and modes), children (literals `b[L]`, then the token streams of `T` words) |
 //! | `Transpose` | tag `0x90` (wire version 2), LEB128 rows `r`, child (of the same type) |
+//! | `Dequant` | tag `0xA0 \| code` (wire version 3; E4M3 0, E5M2 1), LEB128 output format (bfloat16 0, binary16 1, binary32 2), LEB128 columns, block rows, block columns; children (codes `u8[n]`, scales `u32[blocks]`) |
 //!
 //! Tags are stable numbers independent of the Rust enums. Integers are unsigned LEB128
 //! (at most 10 bytes, no overlong final byte beyond 64 bits). One encoder serves two
@@ -31,8 +32,9 @@ use super::program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty};
 use crate::codec::CodecId;
 
 /// Version of this wire format, stored once in the archive header. Version 2 added
-/// `BackRef` (tag `0x80`); a reader of version 2 reads version 1 unchanged.
-pub const WIRE_VERSION: u32 = 2;
+/// `BackRef` (tag `0x80`) and `Transpose` (`0x90`), version 3 `Dequant` (`0xA0`); a
+/// reader of a version reads every earlier one unchanged.
+pub const WIRE_VERSION: u32 = 3;
 
 /// Deepest tree the reader accepts (root has depth 1).
 pub const MAX_DEPTH: usize = 32;
@@ -49,10 +51,11 @@ const TAG_SCAN: u8 = 0x60;
 const TAG_MERGE: u8 = 0x70;
 const TAG_BACKREF: u8 = 0x80;
 const TAG_TRANSPOSE: u8 = 0x90;
+const TAG_DEQUANT: u8 = 0xA0;
 
 /// The root operator's name from the first byte of a program, without reading the rest
 /// (`lit`, `const`, `concat`, `repeat`, `map`, `scan`, `merge`, `backref`, `transpose`,
-/// or `?` for no byte or an unknown tag).
+/// `dequant`, or `?` for no byte or an unknown tag).
 pub fn root_op_name(program: &[u8]) -> &'static str {
     match program.first().map(|t| t & 0xf0) {
         Some(TAG_LIT) => "lit",
@@ -64,6 +67,7 @@ pub fn root_op_name(program: &[u8]) -> &'static str {
         Some(TAG_MERGE) => "merge",
         Some(TAG_BACKREF) => "backref",
         Some(TAG_TRANSPOSE) => "transpose",
+        Some(TAG_DEQUANT) => "dequant",
         _ => "?",
     }
 }
@@ -173,6 +177,13 @@ fn write_framing(node: &Node, sink: &mut impl Sink) {
         Op::Transpose(rows, _) => {
             sink.put_u8(TAG_TRANSPOSE);
             sink.put_uleb(*rows);
+        }
+        Op::Dequant(d, _) => {
+            sink.put_u8(TAG_DEQUANT | d.code.id());
+            sink.put_uleb(u64::from(d.out.id()));
+            sink.put_uleb(d.cols);
+            sink.put_uleb(d.block_rows);
+            sink.put_uleb(d.block_cols);
         }
         Op::BackRef(children) => {
             sink.put_u8(TAG_BACKREF | (children.len() == 5) as u8);
@@ -526,6 +537,31 @@ impl Reader<'_> {
                 }
                 let child = self.node(ty, depth + 1)?;
                 typed(self, Node::transpose(rows, child))?
+            }
+            TAG_DEQUANT => {
+                use super::narrow::{Code, Out};
+                let code = Code::from_id(fam).ok_or(unknown)?;
+                let out = self.uleb()?;
+                let out = u8::try_from(out)
+                    .ok()
+                    .and_then(Out::from_id)
+                    .ok_or_else(|| self.type_err(offset, format!("dequant output format {out}")))?;
+                let d = super::program::Dequant {
+                    code,
+                    out,
+                    cols: self.uleb()?,
+                    block_rows: self.uleb()?,
+                    block_cols: self.uleb()?,
+                };
+                if out.width() != ty.width {
+                    return Err(
+                        self.type_err(offset, format!("dequant to {} into {ty}", out.name()))
+                    );
+                }
+                let blocks = d.blocks(ty.len).map_err(|e| self.type_err(offset, e.0))?;
+                let codes = self.node(Ty::new(8, ty.len), depth + 1)?;
+                let scales = self.node(Ty::new(32, blocks), depth + 1)?;
+                typed(self, Node::dequant(d, ty.len, codes, scales))?
             }
             TAG_BACKREF => {
                 if fam > 1 {

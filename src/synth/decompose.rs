@@ -32,10 +32,11 @@ pub enum ProdKind {
     MergeBytePlanes,
     BackRef,
     Transpose,
+    Dequant,
 }
 
 /// Every production kind, in a fixed order.
-pub const ALL_PRODS: [ProdKind; 17] = [
+pub const ALL_PRODS: [ProdKind; 18] = [
     ProdKind::Lit,
     ProdKind::Const,
     ProdKind::Concat,
@@ -53,6 +54,7 @@ pub const ALL_PRODS: [ProdKind; 17] = [
     ProdKind::MergeBytePlanes,
     ProdKind::BackRef,
     ProdKind::Transpose,
+    ProdKind::Dequant,
 ];
 
 impl ProdKind {
@@ -76,6 +78,7 @@ impl ProdKind {
             ProdKind::MergeBytePlanes => "merge_byteplanes",
             ProdKind::BackRef => "backref",
             ProdKind::Transpose => "transpose",
+            ProdKind::Dequant => "dequant",
         }
     }
 
@@ -111,6 +114,7 @@ impl ProdKind {
             },
             Op::BackRef(_) => ProdKind::BackRef,
             Op::Transpose(..) => ProdKind::Transpose,
+            Op::Dequant(..) => ProdKind::Dequant,
         }
     }
 }
@@ -129,6 +133,8 @@ pub enum Shell {
     /// one step because a transposition alone never changes a literal's size; the
     /// columns pay only when something reuses them.
     TransposeBackRef(u64, u64),
+    /// Dequantization producing `n` words: `(parameters, n)`; children codes, scales.
+    Dequant(crate::dsl::Dequant, u64),
 }
 
 impl Shell {
@@ -150,6 +156,7 @@ impl Shell {
                 *r,
                 Node::backref(*n, std::iter::from_fn(|| one().ok()).collect())?,
             ),
+            Shell::Dequant(d, n) => Node::dequant(*d, *n, one()?, one()?),
         }
     }
 }
@@ -221,8 +228,12 @@ pub fn lazy_children(shell: &Shell, t: &Words) -> Vec<Words> {
             let widths = f.widths(t.width()).expect("proposed merges are well typed");
             split_fields(t, &widths)
         }
-        Shell::Concat | Shell::Repeat(_) | Shell::BackRef(_) | Shell::TransposeBackRef(..) => {
-            panic!("concat, repeat and backref children are eager")
+        Shell::Concat
+        | Shell::Repeat(_)
+        | Shell::BackRef(_)
+        | Shell::TransposeBackRef(..)
+        | Shell::Dequant(..) => {
+            panic!("concat, repeat, backref and dequant children are eager")
         }
     }
 }
@@ -317,6 +328,18 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
             ProdKind::Concat,
             Shell::Concat,
             vec![t.slice(0, cut), t.slice(cut, n)],
+        ));
+    }
+    // Dequantization: a float tensor whose words are FP8 codes times per-block scales,
+    // found exactly or not at all (a gate of one block's first words first).
+    if let Some(f) = info
+        .dtype
+        .and_then(|dt| super::dequant::propose(t, dt, info.rows.unwrap_or(1)))
+    {
+        out.push(Cand::Eager(
+            ProdKind::Dequant,
+            Shell::Dequant(f.d, n as u64),
+            vec![f.codes, f.scales],
         ));
     }
     // Back references: earlier runs of words reused (a bounded match finder, gated so

@@ -305,6 +305,13 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
             v
         }
         Op::Transpose(..) => vec![format!("{role}, column by column")],
+        Op::Dequant(d, _) => vec![
+            format!("the {} codes of {role}", d.code.name().to_uppercase()),
+            format!(
+                "the scales of {role}, one per {}x{} block",
+                d.block_rows, d.block_cols
+            ),
+        ],
         Op::Lit(_) | Op::Const(_) => vec![],
     }
 }

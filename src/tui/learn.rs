@@ -275,6 +275,16 @@ fn explain(n: &Node, out: &[u64]) -> String {
              row by row",
             ty.len / r
         ),
+        Op::Dequant(d, c) => format!(
+            "dequant: each {} code times its block's f32 scale ({} scales, blocks of {} x \
+             {}), rounded to {} -> {} words",
+            d.code.name(),
+            c[1].ty().len,
+            d.block_rows,
+            d.block_cols,
+            d.out.name(),
+            out.len()
+        ),
     }
 }
 
