@@ -240,12 +240,14 @@ pub fn synthesize_in_regions(
         return synthesize_matrix(&shared, dtype, rows, opts, prior);
     }
     use rayon::prelude::*;
+    let (region_words, cols) = regions_of(n, rows, region_words);
     let parts: Vec<Synthesis> = (0..n.div_ceil(region_words))
         .into_par_iter()
         .map(|k| {
             let start = k * region_words;
             let region = target.slice(start, (start + region_words).min(n));
-            synthesize_with_prior(&region, dtype, opts, prior)
+            let rows = cols.map(|c| (region.len() / c) as u64);
+            synthesize_matrix(&std::sync::Arc::new(region), dtype, rows, opts, prior)
         })
         .collect();
     let mut stats = SearchStats::default();
@@ -257,6 +259,29 @@ pub fn synthesize_in_regions(
         program,
         bytes,
         stats,
+    }
+}
+
+/// The region length in words for a tensor of `n` words of `rows` rows (when it has
+/// two dimensions or more) cut near `region_words` words, and the matrix's columns when
+/// every region holds whole rows. A matrix whose row fits a region is cut at whole rows
+/// (a multiple of 128 rows when a region holds that many: the blocks of
+/// [`dequant`]'s 128 x 128 scales then never straddle two regions), so every region is
+/// a matrix of its own; anything else at `region_words` words.
+pub fn regions_of(n: usize, rows: Option<u64>, region_words: usize) -> (usize, Option<usize>) {
+    let cols = rows
+        .filter(|&r| r >= 1 && (n as u64).is_multiple_of(r))
+        .map(|r| n / r as usize)
+        .filter(|&c| (1..=region_words).contains(&c));
+    match cols {
+        Some(c) => {
+            let mut per = region_words / c;
+            if per >= 128 {
+                per -= per % 128;
+            }
+            (per * c, Some(c))
+        }
+        None => (region_words, None),
     }
 }
 

@@ -971,8 +971,9 @@ fn encode_item_whole(
 }
 
 /// Words per region of a large tensor (DESIGN §8): a tensor of more words is split into
-/// regions of this many words (the last one shorter), each synthesized on its own (in
-/// parallel), and stored as an explicit `Concat` of their programs.
+/// regions of this many words (the last one shorter; for a matrix whose row fits, of
+/// whole rows, at most this many words: [`crate::synth::regions_of`]), each synthesized
+/// on its own (in parallel), and stored as an explicit `Concat` of their programs.
 ///
 /// 1 Mi words bounds the words and search state per worker to one region's (2 MiB of
 /// BF16), lets one large tensor use every thread, and lets each region's literal tables
@@ -1018,6 +1019,7 @@ fn program_in_regions(
     if n <= region_words {
         return program_for(Arc::new(words_of(bytes)), dtype, rows, opts, region);
     }
+    let (region_words, cols) = crate::synth::regions_of(n, rows, region_words);
     // Regions are synthesized in parallel (on the caller's pool); each holds only its
     // own words. A large tensor's source pages are released region by region as they are
     // read; a smaller one's stay for the writer, which hashes and then releases them
@@ -1032,7 +1034,8 @@ fn program_in_regions(
                 release(chunk);
             }
             let (at, len) = (k * region_words, words.len());
-            program_for(words, dtype, None, opts, || {
+            let rows = cols.map(|c| (len / c) as u64);
+            program_for(words, dtype, rows, opts, || {
                 format!("{}, words [{at}, {})", region(), at + len)
             })
         })
