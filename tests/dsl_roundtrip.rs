@@ -62,7 +62,33 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
     let b = ty.width;
     let n = ty.len;
     loop {
-        match rng.below(8) {
+        match rng.below(9) {
+            8 if b == 16 || b == 32 => {
+                // Dequant: random codes and scales (NaNs included) over a random tiling.
+                use brevis::dsl::narrow::{Code, Out};
+                let cols_of: Vec<u64> = (1..=n).filter(|c| n.is_multiple_of(*c)).collect();
+                let cols = cols_of[rng.below(cols_of.len() as u64) as usize];
+                let rows = n / cols;
+                let d = brevis::dsl::Dequant {
+                    code: if rng.below(2) == 0 {
+                        Code::E4M3
+                    } else {
+                        Code::E5M2
+                    },
+                    out: match (b, rng.below(2)) {
+                        (32, _) => Out::F32,
+                        (_, 0) => Out::Bf16,
+                        _ => Out::F16,
+                    },
+                    cols,
+                    block_rows: 1 + rng.below(rows),
+                    block_cols: 1 + rng.below(cols),
+                };
+                let blocks = d.blocks(n).unwrap();
+                let codes = random_program(rng, Ty::new(8, n), depth + 1);
+                let scales = random_program(rng, Ty::new(32, blocks), depth + 1);
+                return Node::dequant(d, n, codes, scales).unwrap();
+            }
             7 => {
                 let rows: Vec<u64> = (2..=n / 2).filter(|r| n.is_multiple_of(*r)).collect();
                 if let Some(&r) = rows.get(rng.below(rows.len() as u64) as usize) {
@@ -346,6 +372,44 @@ fn backref_modes_and_transpose_of_worked_examples_are_exact() {
         read_program(&[0x90, 4, 0x20, 1], Ty::new(8, 6)),
         Err(brevis::dsl::WireError::Type { .. })
     ));
+    // Dequant: a 2 x 2 BF16 matrix from E4M3 codes 1.0 (0x38), -2.0 (0xC0), 448 (0x7E),
+    // 2^-9 (0x01) and per-row scales 0.5, 3.0: 0.5, -1.0, 1344, 3 * 2^-9.
+    use brevis::dsl::narrow::{Code, Out};
+    use brevis::dsl::Dequant;
+    let d = Dequant {
+        code: Code::E4M3,
+        out: Out::Bf16,
+        cols: 2,
+        block_rows: 1,
+        block_cols: 2,
+    };
+    let scales = lit(32, &[0.5f32.to_bits().into(), 3f32.to_bits().into()]);
+    let q = Node::dequant(d, 4, lit(8, &[0x38, 0xC0, 0x7E, 0x01]), scales.clone()).unwrap();
+    assert_eq!(
+        execute(&q, 100).unwrap().to_u64s(),
+        vec![0x3F00, 0xBF80, 0x44A8, 0x3BC0]
+    );
+    assert_eq!(
+        q.to_string().lines().next(),
+        Some("dequant e4m3>bf16 cols 2 block 1x2 : u16[4]")
+    );
+    let bytes = program_bytes(&q);
+    assert_eq!(&bytes[..5], &[0xA0, 0, 2, 1, 2]);
+    assert_eq!(read_program(&bytes, q.ty()).unwrap(), q);
+    // Blocks that do not tile the matrix, scales of the wrong count, codes of 16 bits.
+    let bad = Dequant { block_rows: 3, ..d };
+    assert!(Node::dequant(bad, 4, lit(8, &[0; 4]), scales.clone()).is_err());
+    assert!(Node::dequant(d, 4, lit(8, &[0; 4]), lit(32, &[0])).is_err());
+    assert!(Node::dequant(d, 4, lit(16, &[0; 4]), scales).is_err());
+    // On the wire: an unknown code format, output format, or one that is not the type's.
+    for bad in [
+        vec![0xA2, 0, 2, 1, 2],
+        vec![0xA0, 3, 2, 1, 2],
+        vec![0xA0, 2, 2, 1, 2],
+        vec![0xA0, 0, 3, 1, 2],
+    ] {
+        assert!(read_program(&bad, Ty::new(16, 4)).is_err(), "{bad:x?}");
+    }
 }
 
 /// Each way a backref's tokens can disagree with its type is an execution error that
@@ -398,8 +462,8 @@ fn reader_rejects_each_kind_of_bad_program() {
         Err(WireError::Trailing { extra: 1, .. })
     ));
     assert!(matches!(
-        read_program(&[0xA0], ty),
-        Err(WireError::UnknownTag { tag: 0xA0, .. })
+        read_program(&[0xB0], ty),
+        Err(WireError::UnknownTag { tag: 0xB0, .. })
     ));
     // Backref: no literals, more tokens than words, a token width of 0 or 65.
     for bad in [
