@@ -550,8 +550,7 @@ pub fn dequantize(d: &Dequant, codes: &Words, scales: &Words) -> Words {
             scale,
         )),
     };
-    let out = Words::from_buf(o.width(), buf).expect("the container of the output width");
-    out
+    Words::from_buf(o.width(), buf).expect("the container of the output width")
 }
 
 #[cfg(test)]

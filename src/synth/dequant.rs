@@ -112,10 +112,14 @@ pub fn propose(t: &Words, dtype: Dtype, rows: u64) -> Option<Found> {
     None
 }
 
-/// A code format's finite non-negative values, ascending by code (codes `0..len`).
+/// A code format's finite non-negative values, ascending by code (codes `0..len`), and
+/// its layout for rounding to the nearest code.
 struct Format {
     table: [f32; 256],
     mags: Vec<f32>,
+    /// Mantissa bits and exponent bias.
+    mant: u32,
+    bias: i32,
 }
 
 impl Format {
@@ -126,23 +130,40 @@ impl Format {
             .copied()
             .take_while(|v| v.is_finite())
             .collect();
-        Format { table, mags }
+        let (mant, bias) = match code {
+            Code::E4M3 => (3, 7),
+            Code::E5M2 => (2, 15),
+        };
+        Format {
+            table,
+            mags,
+            mant,
+            bias,
+        }
     }
 
-    /// The code (0..128) whose value is nearest `r >= 0`.
+    /// The code (below 128) whose value is nearest `r >= 0` (a tie may go either way;
+    /// the caller checks every code), saturating at the largest finite one: `r`'s
+    /// mantissa rounded to the format's bits, by integer arithmetic on its `f32` bits.
     fn nearest(&self, r: f32) -> u8 {
-        let i = self.mags.partition_point(|&m| m < r);
-        if i == 0 {
+        let last = self.mags.len() as u32 - 1;
+        if r.is_nan() || r <= 0.0 {
             return 0;
         }
-        if i == self.mags.len() {
-            return (i - 1) as u8;
-        }
-        if r - self.mags[i - 1] <= self.mags[i] - r {
-            (i - 1) as u8
+        let (mant, bias) = (self.mant, self.bias);
+        let b = r.to_bits();
+        let exp = ((b >> 23) & 0xff) as i32 - 127;
+        let code = if exp < 1 - bias {
+            // Subnormal codes: multiples of 2^(1 - bias - mant).
+            (r * ((bias - 1 + mant as i32) as f32).exp2()).round() as u32
+        } else if exp > bias + 1 {
+            last
         } else {
-            i as u8
-        }
+            let man = b & 0x7f_ffff;
+            let base = (((exp + bias) as u32) << mant) | (man >> (23 - mant));
+            base + ((man >> (22 - mant)) & 1)
+        };
+        code.min(last) as u8
     }
 }
 
@@ -315,5 +336,19 @@ mod tests {
         assert_eq!(f.nearest(1.06), 0x38);
         assert_eq!(f.nearest(1.07), 0x39);
         assert_eq!(f.nearest(0.0), 0);
+        // Against the nearest by search, on both formats, off the ties.
+        for code in [Code::E4M3, Code::E5M2] {
+            let f = Format::new(code);
+            // Positive finite f32 from 2^-31 to 2^31 (past both formats' saturation).
+            for k in 0..200_000u32 {
+                let r = f32::from_bits(0x3000_0000 + k * 0x147B) * 1.000_1;
+                let by_search = (0..f.mags.len())
+                    .min_by(|&a, &b| (f.mags[a] - r).abs().total_cmp(&(f.mags[b] - r).abs()))
+                    .unwrap();
+                let got = f.nearest(r) as usize;
+                let (dg, ds) = ((f.mags[got] - r).abs(), (f.mags[by_search] - r).abs());
+                assert!(dg <= ds, "{code:?} {r}: {got} vs {by_search}");
+            }
+        }
     }
 }
