@@ -232,6 +232,21 @@ pub fn program_pieces<'a>(node: &'a Node, framing: &mut Vec<u8>, pieces: &mut Ve
     }
 }
 
+/// The oldest wire version that holds every operator of `node`'s tree: 1, 2 with
+/// `BackRef` or `Transpose`, 3 with `Dequant`. A reader refuses a program above the
+/// version its archive declares.
+pub fn wire_version_of(node: &Node) -> u32 {
+    let own = match node.op() {
+        Op::BackRef(_) | Op::Transpose(..) => 2,
+        Op::Dequant(..) => 3,
+        _ => 1,
+    };
+    node.children()
+        .iter()
+        .map(wire_version_of)
+        .fold(own, u32::max)
+}
+
 /// The program's serialized length in bytes (the counting sink).
 pub fn program_len(node: &Node) -> u64 {
     let mut s = CountSink::default();
