@@ -1,11 +1,12 @@
-//! Archives stay readable: every committed archive of an earlier format version
-//! (`tests/data/v1`, written by the last build that wrote it) restores its source byte
-//! for byte, verifies, and decodes tensor by tensor.
+//! Archives stay readable: every committed archive of an earlier format or wire version
+//! (`tests/data/v1`: format 1; `tests/data/v2`: format 2 with wire version 2; each written
+//! by the last build that wrote it) restores its source byte for byte, verifies, and
+//! decodes tensor by tensor, and its file header says the versions its folder names.
 
 use brevis::archive::{no_progress, verify, Archive};
 use std::path::{Path, PathBuf};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v1");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared");
 
 /// The source of `regions.brv`: one BF16 tensor of 1,310,725 words (two 1 Mi-word
@@ -34,10 +35,11 @@ fn regions_source() -> Vec<u8> {
     v
 }
 
-/// The committed version-1 archives with their sources.
-fn fixtures() -> Vec<(PathBuf, Vec<u8>)> {
+/// The committed archives of `tests/data/{folder}` with their sources.
+fn fixtures(folder: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(DATA).expect("read tests/data/v1") {
+    let dir = Path::new(DATA).join(folder);
+    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
         let path = e.expect("entry").path();
         if path.extension().is_none_or(|x| x != "brv") {
             continue;
@@ -66,16 +68,40 @@ fn fixtures() -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-#[test]
-fn version_1_archives_restore_byte_for_byte() {
-    let all = fixtures();
-    assert_eq!(all.len(), 10, "the committed version-1 archives");
+/// The format version (bytes 8..10) and program wire version (bytes 10..12) in the file
+/// header of the archive at `path` (`src/archive/format.rs`).
+fn header_versions(path: &Path) -> (u16, u16) {
+    let bytes = std::fs::read(path).expect("read the archive");
+    assert_eq!(&bytes[..8], b"BREVIS\0\0", "{}: magic", path.display());
+    (
+        u16::from_le_bytes([bytes[8], bytes[9]]),
+        u16::from_le_bytes([bytes[10], bytes[11]]),
+    )
+}
+
+/// Every archive of `tests/data/{folder}` (there are `count`) has format `format` and
+/// wire version `wire` in its file header, restores its source byte for byte, verifies,
+/// and decodes tensor by tensor.
+fn check_folder(folder: &str, count: usize, format: u16, wire: u16) {
+    let all = fixtures(folder);
+    assert_eq!(all.len(), count, "the committed archives of {folder}");
     for (path, source) in &all {
         let name = path.display();
+        assert_eq!(header_versions(path), (format, wire), "{name}: file header");
         let a = Archive::open(path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(a.version(), 1, "{name}");
-        assert_eq!(a.file_name(), None, "{name}: version 1 kept no file name");
-        assert!(a.settings().is_empty(), "{name}");
+        assert_eq!(a.version(), format, "{name}");
+        if format == 1 {
+            assert_eq!(a.file_name(), None, "{name}: version 1 kept no file name");
+            assert!(a.settings().is_empty(), "{name}");
+        } else {
+            let stem = path.file_stem().unwrap().to_string_lossy();
+            assert_eq!(
+                a.file_name(),
+                Some(format!("{stem}.safetensors").as_str()),
+                "{name}"
+            );
+            assert_eq!(a.settings().len(), 1, "{name}: one settings entry");
+        }
         let mut out = Vec::new();
         a.write_original(&mut out, Some(2), &no_progress, Path::new("out"))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -92,19 +118,33 @@ fn version_1_archives_restore_byte_for_byte() {
                 "{name}: tensor {:?}",
                 t.name
             );
-            assert_eq!(t.group, None);
-            assert_eq!(t.archive_bytes(), t.record.len() as u64);
+            if format == 1 {
+                assert_eq!(t.group, None);
+                assert_eq!(t.archive_bytes(), t.record.len() as u64);
+            }
         }
     }
+}
+
+#[test]
+fn version_1_archives_restore_byte_for_byte() {
+    check_folder("v1", 10, 1, 1);
+}
+
+#[test]
+fn version_2_wire_2_archives_restore_byte_for_byte() {
+    check_folder("v2", 11, 2, 2);
 }
 
 /// The multi-region fixture keeps its `concat` of two regions, read by the units of the
 /// streaming decoder.
 #[test]
-fn version_1_concat_of_regions_is_read() {
-    let a = Archive::open(&Path::new(DATA).join("regions.brv")).unwrap();
-    let p = a.program(0).unwrap();
-    assert_eq!(p.op_name(), "concat");
-    assert_eq!(p.children().len(), 2);
-    assert_eq!(p.ty().len, (1 << 20) + (1 << 18) + 5);
+fn concat_of_regions_is_read_in_every_version() {
+    for folder in ["v1", "v2"] {
+        let a = Archive::open(&Path::new(DATA).join(folder).join("regions.brv")).unwrap();
+        let p = a.program(0).unwrap();
+        assert_eq!(p.op_name(), "concat", "{folder}");
+        assert_eq!(p.children().len(), 2, "{folder}");
+        assert_eq!(p.ty().len, (1 << 20) + (1 << 18) + 5, "{folder}");
+    }
 }
