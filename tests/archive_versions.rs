@@ -148,3 +148,23 @@ fn concat_of_regions_is_read_in_every_version() {
         assert_eq!(p.ty().len, (1 << 20) + (1 << 18) + 5, "{folder}");
     }
 }
+
+/// A committed wire-2 archive whose header record is a back reference program,
+/// relabelled wire 1 in its file header (no checksum covers those two bytes), is refused
+/// at open with the versions named: a reader never runs an operator newer than the
+/// archive declares.
+#[test]
+fn a_header_program_newer_than_the_declared_wire_version_is_refused() {
+    let path = Path::new(DATA).join("v2/fracast0-int8-f32.brv");
+    let mut bytes = std::fs::read(&path).expect("read the committed archive");
+    assert!(Archive::from_bytes(bytes.clone(), &path).is_ok());
+    bytes[10..12].copy_from_slice(&1u16.to_le_bytes());
+    let Err(e) = Archive::from_bytes(bytes, &path) else {
+        panic!("a wire-1 label on a backref header opened");
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("the header") && e.contains("needs wire version 2, but the archive declares 1"),
+        "{e}"
+    );
+}

@@ -610,20 +610,7 @@ impl Archive {
     fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
         let node =
             read_program(&self.bytes[program.clone()], ty).map_err(|e| self.decode_err(item, e))?;
-        self.within_wire(node)
-            .map_err(|e| self.decode_err_at(item, program.start, e))
-    }
-
-    /// `node` when its operators are all in the wire version the archive declares.
-    fn within_wire(&self, node: Node) -> std::result::Result<Node, String> {
-        let needs = wire_version_of(&node);
-        if needs > u32::from(self.wire) {
-            return Err(format!(
-                "the program needs wire version {needs}, but the archive declares {}",
-                self.wire
-            ));
-        }
-        Ok(node)
+        within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, program.start, e))
     }
 
     /// Reads the program (or part of a program) of `item` held in `range` of the archive
@@ -631,8 +618,7 @@ impl Archive {
     pub(crate) fn read_at(&self, item: Item, range: &Range<usize>, ty: Ty) -> Result<Node> {
         let node = read_program(self.program_slice(range), ty)
             .map_err(|e| self.decode_err_at(item, range.start, e))?;
-        self.within_wire(node)
-            .map_err(|e| self.decode_err_at(item, range.start, e))
+        within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, range.start, e))
     }
 
     /// The archive bytes in `range` (a range this archive's index produced).
@@ -1370,7 +1356,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         )));
     }
     if version >= 2 {
-        return parse_v2(bytes, index_bytes, index_offset, version);
+        return parse_v2(bytes, index_bytes, index_offset, version, wire);
     }
     let index = format::read_index(index_bytes).map_err(corrupt)?;
 
@@ -1519,7 +1505,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         records_checksum: index.records_checksum,
         records_end: index_offset as usize,
         version,
-        wire: u16::from_le_bytes([bytes[10], bytes[11]]),
+        wire,
         file_name: None,
         settings: Vec::new(),
         tensors,
@@ -1549,12 +1535,31 @@ fn record_ranges(lens: &[u64], index_offset: u64) -> Result<Vec<Range<usize>>, A
     Ok(ranges)
 }
 
-/// The header a version-2 archive stores, decoded from `program` (of type `u8[len]`)
-/// and checked against `checksum`: the only place its tensors' names, dtypes, shapes
-/// and offsets are written, so a damaged header makes the archive unreadable.
-fn decode_header_v2(program: &[u8], len: u64, checksum: u64) -> Result<Vec<u8>, ArchiveError> {
+/// `node` when its operators are all in `wire`, the program wire version the archive's
+/// file header declares; else the message saying which version the program needs.
+fn within_wire(node: Node, wire: u16) -> std::result::Result<Node, String> {
+    let needs = wire_version_of(&node);
+    if needs > u32::from(wire) {
+        return Err(format!(
+            "the program needs wire version {needs}, but the archive declares {wire}"
+        ));
+    }
+    Ok(node)
+}
+
+/// The header a version-2 archive of program wire version `wire` stores, decoded from
+/// `program` (of type `u8[len]`) and checked against `checksum`: the only place its
+/// tensors' names, dtypes, shapes and offsets are written, so a damaged header makes
+/// the archive unreadable.
+fn decode_header_v2(
+    program: &[u8],
+    len: u64,
+    checksum: u64,
+    wire: u16,
+) -> Result<Vec<u8>, ArchiveError> {
     let damaged = |what: String| damaged_record(format!("record 0 (the header): {what}"));
     let node = read_program(program, Ty::new(8, len)).map_err(|e| damaged(e.to_string()))?;
+    let node = within_wire(node, wire).map_err(damaged)?;
     let mut probe: Vec<u8> = Vec::new();
     probe
         .try_reserve_exact(len as usize)
@@ -1580,6 +1585,7 @@ fn parse_v2(
     index_bytes: &[u8],
     index_offset: u64,
     version: u16,
+    wire: u16,
 ) -> Result<Structure, ArchiveError> {
     use super::safetensors::Region;
     let index = format::read_index_v2(index_bytes).map_err(corrupt)?;
@@ -1612,7 +1618,12 @@ fn parse_v2(
                 index.original_len
             ))
         })?;
-    let header = decode_header_v2(&bytes[header_program.clone()], header_len, header_checksum)?;
+    let header = decode_header_v2(
+        &bytes[header_program.clone()],
+        header_len,
+        header_checksum,
+        wire,
+    )?;
     let parsed = super::safetensors::parse_header(&header, data_len).map_err(|e| {
         damaged_record(format!(
             "record 0 (the header): the restored header is not a valid .safetensors header: {e}"
@@ -1837,7 +1848,7 @@ fn parse_v2(
         records_checksum: index.records_checksum,
         records_end: index_offset as usize,
         version,
-        wire: u16::from_le_bytes([bytes[10], bytes[11]]),
+        wire,
         file_name: (!index.file_name.is_empty()).then_some(index.file_name),
         settings: index.settings,
         tensors,
