@@ -89,7 +89,7 @@ fn a_file_goes_through_compress_list_verify_and_decompress() {
     let names: Vec<&str> = l.tensors.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
 
-    let VerifyReport::File(v) = job::verify(&r.output, Some(&src), Some(1), &Silent).unwrap()
+    let VerifyReport::File(v) = job::verify(&r.output, Some(&src), Some(1), None, &Silent).unwrap()
     else {
         panic!("a file verifies as a file");
     };
@@ -135,7 +135,8 @@ fn a_folder_goes_through_the_same_calls() {
     assert!(warnings[0].contains("two.safetensors"), "{warnings:?}");
     assert_eq!(r.warnings.len(), 1);
 
-    let VerifyReport::Folder(v) = job::verify(&r.output, Some(&src), None, &Silent).unwrap() else {
+    let VerifyReport::Folder(v) = job::verify(&r.output, Some(&src), None, None, &Silent).unwrap()
+    else {
         panic!("a folder verifies as a folder");
     };
     assert!(v.ok);

@@ -284,6 +284,9 @@ impl PartialEq for BaseSet {
 
 impl Eq for BaseSet {}
 
+/// Base tensors not yet matched, (source, tensor) in order.
+type Queue = std::collections::VecDeque<(usize, usize)>;
+
 /// Where a tensor's counterpart is: source `source` of a [`BaseSet`] (or of the writer's
 /// source list), tensor `tensor` of it in data order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -365,8 +368,7 @@ impl BaseSet {
             }
         }
         // The rest by (dtype, shape), in order.
-        let mut free: HashMap<(Dtype, &[u64]), std::collections::VecDeque<(usize, usize)>> =
-            HashMap::new();
+        let mut free: HashMap<(Dtype, &[u64]), Queue> = HashMap::new();
         for (s, src) in self.sources.iter().enumerate() {
             for (t, info) in src.tensors.iter().enumerate() {
                 if !taken[s][t] && info.bytes > 0 {

@@ -37,8 +37,57 @@ pub struct ListedTensor {
     pub group: Option<ListedGroup>,
     /// The tensor whose record holds its bytes, when `stored_as` is `copy`.
     pub copy_of: Option<String>,
+    /// What it is coded against, when `stored_as` is `reference`.
+    pub reference: Option<ListedReference>,
     /// The search settings that built its record (`null` in version-1 archives).
     pub settings: Option<ListedSettings>,
+}
+
+/// A tensor coded against a tensor of another file (a base checkpoint's, or another
+/// shard's): a reference record, whose program restores the residual.
+#[derive(Clone, Debug, Serialize)]
+pub struct ListedReference {
+    /// `base` (a file of the base checkpoint) or `shard` (another shard of the folder).
+    pub role: &'static str,
+    /// The file's name as the archive records it.
+    pub source: String,
+    /// The file's length in bytes.
+    pub source_bytes: u64,
+    /// The file's xxh3-64, 16 hex digits.
+    pub source_xxh3: String,
+    /// The tensor's position among the file's tensors, in data order.
+    pub tensor_index: u64,
+    /// The tensor's name, when the file is attached (`--base`, or the folder).
+    pub tensor: Option<String>,
+    /// `xor` or `sub`: how the residual combines with the tensor's words.
+    pub op: &'static str,
+}
+
+impl ListedReference {
+    fn of(archive: &Archive, i: usize) -> Option<ListedReference> {
+        let r = archive.tensors()[i].reference?;
+        let e = &archive.sources()[r.source];
+        let tensor = archive.attached(r.source).and_then(|s| {
+            usize::try_from(r.tensor)
+                .ok()
+                .and_then(|t| s.tensors().get(t))
+                .map(|t| t.name.clone())
+        });
+        Some(ListedReference {
+            role: e.role.name(),
+            source: e.name.clone(),
+            source_bytes: e.original_len,
+            source_xxh3: format!("{:016x}", e.checksum),
+            tensor_index: r.tensor,
+            tensor,
+            op: r.op.name(),
+        })
+    }
+
+    /// How `ls` shows it in the ROOT column: `xor-base`, `sub-base`, `xor-shard`.
+    pub fn short(&self) -> String {
+        format!("{}-{}", self.op, self.role)
+    }
 }
 
 /// A group record: consecutive small tensors of one dtype coded as one stream.
@@ -98,6 +147,9 @@ fn storage_of(archive: &Archive, i: usize) -> (&'static str, Option<ListedGroup>
     }
     if t.record.is_empty() {
         return ("empty", None, None);
+    }
+    if t.reference.is_some() {
+        return ("reference", None, None);
     }
     ("record", None, None)
 }
@@ -298,8 +350,8 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
             .tensors()
             .iter()
             .enumerate()
-            .map(|(i, t)| (t, storage_of(archive, i)))
-            .map(|(t, (stored_as, group, copy_of))| ListedTensor {
+            .map(|(i, t)| (i, t, storage_of(archive, i)))
+            .map(|(i, t, (stored_as, group, copy_of))| ListedTensor {
                 name: t.name.clone(),
                 dtype: t.dtype.name(),
                 shape: t.shape.clone(),
@@ -313,6 +365,7 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
                 stored_as,
                 group,
                 copy_of,
+                reference: ListedReference::of(archive, i),
                 settings: t.settings.as_ref().map(ListedSettings::of),
             })
             .collect(),
@@ -437,6 +490,8 @@ pub struct ShowReport {
     pub group: Option<ListedGroup>,
     /// As [`ListedTensor::copy_of`].
     pub copy_of: Option<String>,
+    /// As [`ListedTensor::reference`]; the program shown restores the residual.
+    pub reference: Option<ListedReference>,
     /// As [`ListedTensor::settings`].
     pub settings: Option<ListedSettings>,
     /// The program in the text form.
@@ -568,6 +623,7 @@ pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<Sho
         stored_as,
         group,
         copy_of,
+        reference: ListedReference::of(&archive, i),
         settings: t.settings.as_ref().map(ListedSettings::of),
         program: program.to_string(),
         nodes: rows,

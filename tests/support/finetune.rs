@@ -146,7 +146,7 @@ fn is_matrix(t: &Tensor) -> bool {
 
 /// `W + B·A` on every matrix (rank 8, the product's deviation 2% of the matrix's).
 pub fn lora_merge(base: &[Tensor]) -> Vec<Tensor> {
-    let mut rng = Rng::new(0x10_4a);
+    let mut rng = Rng::new(0x104a);
     let rank = 8usize;
     base.iter()
         .map(|t| {
@@ -177,7 +177,7 @@ pub fn lora_merge(base: &[Tensor]) -> Vec<Tensor> {
 /// Three steps of `lr·N(0, 1)` on every float tensor with `lr = 2e-5` (Adam's steps are
 /// about `lr` in size whatever the weight's scale), rounded to the dtype.
 pub fn optimizer_steps(base: &[Tensor]) -> Vec<Tensor> {
-    let mut rng = Rng::new(0x0a_da_4);
+    let mut rng = Rng::new(0xada4);
     let lr = 2e-5f32;
     base.iter()
         .map(|t| {

@@ -67,10 +67,19 @@ class safe_open:
 
     ``framework`` is ``"numpy"`` (``"np"``) or ``"pt"`` (``"torch"``, when torch is
     installed). Opening reads the archive's index only; ``get_tensor`` decodes that one
-    tensor (checked against its stored checksum).
+    tensor (checked against its stored checksum). ``base`` is the base checkpoint an
+    archive made with ``compress_file(..., base=...)`` was coded against (a
+    ``.safetensors`` file, a checkpoint folder, or an archive of it).
     """
 
-    def __init__(self, filename: PathLike, framework: str = "numpy", device: str = "cpu") -> None:
+    def __init__(
+        self,
+        filename: PathLike,
+        framework: str = "numpy",
+        device: str = "cpu",
+        *,
+        base: Optional[PathLike] = None,
+    ) -> None:
         if framework in ("numpy", "np"):
             from ._dtypes import to_numpy as convert
         elif framework in ("pt", "torch"):
@@ -80,7 +89,9 @@ class safe_open:
         if device != "cpu":
             raise ValueError(f"device must be 'cpu', not {device!r}")
         self._convert = convert
-        self._archive: Optional[Archive] = Archive(os.fspath(filename))
+        self._archive: Optional[Archive] = Archive(
+            os.fspath(filename), None if base is None else os.fspath(base)
+        )
 
     def __enter__(self) -> "safe_open":
         return self

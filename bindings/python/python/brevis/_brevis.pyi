@@ -9,7 +9,7 @@ _Progress = Callable[[str, str, Optional[str], int], Any]
 class Archive:
     """An opened ``.brv`` archive; tensors are decoded one per call."""
 
-    def __init__(self, path: _Path) -> None: ...
+    def __init__(self, path: _Path, base: Optional[_Path] = None) -> None: ...
     def keys(self) -> list[str]: ...
     def info(self, name: str) -> tuple[str, list[int]]:
         """The safetensors dtype name and shape of tensor ``name`` (KeyError if none)."""
@@ -39,6 +39,7 @@ def compress_file(
     prior: Optional[_Path] = None,
     uniform: bool = False,
     progress: Optional[_Progress] = None,
+    base: Optional[_Path] = None,
 ) -> dict[str, Any]: ...
 def decompress_file(
     src: _Path,
@@ -47,6 +48,7 @@ def decompress_file(
     jobs: Optional[int] = None,
     force: bool = False,
     progress: Optional[_Progress] = None,
+    base: Optional[_Path] = None,
 ) -> dict[str, Any]: ...
 def verify_file(
     src: _Path,
@@ -54,5 +56,6 @@ def verify_file(
     *,
     jobs: Optional[int] = None,
     progress: Optional[_Progress] = None,
+    base: Optional[_Path] = None,
 ) -> dict[str, Any]: ...
 def list_file(src: _Path) -> dict[str, Any]: ...

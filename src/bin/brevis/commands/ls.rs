@@ -64,7 +64,9 @@ fn table(l: &ListFile) -> Result<String> {
                 t.original_bytes.to_string(),
                 t.archive_bytes.to_string(),
                 fmt_percent(t.reduction_percent),
-                t.root_op.to_string(),
+                t.reference
+                    .as_ref()
+                    .map_or_else(|| t.root_op.to_string(), |r| r.short()),
             ]
         })
         .collect();

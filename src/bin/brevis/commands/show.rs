@@ -64,6 +64,25 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         )?,
         (None, None) => {}
     }
+    if let Some(x) = &r.reference {
+        let what = match x.role {
+            "shard" => "another shard of the folder",
+            _ => "the base",
+        };
+        let tensor = x.tensor.as_deref().map_or_else(
+            || format!("#{}", x.tensor_index),
+            |n| format!("\"{}\"", escape_name(n)),
+        );
+        writeln!(
+            s,
+            "coded against tensor {tensor} of {what}, {:?} ({} bytes, xxh3 {}): the program \
+             below restores the residual, which {} with that tensor's words gives this one",
+            x.source,
+            x.source_bytes,
+            x.source_xxh3,
+            if x.op == "xor" { "XORed" } else { "added" },
+        )?;
+    }
     if let Some(st) = &r.settings {
         writeln!(
             s,
@@ -78,6 +97,8 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         "(record fields: name, dtype, shape, offsets, checksum)"
     } else if r.copy_of.is_some() {
         "(copy record: kind, record index)"
+    } else if r.reference.is_some() {
+        "(reference record: kind, checksum, source, tensor, its checksum, op)"
     } else {
         "(record fields: kind, checksum)"
     }
