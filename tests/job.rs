@@ -82,7 +82,7 @@ fn a_file_goes_through_compress_list_verify_and_decompress() {
         std::fs::metadata(&r.output).unwrap().len()
     );
 
-    let ListReport::File(l) = job::list(&r.output, &Silent).unwrap() else {
+    let ListReport::File(l) = job::list(&r.output, None, &Silent).unwrap() else {
         panic!("a file lists as a file");
     };
     assert!(l.ok);
@@ -164,9 +164,9 @@ fn show_of_a_missing_tensor_is_a_refusal_with_its_kind() {
     let src = dir.path().join("m.safetensors");
     write_source(&src, &[]);
     let r = job::compress(&src, None, &options(), &Silent).unwrap();
-    let e = job::show(&r.output, "nope", &Silent).unwrap_err();
+    let e = job::show(&r.output, "nope", None, &Silent).unwrap_err();
     assert_eq!(e.kind(), "no_such_tensor");
-    let shown = job::show(&r.output, "b", &Silent).unwrap().unwrap();
+    let shown = job::show(&r.output, "b", None, &Silent).unwrap().unwrap();
     assert_eq!((shown.name.as_str(), shown.original_bytes), ("b", 4));
     assert_eq!(shown.nodes[0].depth, 0);
 }

@@ -1,11 +1,13 @@
 //! `list` and `show`: what an archive or compressed folder holds, without decoding data.
 
-use super::{lossy, open_archive, percent_smaller, plural, refused, warn_unlisted, Observer};
+use super::{lossy, percent_smaller, plural, refused, warn_unlisted, Observer};
+use crate::archive::base::BaseSet;
 use crate::archive::{escape_name, folder, shown_path, Archive};
 use crate::dsl::{size_report, text::node_line, Node};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One tensor of an archive, as `ls --json` prints it.
 #[derive(Clone, Debug, Serialize)]
@@ -390,13 +392,16 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
 /// warned about and makes the report's `ok` false.
 ///
 /// # Errors
-/// As [`open_archive`]; for a folder as [`folder::Folder::open`], and
+/// As [`super::open_archive_with`]; for a folder as [`folder::Folder::open`], and
 /// [`folder::Folder::check_stored`] when a stored file is missing.
-pub fn list(input: &Path, obs: &dyn Observer) -> Result<ListReport> {
+pub fn list(input: &Path, base: Option<&Arc<BaseSet>>, obs: &dyn Observer) -> Result<ListReport> {
     let Some(dir) = folder::compressed_folder(input) else {
-        return Ok(ListReport::File(list_archive(&open_archive(input)?, obs)));
+        return Ok(ListReport::File(list_archive(
+            &super::open_archive_with(input, base)?,
+            obs,
+        )));
     };
-    let f = folder::Folder::open(&dir)?;
+    let f = super::open_folder_with(&dir, base)?;
     // A missing copied file is an error, as a missing shard archive is, before anything
     // is listed.
     f.check_stored()?;
@@ -515,12 +520,17 @@ fn preorder<'n>(node: &'n Node, depth: usize, out: &mut Vec<(usize, &'n Node)>) 
 /// # Errors
 /// [`Error::Refused`] of kind `no_such_tensor` if no tensor has that name; as [`list`]
 /// if the archive cannot be opened; [`Error::Archive`] if the program cannot be read.
-pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<ShowReport>> {
+pub fn show(
+    input: &Path,
+    tensor: &str,
+    base: Option<&Arc<BaseSet>>,
+    obs: &dyn Observer,
+) -> Result<Option<ShowReport>> {
     let mut ok = true;
     let (archive, i) = if let Some(dir) = folder::compressed_folder(input) {
         // A folder: the shard that holds the tensor. A missing stored file is an error
         // here too, as for every command.
-        let f = folder::Folder::open(&dir)?;
+        let f = super::open_folder_with(&dir, base)?;
         f.check_stored()?;
         warn_unlisted(&f, &dir, obs);
         let Some(found) = f.find_tensor(tensor)? else {
@@ -557,7 +567,7 @@ pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<Sho
         }
         found
     } else {
-        let archive = open_archive(input)?;
+        let archive = super::open_archive_with(input, base)?;
         let Some(i) = archive.find_as_printed(tensor) else {
             let missing = format!(
                 "{}: no tensor named \"{}\" ({}; list them with `brevis ls`)",

@@ -278,7 +278,7 @@ fn verify_file<'py>(
 #[pyfunction]
 fn list_file<'py>(py: Python<'py>, src: PathBuf) -> PyResult<Bound<'py, PyAny>> {
     let obs = PyObserver::new(None);
-    let result = py.detach(|| job::list(&src, &obs));
+    let result = py.detach(|| job::list(&src, None, &obs));
     let report = obs.finish(result)?;
     to_dict(py, &report)
 }

@@ -351,6 +351,11 @@ pub struct VerifyArgs {
 pub struct LsArgs {
     /// The .brv archive to list
     pub input: PathBuf,
+    /// The base checkpoint the archive was compressed against (compress --base), to
+    /// name the base tensor each reference record uses; another than the one the archive
+    /// pins is refused
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -362,6 +367,11 @@ pub struct ShowArgs {
     pub input: PathBuf,
     /// The tensor's exact name
     pub tensor: String,
+    /// The base checkpoint the archive was compressed against (compress --base), to
+    /// name the base tensor each reference record uses; another than the one the archive
+    /// pins is refused
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Print JSON on stdout
     #[arg(long)]
     pub json: bool,

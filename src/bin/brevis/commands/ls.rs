@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 pub fn run(a: LsArgs) -> Result<Outcome> {
     let console = Console::new("ls");
-    let r = job::list(&a.input, &console)?;
+    let base = a.base.as_deref().map(job::open_base).transpose()?;
+    let r = job::list(&a.input, base.as_ref(), &console)?;
     drop(console);
     if a.json {
         emit_report(&r)?;

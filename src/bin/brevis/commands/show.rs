@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 pub fn run(a: ShowArgs) -> Result<Outcome> {
     let console = Console::new("show");
-    let found = brevis::job::show(&a.input, &a.tensor, &console)?;
+    let base = a.base.as_deref().map(brevis::job::open_base).transpose()?;
+    let found = brevis::job::show(&a.input, &a.tensor, base.as_ref(), &console)?;
     drop(console);
     // Not found because the archive is damaged: said on stderr, exit 3.
     let Some(r) = found else {
