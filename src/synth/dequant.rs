@@ -112,6 +112,46 @@ pub fn propose(t: &Words, dtype: Dtype, rows: u64) -> Option<Found> {
     None
 }
 
+/// Words of an F32 target checked before the whole target, for a cast: ordinary F32
+/// weights fail on their first word or two.
+pub const CAST_HEAD: usize = 128;
+
+/// The 16-bit codes whose cast to F32 ([`Dequant::cast`]: no scales) recomputes `t`, an
+/// F32 tensor, exactly: BF16 codes when every word is a bfloat16 value, else F16 codes
+/// when every word is a binary16 value, else `None`. A word is a code's value when the
+/// decoder's arithmetic, `Out::F32.round(code.value(c))`, gives it back bit for bit, so
+/// a NaN is one only as the canonical quiet NaN. BF16 first: its test is a mask (the low
+/// 16 bits zero), and a word that is both loses no code bits in BF16.
+///
+/// Time: [`CAST_HEAD`] words per format for a target that is neither, one pass over the
+/// target per format otherwise; memory: the codes, 2 bytes a word.
+pub fn propose_cast(t: &Words, dtype: Dtype) -> Option<(Code, Words)> {
+    let WordBuf::U32(v) = t.buf() else {
+        return None;
+    };
+    if dtype != Dtype::F32 || t.width() != 32 || t.len() < MIN_WORDS {
+        return None;
+    }
+    let exact = |code: Code, c: u16, w: u32| Out::F32.round(code.value(c)) == u64::from(w);
+    let bf16 = |w: u32| {
+        let c = (w >> 16) as u16;
+        (w & 0xFFFF == 0 && exact(Code::BF16, c, w)).then_some(c)
+    };
+    let f16 = |w: u32| {
+        let c = crate::dsl::narrow::f32_to_f16(w);
+        exact(Code::F16, c, w).then_some(c)
+    };
+    let head = &v[..v.len().min(CAST_HEAD)];
+    let found = |code: Code, to: &dyn Fn(u32) -> Option<u16>| -> Option<(Code, Words)> {
+        if !head.iter().all(|&w| to(w).is_some()) {
+            return None;
+        }
+        let codes: Vec<u16> = v.iter().map(|&w| to(w)).collect::<Option<_>>()?;
+        Some((code, Words::from_buf(16, WordBuf::U16(codes))?))
+    };
+    found(Code::BF16, &bf16).or_else(|| found(Code::F16, &f16))
+}
+
 /// A code format's finite non-negative values, ascending by code (codes `0..len`), and
 /// its layout for rounding to the nearest code.
 struct Format {
@@ -133,6 +173,7 @@ impl Format {
         let (mant, bias) = match code {
             Code::E4M3 => (3, 7),
             Code::E5M2 => (2, 15),
+            Code::F16 | Code::BF16 => unreachable!("fitted scales are for 8-bit codes"),
         };
         Format {
             table,
