@@ -352,7 +352,7 @@ mod tests {
             (1, 128, Code::E4M3)
         );
         assert_eq!(f.scales.len(), 4);
-        assert_eq!(dequantize(&f.d, &f.codes, &f.scales), t);
+        assert_eq!(dequantize(&f.d, &f.codes, Some(&f.scales)), t);
     }
 
     /// Ordinary floats are not proposed: BF16 words of a smooth function.
@@ -365,6 +365,41 @@ mod tests {
         // Integers and too-short tensors never are.
         assert!(propose(&Words::filled(16, 0x3F80, 4096), Dtype::I16, 1).is_none());
         assert!(propose(&Words::filled(16, 0x3F80, 10), Dtype::BF16, 1).is_none());
+    }
+
+    /// F32 words that are all F16 values are proposed as the cast of their F16 codes,
+    /// all BF16 values as BF16 codes; a word off the format, or a NaN other than the
+    /// canonical one, rules the cast out; only F32 targets are cast.
+    #[test]
+    fn f32_holding_narrow_values_is_proposed_as_a_cast() {
+        use crate::dsl::narrow::{f16_to_f32, f32_to_f16};
+        let halves = |i: usize| 0x3000 + ((i * 2_654_435_761) >> 9) as u16 % 0x1800;
+        let t = Words::from_fn(32, 1000, |i| u64::from(f16_to_f32(halves(i)).to_bits()));
+        let (code, codes) = propose_cast(&t, Dtype::F32).expect("F16 values");
+        assert_eq!(code, Code::F16);
+        let d = Dequant::cast(code, Out::F32);
+        assert_eq!(dequantize(&d, &codes, None), t);
+        assert!(codes.iter().enumerate().all(|(i, c)| c == u64::from(halves(i))));
+        // BF16 values (the low halves zero) are BF16 codes, also when they are F16 values.
+        let b = Words::from_fn(32, 1000, |i| u64::from(halves(i) & 0xFF80) << 16);
+        let (code, codes) = propose_cast(&b, Dtype::F32).expect("BF16 values");
+        assert_eq!(code, Code::BF16);
+        assert_eq!(dequantize(&Dequant::cast(code, Out::F32), &codes, None), b);
+        // One word past F16's precision, at the end (after the head check).
+        let mut w = t.to_u64s();
+        w[999] |= 1;
+        assert!(propose_cast(&Words::from_u64s(32, &w), Dtype::F32).is_none());
+        // The canonical NaN is a code's value, a NaN with another payload is not.
+        w[999] = 0x7FC0_0000;
+        assert!(propose_cast(&Words::from_u64s(32, &w), Dtype::F32).is_some());
+        w[999] = 0x7FC0_2000;
+        assert_eq!(f32_to_f16(0x7FC0_2000), 0x7E01);
+        assert!(propose_cast(&Words::from_u64s(32, &w), Dtype::F32).is_none());
+        // Ordinary F32 words, other dtypes, short tensors.
+        let f = Words::from_fn(32, 4096, |i| u64::from(((i as f32) * 0.37).sin().to_bits()));
+        assert!(propose_cast(&f, Dtype::F32).is_none());
+        assert!(propose_cast(&t, Dtype::I32).is_none());
+        assert!(propose_cast(&t.slice(0, 63), Dtype::F32).is_none());
     }
 
     #[test]
