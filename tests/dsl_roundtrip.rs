@@ -454,8 +454,13 @@ fn backref_modes_and_transpose_of_worked_examples_are_exact() {
         code: Code::F16,
         ..d
     };
-    let s16 = Node::dequant(d16, 4, lit(16, &[0x3C00, 0x4000, 0x3C00, 0x4000]), scales.clone())
-        .unwrap();
+    let s16 = Node::dequant(
+        d16,
+        4,
+        lit(16, &[0x3C00, 0x4000, 0x3C00, 0x4000]),
+        scales.clone(),
+    )
+    .unwrap();
     assert_eq!(
         execute(&s16, 100).unwrap().to_u64s(),
         vec![0x3F00, 0x3F80, 0x4040, 0x40C0]

@@ -682,8 +682,8 @@ impl Search<'_> {
     }
 
     /// Every way but `Lit` to fill the leftmost hole of `s` (context `ctx`), appended to
-    /// `out` as new states. With `nest`, a `dequant` proposal's codes hole is filled at
-    /// once too (one level only).
+    /// `out` as new states. With `nest`, a cast's (`dequant` without scales) codes hole
+    /// is filled at once too (one level only).
     fn propose_into(&mut self, s: &State, ctx: &Context, nest: bool, out: &mut Vec<State>) {
         let hid = s.holes[0];
         let (depth, width, len, dtype, lit_bytes) = {
@@ -752,11 +752,11 @@ impl Search<'_> {
                             i as u32,
                         ));
                     }
-                    let codes = nest && shell.child_dtype(0).is_some();
+                    let codes = nest && matches!(&shell, Shell::Dequant(d, _) if d.is_cast());
                     let st = self.split_state(s, hid, kind, shell, ids, own, ctx);
                     if codes {
-                        // A dequant's codes hole (its first child, the state's leftmost
-                        // hole) filled in the same expansion by everything but `Lit`
+                        // A cast's codes hole (its child, the state's leftmost hole)
+                        // filled in the same expansion by everything but `Lit`
                         // (which is `st` itself): at a budget of 1 the codes are still
                         // coded as a tensor of their format is (the F16 values of an F32
                         // tensor with F16's field splits and byte planes).

@@ -379,7 +379,10 @@ mod tests {
         assert_eq!(code, Code::F16);
         let d = Dequant::cast(code, Out::F32);
         assert_eq!(dequantize(&d, &codes, None), t);
-        assert!(codes.iter().enumerate().all(|(i, c)| c == u64::from(halves(i))));
+        assert!(codes
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c == u64::from(halves(i))));
         // BF16 values (the low halves zero) are BF16 codes, also when they are F16 values.
         let b = Words::from_fn(32, 1000, |i| u64::from(halves(i) & 0xFF80) << 16);
         let (code, codes) = propose_cast(&b, Dtype::F32).expect("BF16 values");

@@ -55,8 +55,12 @@ fn dequant_example() -> Node {
 /// The cast lesson's F32 words from F16 codes 1.0, -0.5, 65504 and 2^-24 (a subnormal).
 fn cast_example() -> Node {
     use crate::dsl::narrow::{Code, Out};
-    Node::dequant_cast(Code::F16, Out::F32, lit(16, &[0x3C00, 0xB800, 0x7BFF, 0x0001]))
-        .expect("valid")
+    Node::dequant_cast(
+        Code::F16,
+        Out::F32,
+        lit(16, &[0x3C00, 0xB800, 0x7BFF, 0x0001]),
+    )
+    .expect("valid")
 }
 
 fn lit(width: u32, v: &[u64]) -> Node {
