@@ -60,7 +60,7 @@ fn main() {
         );
     }
     let mut h = serde_json::to_string(&header).unwrap();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(' ');
     }
     let mut out = (h.len() as u64).to_le_bytes().to_vec();
