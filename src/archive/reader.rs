@@ -638,8 +638,7 @@ impl Archive {
     }
 
     fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
-        let node =
-            read_program(&self.fetch(program)?, ty).map_err(|e| self.decode_err(item, e))?;
+        let node = read_program(&self.fetch(program)?, ty).map_err(|e| self.decode_err(item, e))?;
         within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, program.start, e))
     }
 

@@ -260,7 +260,8 @@ impl Location {
     /// [`Error::Io`] naming the URL if it cannot be read, or `dst` if it cannot be written.
     pub fn download(&self, dst: &Path) -> Result<u64> {
         use std::io::Write;
-        let mut file = std::fs::File::create(dst).map_err(|e| Error::io(dst, "cannot create", e))?;
+        let mut file =
+            std::fs::File::create(dst).map_err(|e| Error::io(dst, "cannot create", e))?;
         let url = self.url.clone();
         let rt = runtime().map_err(|e| Error::io(Path::new(&url), "cannot read", e))?;
         let mut len = 0u64;
@@ -466,9 +467,7 @@ impl Ranged {
         {
             let cell = &self.fetched[i];
             if cell.get().is_none() {
-                let bytes = self
-                    .location
-                    .read_range(rec.start as u64..rec.end as u64)?;
+                let bytes = self.location.read_range(rec.start as u64..rec.end as u64)?;
                 self.bytes_read
                     .fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 let _ = cell.set(bytes);

@@ -281,7 +281,9 @@ impl Archive {
     fn new(py: Python<'_>, path: String) -> PyResult<Archive> {
         #[cfg(feature = "object-store")]
         if archive::remote::is_url(&path) {
-            let inner = py.detach(|| brevis::Archive::open_url(&path)).map_err(to_py)?;
+            let inner = py
+                .detach(|| brevis::Archive::open_url(&path))
+                .map_err(to_py)?;
             return Ok(Archive { inner });
         }
         let path = PathBuf::from(path);
@@ -433,8 +435,14 @@ mod store {
     #[pyo3(signature = (url, data, *, create=false))]
     pub fn store_write(py: Python<'_>, url: &str, data: Vec<u8>, create: bool) -> PyResult<()> {
         let loc = at(url)?;
-        py.detach(|| if create { loc.create(data) } else { loc.write(data) })
-            .map_err(to_py)
+        py.detach(|| {
+            if create {
+                loc.create(data)
+            } else {
+                loc.write(data)
+            }
+        })
+        .map_err(to_py)
     }
 
     /// The length in bytes of the object at `url`, or `None` if there is none.
