@@ -278,15 +278,14 @@ impl Archive {
     /// An `s3://` URL is read by ranged reads: the index when opened, each tensor's
     /// record when it is decoded ([`Archive::bytes_read`] counts the bytes).
     #[new]
-    fn new(py: Python<'_>, path: String) -> PyResult<Archive> {
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Archive> {
         #[cfg(feature = "object-store")]
-        if archive::remote::is_url(&path) {
+        if let Some(url) = path.to_str().filter(|s| archive::remote::is_url(s)) {
             let inner = py
-                .detach(|| brevis::Archive::open_url(&path))
+                .detach(|| brevis::Archive::open_url(url))
                 .map_err(to_py)?;
             return Ok(Archive { inner });
         }
-        let path = PathBuf::from(path);
         let inner = py.detach(|| job::open_archive(&path)).map_err(to_py)?;
         Ok(Archive { inner })
     }
