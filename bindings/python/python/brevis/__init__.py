@@ -67,7 +67,10 @@ class safe_open:
 
     ``framework`` is ``"numpy"`` (``"np"``) or ``"pt"`` (``"torch"``, when torch is
     installed). Opening reads the archive's index only; ``get_tensor`` decodes that one
-    tensor (checked against its stored checksum).
+    tensor (checked against its stored checksum). ``filename`` may be an ``s3://`` URL:
+    the archive is then read by ranged reads (the index when opened, one tensor's record
+    per ``get_tensor``), the store configured from ``AWS_ENDPOINT_URL``,
+    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``.
     """
 
     def __init__(self, filename: PathLike, framework: str = "numpy", device: str = "cpu") -> None:
@@ -81,6 +84,11 @@ class safe_open:
             raise ValueError(f"device must be 'cpu', not {device!r}")
         self._convert = convert
         self._archive: Optional[Archive] = Archive(os.fspath(filename))
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes fetched from the store so far (for an ``s3://`` archive)."""
+        return self._open().bytes_read
 
     def __enter__(self) -> "safe_open":
         return self
