@@ -34,6 +34,8 @@ pub mod folder;
 pub mod format;
 mod output;
 pub mod reader;
+#[cfg(feature = "object-store")]
+pub mod remote;
 pub mod rewrite;
 pub mod safetensors;
 mod stream;

@@ -69,23 +69,27 @@ fn random_program(rng: &mut Rng, ty: Ty, depth: u32) -> Node {
                 let cols_of: Vec<u64> = (1..=n).filter(|c| n.is_multiple_of(*c)).collect();
                 let cols = cols_of[rng.below(cols_of.len() as u64) as usize];
                 let rows = n / cols;
+                let code = [Code::E4M3, Code::E5M2, Code::F16, Code::BF16][rng.below(4) as usize];
+                let out = match (b, rng.below(2)) {
+                    (32, _) => Out::F32,
+                    (_, 0) => Out::Bf16,
+                    _ => Out::F16,
+                };
+                let codes_ty = Ty::new(code.width(), n);
+                if code.width() == 16 && rng.below(2) == 0 {
+                    // A cast: 16-bit codes without scales.
+                    let codes = random_program(rng, codes_ty, depth + 1);
+                    return Node::dequant_cast(code, out, codes).unwrap();
+                }
                 let d = brevis::dsl::Dequant {
-                    code: if rng.below(2) == 0 {
-                        Code::E4M3
-                    } else {
-                        Code::E5M2
-                    },
-                    out: match (b, rng.below(2)) {
-                        (32, _) => Out::F32,
-                        (_, 0) => Out::Bf16,
-                        _ => Out::F16,
-                    },
+                    code,
+                    out,
                     cols,
                     block_rows: 1 + rng.below(rows),
                     block_cols: 1 + rng.below(cols),
                 };
                 let blocks = d.blocks(n).unwrap();
-                let codes = random_program(rng, Ty::new(8, n), depth + 1);
+                let codes = random_program(rng, codes_ty, depth + 1);
                 let scales = random_program(rng, Ty::new(32, blocks), depth + 1);
                 return Node::dequant(d, n, codes, scales).unwrap();
             }
@@ -400,16 +404,89 @@ fn backref_modes_and_transpose_of_worked_examples_are_exact() {
     let bad = Dequant { block_rows: 3, ..d };
     assert!(Node::dequant(bad, 4, lit(8, &[0; 4]), scales.clone()).is_err());
     assert!(Node::dequant(d, 4, lit(8, &[0; 4]), lit(32, &[0])).is_err());
-    assert!(Node::dequant(d, 4, lit(16, &[0; 4]), scales).is_err());
+    assert!(Node::dequant(d, 4, lit(16, &[0; 4]), scales.clone()).is_err());
     // On the wire: an unknown code format, output format, or one that is not the type's.
     for bad in [
-        vec![0xA2, 0, 2, 1, 2],
+        vec![0xA4, 0, 2, 1, 2],
         vec![0xA0, 3, 2, 1, 2],
         vec![0xA0, 2, 2, 1, 2],
         vec![0xA0, 0, 3, 1, 2],
     ] {
         assert!(read_program(&bad, Ty::new(16, 4)).is_err(), "{bad:x?}");
     }
+    assert_eq!(brevis::dsl::wire_version_of(&q), 3);
+    // A cast (wire version 4): F16 codes 1.0 (0x3C00), -0.0 (0x8000), the smallest
+    // subnormal (0x0001, 2^-24), 65504 (0x7BFF), infinity (0x7C00) and a NaN with a
+    // payload (0x7E01) upcast to F32 exactly, the NaN as the canonical quiet NaN.
+    let f16 = [0x3C00, 0x8000, 0x0001, 0x7BFF, 0x7C00, 0x7E01];
+    let c = Node::dequant_cast(Code::F16, Out::F32, lit(16, &f16)).unwrap();
+    assert_eq!(
+        execute(&c, 100).unwrap().to_u64s(),
+        vec![
+            0x3F80_0000,
+            0x8000_0000,
+            0x3380_0000,
+            0x477F_E000,
+            0x7F80_0000,
+            0x7FC0_0000
+        ]
+    );
+    assert_eq!(
+        c.to_string().lines().next(),
+        Some("dequant f16>f32 : u32[6]")
+    );
+    let bytes = program_bytes(&c);
+    // Tag 0xA2 (F16 codes), output binary32 (2), columns 0: no block parameters, no
+    // scales; then the codes.
+    assert_eq!(&bytes[..3], &[0xA2, 2, 0]);
+    assert_eq!(brevis::dsl::size_report(&c)[0].own_bytes, 3);
+    assert_eq!(read_program(&bytes, c.ty()).unwrap(), c);
+    assert_eq!(brevis::dsl::wire_version_of(&c), 4);
+    // BF16 codes into F32 are their top halves; into BF16 themselves.
+    let b = Node::dequant_cast(Code::BF16, Out::F32, lit(16, &[0x3F80, 0xC000])).unwrap();
+    assert_eq!(
+        execute(&b, 100).unwrap().to_u64s(),
+        vec![0x3F80_0000, 0xC000_0000]
+    );
+    assert_eq!(program_bytes(&b)[..3], [0xA3, 2, 0]);
+    // 16-bit codes with scales: F16 codes 1.0, 2.0 times 0.5 into BF16.
+    let d16 = Dequant {
+        code: Code::F16,
+        ..d
+    };
+    let s16 = Node::dequant(
+        d16,
+        4,
+        lit(16, &[0x3C00, 0x4000, 0x3C00, 0x4000]),
+        scales.clone(),
+    )
+    .unwrap();
+    assert_eq!(
+        execute(&s16, 100).unwrap().to_u64s(),
+        vec![0x3F00, 0x3F80, 0x4040, 0x40C0]
+    );
+    assert_eq!(brevis::dsl::wire_version_of(&s16), 4);
+    // Refused: a cast of 8-bit codes, of codes of the wrong width, and on the wire a
+    // cast of E4M3 codes (columns 0) or one into a type of another width.
+    assert!(Node::dequant_cast(Code::E4M3, Out::Bf16, lit(8, &[0; 4])).is_err());
+    assert!(Node::dequant_cast(Code::F16, Out::F32, lit(8, &[0; 4])).is_err());
+    assert!(Node::dequant(d16, 4, lit(8, &[0; 4]), scales).is_err());
+    for (bad, ty) in [
+        (vec![0xA0, 0, 0, 0x20, 0], Ty::new(16, 4)),
+        (vec![0xA2, 2, 0, 0x20, 0], Ty::new(16, 4)),
+        (vec![0xA2, 0, 0, 0x20, 0], Ty::new(32, 4)),
+    ] {
+        assert!(read_program(&bad, ty).is_err(), "{bad:x?}");
+    }
+    assert!(read_program(&[0xA2, 0, 0, 0x20, 0, 0], Ty::new(16, 4)).is_err());
+    assert_eq!(
+        read_program(&[0xA2, 0, 0, 0x20, 0x80, 0x78], Ty::new(16, 4))
+            .unwrap()
+            .to_string()
+            .lines()
+            .next(),
+        Some("dequant f16>bf16 : u16[4]")
+    );
 }
 
 /// Each way a backref's tokens can disagree with its type is an execution error that

@@ -926,12 +926,13 @@ pub fn compress_folder(
                 });
             }
         }
-        manifest.files_xxh3 = Some(files_checksum(&manifest.files));
-        let mut text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
-            path: output.to_path_buf(),
-            what: format!("cannot write the manifest: {e}"),
-        })?;
-        text.push(b'\n');
+        let text = manifest_bytes(std::mem::take(&mut manifest.files), output)?;
+        manifest.files = serde_json::from_slice::<Manifest>(&text)
+            .map(|m| m.files)
+            .map_err(|e| Error::Internal {
+                path: output.to_path_buf(),
+                what: format!("cannot read back the manifest: {e}"),
+            })?;
         archive_bytes += text.len() as u64;
         let mpath = tmp.path().join(MANIFEST_NAME);
         fs::write(&mpath, &text).map_err(|e| Error::io(&mpath, "cannot write", e))?;
@@ -957,6 +958,58 @@ pub fn compress_folder(
         shards,
         copied,
         empty_folders: empty_folders(&files, &dirs),
+    })
+}
+
+/// The manifest of a compressed folder whose entries are `files` (in path order), as
+/// [`compress_folder`] writes it (`output` only labels errors): what a job that
+/// compresses the shards elsewhere (one task per shard, [`file_entry`] for each file)
+/// writes, create-only, as its commit.
+///
+/// # Errors
+/// [`Error::Internal`] if the entries cannot be serialized.
+pub fn manifest_bytes(files: Vec<FolderFile>, output: &Path) -> Result<Vec<u8>> {
+    let manifest = Manifest {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        files_xxh3: Some(files_checksum(&files)),
+        files,
+    };
+    let mut text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
+        path: output.to_path_buf(),
+        what: format!("cannot write the manifest: {e}"),
+    })?;
+    text.push(b'\n');
+    Ok(text)
+}
+
+/// The manifest entry of the file `src`, at path `rel` (`/`-separated) of its source
+/// folder: an archive entry (its `.brv` path) for a `.safetensors` file, else a copy;
+/// its length and xxh3-64 read from `src`.
+///
+/// # Errors
+/// [`Error::Io`] if `src` cannot be read; [`Error::Invalid`] if `rel` is not a safe
+/// relative path.
+pub fn file_entry(src: &Path, rel: &str) -> Result<FolderFile> {
+    if !safe_relative(rel) {
+        return Err(other(
+            src,
+            "cannot archive",
+            format!("{rel:?} is not a relative path inside the folder"),
+        ));
+    }
+    let (sum, len) = file_checksum(src)?;
+    let shard = is_shard(rel);
+    Ok(FolderFile {
+        path: rel.to_string(),
+        kind: if shard {
+            FileKind::Archive
+        } else {
+            FileKind::Copy
+        },
+        archive: shard.then(|| archive_name(rel)),
+        bytes: len,
+        xxh3: hex(sum),
     })
 }
 

@@ -177,6 +177,9 @@ pub(crate) enum Item {
 enum Backing {
     Map(memmap2::Mmap),
     Owned(Vec<u8>),
+    /// A remote archive read by ranges: its image holds what opening read.
+    #[cfg(feature = "object-store")]
+    Ranged(super::remote::Ranged),
 }
 
 impl Deref for Backing {
@@ -185,6 +188,8 @@ impl Deref for Backing {
         match self {
             Backing::Map(m) => m,
             Backing::Owned(v) => v,
+            #[cfg(feature = "object-store")]
+            Backing::Ranged(r) => r.image(),
         }
     }
 }
@@ -305,6 +310,31 @@ impl Archive {
         Archive::validate(path.into(), Backing::Owned(bytes))
     }
 
+    /// A remote archive whose structure `ranged` has read ([`Archive::open_url`]).
+    #[cfg(feature = "object-store")]
+    pub(crate) fn from_ranged(ranged: super::remote::Ranged) -> Result<Archive> {
+        Archive::validate(PathBuf::from(ranged.url()), Backing::Ranged(ranged))
+    }
+
+    /// Bytes read from the archive's store so far (an archive opened by
+    /// [`Archive::open_url`]); its length for one opened otherwise.
+    pub fn bytes_read(&self) -> u64 {
+        match &self.bytes {
+            #[cfg(feature = "object-store")]
+            Backing::Ranged(r) => r.bytes_read(),
+            _ => self.bytes.len() as u64,
+        }
+    }
+
+    /// The archive bytes in `range`: for a remote archive, fetched.
+    fn fetch(&self, range: &Range<usize>) -> Result<std::borrow::Cow<'_, [u8]>> {
+        match &self.bytes {
+            #[cfg(feature = "object-store")]
+            Backing::Ranged(r) => r.get(range),
+            b => Ok(std::borrow::Cow::Borrowed(&b[range.clone()])),
+        }
+    }
+
     fn validate(path: PathBuf, bytes: Backing) -> Result<Archive> {
         match parse_structure(&bytes) {
             Ok(s) => Ok(Archive {
@@ -374,7 +404,7 @@ impl Archive {
                 return None;
             }
             let end = self.records_end.min(at + CHUNK);
-            hasher.update(&self.bytes[at..end]);
+            hasher.update(&self.fetch(&(at..end)).ok()?);
             self.release(&(at..end));
             at = end;
         }
@@ -852,22 +882,26 @@ impl Archive {
     }
 
     fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
-        let node =
-            read_program(&self.bytes[program.clone()], ty).map_err(|e| self.decode_err(item, e))?;
+        let node = read_program(&self.fetch(program)?, ty).map_err(|e| self.decode_err(item, e))?;
         within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, program.start, e))
     }
 
     /// Reads the program (or part of a program) of `item` held in `range` of the archive
     /// as type `ty`; errors say where `range` starts.
     pub(crate) fn read_at(&self, item: Item, range: &Range<usize>, ty: Ty) -> Result<Node> {
-        let node = read_program(self.program_slice(range), ty)
+        let node = read_program(&self.fetch(range)?, ty)
             .map_err(|e| self.decode_err_at(item, range.start, e))?;
         within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, range.start, e))
     }
 
-    /// The archive bytes in `range` (a range this archive's index produced).
+    /// The archive bytes in `range` (a range this archive's index produced). For a
+    /// remote archive whose record cannot be fetched: empty ([`Archive::read_at`] then
+    /// says why).
     pub(crate) fn program_slice(&self, range: &Range<usize>) -> &[u8] {
-        &self.bytes[range.clone()]
+        match self.fetch(range) {
+            Ok(std::borrow::Cow::Borrowed(b)) => b,
+            Ok(std::borrow::Cow::Owned(_)) | Err(_) => &[],
+        }
     }
 
     /// The byte range of an item's program in the archive and the type it restores.

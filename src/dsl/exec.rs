@@ -81,7 +81,10 @@ fn run(node: &Node) -> Result<Words, ExecError> {
                 .map_err(|what| ExecError::BackRef { ty, what })?
         }
         Op::Transpose(rows, child) => transpose(&run(child)?, *rows as usize),
-        Op::Dequant(d, children) => dequantize(d, &run(&children[0])?, &run(&children[1])?),
+        Op::Dequant(d, children) => {
+            let scales = children.get(1).map(run).transpose()?;
+            dequantize(d, &run(&children[0])?, scales.as_ref())
+        }
     })
 }
 
@@ -495,28 +498,51 @@ fn or_shifted(out: &mut WordBuf, part: &WordBuf, shift: u32) {
 
 /// The output of `Dequant_d(codes, scales)` ([`super::Op::Dequant`]): `codes.len()`
 /// words of `d.out`'s width, each recomputed from its code and its block's scale by the
-/// arithmetic of [`super::narrow`].
+/// arithmetic of [`super::narrow`]; a cast ([`Dequant::cast`], `scales` `None`) takes
+/// every scale as `1.0`.
 ///
 /// # Panics
-/// If `d` does not fit `codes.len()` words or `scales` has another length than its
-/// blocks ([`Dequant::blocks`]; the constructors check both).
-pub fn dequantize(d: &Dequant, codes: &Words, scales: &Words) -> Words {
-    let n = codes.len();
+/// If `d` does not fit `codes.len()` words, the codes are not of the code format's
+/// width, or `scales` has another length than its blocks (or is given to a cast, or
+/// missing from a non-cast) ([`Dequant::blocks`]; the constructors check all of these).
+pub fn dequantize(d: &Dequant, codes: &Words, scales: Option<&Words>) -> Words {
+    let o = d.out;
+    let code = d.code;
+    let buf = match (codes.buf(), scales) {
+        (WordBuf::U16(c), None) => {
+            assert!(d.is_cast(), "a scaled dequant has its scales");
+            match o {
+                // The exact upcast; NaNs become the canonical quiet NaN.
+                super::narrow::Out::F32 => {
+                    WordBuf::U32(c.iter().map(|&x| o.round(code.value(x)) as u32).collect())
+                }
+                _ => WordBuf::U16(c.iter().map(|&x| o.round(code.value(x)) as u16).collect()),
+            }
+        }
+        (WordBuf::U8(c), Some(scales)) => {
+            let table = code.table();
+            scaled(d, c, scales, |x: u8| table[x as usize])
+        }
+        (WordBuf::U16(c), Some(scales)) => scaled(d, c, scales, |x: u16| code.value(x)),
+        _ => unreachable!("the constructors checked the codes and scales"),
+    };
+    Words::from_buf(o.width(), buf).expect("the container of the output width")
+}
+
+/// [`dequantize`] with scales: the codes `c` (values by `value`) in `d`'s blocks.
+fn scaled<C: Copy>(d: &Dequant, c: &[C], scales: &Words, value: impl Fn(C) -> f32) -> WordBuf {
+    let n = c.len();
     let blocks = d.blocks(n as u64).expect("constructors checked the blocks");
     assert_eq!(scales.len() as u64, blocks, "one scale per block");
     let cols = d.cols as usize;
     let (br, bc) = (d.block_rows as usize, d.block_cols as usize);
-    let table = d.code.table();
-    let WordBuf::U8(c) = codes.buf() else {
-        unreachable!("codes are 8-bit words")
-    };
     // Per block run: the scale, then one multiply and one rounding per word.
-    fn fill<T>(
-        c: &[u8],
+    fn fill<C: Copy, T>(
+        c: &[C],
         cols: usize,
         br: usize,
         bc: usize,
-        put: impl Fn(u8, f32) -> T,
+        put: impl Fn(C, f32) -> T,
         scale: impl Fn(usize) -> f32,
     ) -> Vec<T> {
         let per_row = cols.div_ceil(bc);
@@ -532,13 +558,13 @@ pub fn dequantize(d: &Dequant, codes: &Words, scales: &Words) -> Words {
     }
     let scale = |b: usize| f32::from_bits(scales.get(b) as u32);
     let o = d.out;
-    let buf = match o {
+    match o {
         super::narrow::Out::F32 => WordBuf::U32(fill(
             c,
             cols,
             br,
             bc,
-            |code, s| o.round(table[code as usize] * s) as u32,
+            |code, s| o.round(value(code) * s) as u32,
             scale,
         )),
         _ => WordBuf::U16(fill(
@@ -546,11 +572,10 @@ pub fn dequantize(d: &Dequant, codes: &Words, scales: &Words) -> Words {
             cols,
             br,
             bc,
-            |code, s| o.round(table[code as usize] * s) as u16,
+            |code, s| o.round(value(code) * s) as u16,
             scale,
         )),
-    };
-    Words::from_buf(o.width(), buf).expect("the container of the output width")
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The narrow float formats of `dequant` and their exact arithmetic (issue 29: values
 //! of a narrower format hidden in a wider dtype).
 //!
-//! A `dequant` node recomputes each output word bit for bit from an 8-bit code and a
-//! scale, exactly as a dequantizing script does in `float32`:
+//! A `dequant` node recomputes each output word bit for bit from a code (8 bits: FP8
+//! E4M3 or E5M2; 16 bits: F16 or BF16, wire version 4) and a scale, exactly as a
+//! dequantizing script does in `float32`:
 //!
-//! 1. the code's value `x` as an `f32`: [`Code::value`] (every E4M3 and E5M2 value is
-//!    exact in `f32`);
+//! 1. the code's value `x` as an `f32`: [`Code::value`] (every E4M3, E5M2, F16 and
+//!    BF16 value is exact in `f32`);
 //! 2. the product `p = x * s` of `f32`s, with `s = f32::from_bits(scale)`, rounded to
 //!    nearest, ties to even (IEEE 754 binary32 multiplication);
 //! 3. `p` rounded to the output format, to nearest, ties to even ([`Out::round`]); a
@@ -13,12 +14,17 @@
 //!    `0b10...0`), whatever its sign or payload, so the result never depends on the
 //!    machine's NaN propagation.
 //!
+//! A `dequant` without scales (a cast, 16-bit codes only) takes every scale as `1.0`:
+//! step 2 is then exact (`x * 1.0 = x` for every non-NaN `x`, signed zeros and
+//! subnormals included), so a cast to `F32` is the exact upcast `codes.float()` but for
+//! NaN payloads.
+//!
 //! This is `(codes.float() * scales).to(bfloat16)` in PyTorch (step 3 there too rounds
 //! to nearest even; its NaN handling differs only in the payload), and the dequantization
 //! of FP8 checkpoints with per-row or per-block scales (OCP 8-bit floating point
 //! specification, 2023, for the E4M3 and E5M2 encodings).
 
-/// The 8-bit code formats (OCP FP8).
+/// The code formats: 8-bit (OCP FP8) and 16-bit (IEEE binary16, bfloat16).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Code {
     /// Sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities; `S.1111.111` is
@@ -27,12 +33,25 @@ pub enum Code {
     /// Sign, 5 exponent bits (bias 15), 2 mantissa bits: the top byte of an IEEE
     /// binary16, infinities and NaNs included; largest finite 57,344.
     E5M2,
+    /// IEEE binary16: sign, 5 exponent bits (bias 15), 10 mantissa bits (wire
+    /// version 4).
+    F16,
+    /// bfloat16, the top half of a binary32: sign, 8 exponent bits, 7 mantissa bits
+    /// (wire version 4).
+    BF16,
 }
 
 impl Code {
-    /// The value of code `c` (its low 8 bits) as an `f32`, exactly. E4M3 NaN codes give
-    /// `f32::NAN` with the code's sign.
-    pub fn value(self, c: u8) -> f32 {
+    /// The value of code `c` (its low [`Code::width`] bits) as an `f32`, exactly. E4M3
+    /// NaN codes give `f32::NAN` with the code's sign; F16 and BF16 NaNs keep sign and
+    /// payload (shifted into the wider mantissa).
+    pub fn value(self, c: u16) -> f32 {
+        match self {
+            Code::F16 => return f16_to_f32(c),
+            Code::BF16 => return f32::from_bits(u32::from(c) << 16),
+            Code::E4M3 | Code::E5M2 => {}
+        }
+        let c = c as u8;
         let sign = if c & 0x80 != 0 { -1.0f32 } else { 1.0 };
         match self {
             Code::E4M3 => {
@@ -48,12 +67,22 @@ impl Code {
                 sign * mag
             }
             Code::E5M2 => f16_to_f32(u16::from(c) << 8),
+            Code::F16 | Code::BF16 => unreachable!("returned above"),
         }
     }
 
-    /// The 256 values of [`Code::value`], by code.
+    /// The values of [`Code::value`] of codes `0..256`, by code (all the codes of an
+    /// 8-bit format).
     pub fn table(self) -> [f32; 256] {
-        std::array::from_fn(|c| self.value(c as u8))
+        std::array::from_fn(|c| self.value(c as u16))
+    }
+
+    /// Bits per code: 8 (E4M3, E5M2) or 16 (F16, BF16).
+    pub fn width(self) -> u32 {
+        match self {
+            Code::E4M3 | Code::E5M2 => 8,
+            Code::F16 | Code::BF16 => 16,
+        }
     }
 
     /// The largest finite magnitude.
@@ -61,14 +90,19 @@ impl Code {
         match self {
             Code::E4M3 => 448.0,
             Code::E5M2 => 57_344.0,
+            Code::F16 => 65_504.0,
+            Code::BF16 => f32::from_bits(0x7F7F_0000),
         }
     }
 
-    /// Stable number on the wire (0 E4M3, 1 E5M2).
+    /// Stable number on the wire (0 E4M3, 1 E5M2, 2 F16, 3 BF16; 2 and 3 need wire
+    /// version 4).
     pub fn id(self) -> u8 {
         match self {
             Code::E4M3 => 0,
             Code::E5M2 => 1,
+            Code::F16 => 2,
+            Code::BF16 => 3,
         }
     }
 
@@ -77,15 +111,31 @@ impl Code {
         match id {
             0 => Some(Code::E4M3),
             1 => Some(Code::E5M2),
+            2 => Some(Code::F16),
+            3 => Some(Code::BF16),
             _ => None,
         }
     }
 
-    /// Lowercase name (`e4m3`, `e5m2`).
+    /// Lowercase name (`e4m3`, `e5m2`, `f16`, `bf16`).
     pub fn name(self) -> &'static str {
         match self {
             Code::E4M3 => "e4m3",
             Code::E5M2 => "e5m2",
+            Code::F16 => "f16",
+            Code::BF16 => "bf16",
+        }
+    }
+
+    /// The dtype whose words these codes are (`F8_E4M3`, `F8_E5M2`, `F16`, `BF16`): what
+    /// the search reads a codes hole as.
+    pub fn dtype(self) -> crate::tensor::Dtype {
+        use crate::tensor::Dtype;
+        match self {
+            Code::E4M3 => Dtype::F8E4M3,
+            Code::E5M2 => Dtype::F8E5M2,
+            Code::F16 => Dtype::F16,
+            Code::BF16 => Dtype::BF16,
         }
     }
 }

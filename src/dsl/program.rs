@@ -316,8 +316,11 @@ pub enum Op {
     /// in a row or column may be smaller), numbered row-major; word `(i, j)` is
     /// `o.round(c.value(C[i * cols + j]) * f32::from_bits(S[(i / br) * ceil(cols / bc)
     /// + j / bc]))` ([`crate::dsl::narrow`] spells out the arithmetic). Children: the
-    /// codes `u8[n]` and one scale per block, `u32[ceil(rows / br) * ceil(cols / bc)]`.
+    /// codes `u{w}[n]` (`w` the code format's width: 8 for E4M3 and E5M2, 16 for F16
+    /// and BF16) and one scale per block, `u32[ceil(rows / br) * ceil(cols / bc)]`.
     /// Per-row scales are blocks of `1 x cols`, one scale for the tensor `rows x cols`.
+    /// A cast ([`Dequant::cast`], 16-bit codes only) has the codes as its one child and
+    /// takes every scale as `1.0`: word `i` is `o.round(c.value(C[i]))`.
     Dequant(Dequant, Vec<Node>),
 }
 
@@ -329,17 +332,35 @@ pub struct Dequant {
     pub code: crate::dsl::narrow::Code,
     /// The output's format (its width is the node's).
     pub out: crate::dsl::narrow::Out,
-    /// Columns of the output's matrix view (`>= 1`, divides `n`).
+    /// Columns of the output's matrix view (`>= 1`, divides `n`); 0 for a cast (no
+    /// scales, [`Dequant::cast`]).
     pub cols: u64,
-    /// Block height in rows (`1..=rows`).
+    /// Block height in rows (`1..=rows`; 0 for a cast).
     pub block_rows: u64,
-    /// Block width in columns (`1..=cols`).
+    /// Block width in columns (`1..=cols`; 0 for a cast).
     pub block_cols: u64,
 }
 
 impl Dequant {
+    /// A cast: codes of a 16-bit format ([`crate::dsl::narrow::Code::F16`], `BF16`)
+    /// without scales (every scale `1.0`); the output has one word per code.
+    pub fn cast(code: crate::dsl::narrow::Code, out: crate::dsl::narrow::Out) -> Dequant {
+        Dequant {
+            code,
+            out,
+            cols: 0,
+            block_rows: 0,
+            block_cols: 0,
+        }
+    }
+
+    /// Whether this is a cast (no scales child).
+    pub fn is_cast(&self) -> bool {
+        self.cols == 0
+    }
+
     /// Scales (blocks) for an output of `n` words: `ceil(rows / br) * ceil(cols / bc)`.
-    /// Fails unless the parameters fit `n` (see the fields).
+    /// Fails unless the parameters fit `n` (see the fields; a cast has no blocks).
     pub fn blocks(&self, n: u64) -> Result<u64, TypeError> {
         let Dequant {
             cols,
@@ -618,19 +639,44 @@ impl Node {
     }
 
     /// `Dequant(codes, scales)` (see [`Op::Dequant`]). Fails unless `d` fits `n` words
-    /// of its output width ([`Dequant::blocks`]), the codes are `u8[n]` and the scales
-    /// `u32[blocks]`.
+    /// of its output width ([`Dequant::blocks`]; a cast fails, see
+    /// [`Node::dequant_cast`]), the codes are `u{w}[n]` with `w` the code format's width
+    /// and the scales `u32[blocks]`.
     pub fn dequant(d: Dequant, n: u64, codes: Node, scales: Node) -> Result<Node, TypeError> {
         let blocks = d.blocks(n)?;
-        if codes.ty != Ty::new(8, n) || scales.ty != Ty::new(32, blocks) {
+        let w = d.code.width();
+        if codes.ty != Ty::new(w, n) || scales.ty != Ty::new(32, blocks) {
             return Err(TypeError::new(format!(
-                "dequant of {n} words takes u8[{n}] codes and u32[{blocks}] scales, not {} and {}",
+                "dequant of {n} words takes u{w}[{n}] codes and u32[{blocks}] scales, not {} and {}",
                 codes.ty, scales.ty
             )));
         }
         Ok(Node {
             ty: Ty::new(d.out.width(), n),
             op: Op::Dequant(d, vec![codes, scales]),
+        })
+    }
+
+    /// `Dequant(codes)` without scales: the cast of 16-bit codes ([`Dequant::cast`]) to
+    /// `out`, one word of `out`'s width per code. Fails unless the codes are of a 16-bit
+    /// format, `u16[n]` with `n >= 1`.
+    pub fn dequant_cast(
+        code: crate::dsl::narrow::Code,
+        out: crate::dsl::narrow::Out,
+        codes: Node,
+    ) -> Result<Node, TypeError> {
+        let n = codes.ty.len;
+        if code.width() != 16 || codes.ty.width != 16 || n == 0 {
+            return Err(TypeError::new(format!(
+                "dequant {}>{} without scales of {} codes",
+                code.name(),
+                out.name(),
+                codes.ty
+            )));
+        }
+        Ok(Node {
+            ty: Ty::new(out.width(), n),
+            op: Op::Dequant(Dequant::cast(code, out), vec![codes]),
         })
     }
 

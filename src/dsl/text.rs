@@ -47,6 +47,7 @@ pub fn node_label(node: &Node) -> String {
         },
         Op::BackRef(_) => "backref".to_string(),
         Op::Transpose(r, _) => format!("transpose {r}"),
+        Op::Dequant(d, _) if d.is_cast() => format!("dequant {}>{}", d.code.name(), d.out.name()),
         Op::Dequant(d, _) => format!(
             "dequant {}>{} cols {} block {}x{}",
             d.code.name(),

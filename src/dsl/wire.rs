@@ -15,7 +15,7 @@
 //! | `Merge` | tag `0x70 \| family` (fields 0, bit planes 1, byte planes 2); for fields LEB128 `k` and the widths of fields `1..k-1` in bits (the last is what remains); children |
 //! | `BackRef` | tag `0x80 \| family` (wire version 2; without modes 0, with modes 1), LEB128 literal words `L`, LEB128 tokens `T`, LEB128 widths in bits of the runs, lengths, distances (and modes), children (literals `b[L]`, then the token streams of `T` words) |
 //! | `Transpose` | tag `0x90` (wire version 2), LEB128 rows `r`, child (of the same type) |
-//! | `Dequant` | tag `0xA0 \| code` (wire version 3; E4M3 0, E5M2 1), LEB128 output format (bfloat16 0, binary16 1, binary32 2), LEB128 columns, block rows, block columns; children (codes `u8[n]`, scales `u32[blocks]`) |
+//! | `Dequant` | tag `0xA0 \| code` (wire version 3: E4M3 0, E5M2 1; wire version 4: F16 2, BF16 3), LEB128 output format (bfloat16 0, binary16 1, binary32 2), LEB128 columns, block rows, block columns; children (codes `u8[n]` or `u16[n]`, scales `u32[blocks]`). Columns 0 (16-bit codes only): a cast, no block parameters and no scales child |
 //!
 //! Tags are stable numbers independent of the Rust enums. Integers are unsigned LEB128
 //! (at most 10 bytes, no overlong final byte beyond 64 bits). One encoder serves two
@@ -32,9 +32,10 @@ use super::program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty};
 use crate::codec::CodecId;
 
 /// Version of this wire format, stored once in the archive header. Version 2 added
-/// `BackRef` (tag `0x80`) and `Transpose` (`0x90`), version 3 `Dequant` (`0xA0`); a
-/// reader of a version reads every earlier one unchanged.
-pub const WIRE_VERSION: u32 = 3;
+/// `BackRef` (tag `0x80`) and `Transpose` (`0x90`), version 3 `Dequant` (`0xA0`) of
+/// 8-bit codes, version 4 `Dequant` of 16-bit codes (`0xA2`, `0xA3`) and its cast
+/// without scales; a reader of a version reads every earlier one unchanged.
+pub const WIRE_VERSION: u32 = 4;
 
 /// Deepest tree the reader accepts (root has depth 1).
 pub const MAX_DEPTH: usize = 32;
@@ -182,8 +183,10 @@ fn write_framing(node: &Node, sink: &mut impl Sink) {
             sink.put_u8(TAG_DEQUANT | d.code.id());
             sink.put_uleb(u64::from(d.out.id()));
             sink.put_uleb(d.cols);
-            sink.put_uleb(d.block_rows);
-            sink.put_uleb(d.block_cols);
+            if !d.is_cast() {
+                sink.put_uleb(d.block_rows);
+                sink.put_uleb(d.block_cols);
+            }
         }
         Op::BackRef(children) => {
             sink.put_u8(TAG_BACKREF | (children.len() == 5) as u8);
@@ -233,11 +236,13 @@ pub fn program_pieces<'a>(node: &'a Node, framing: &mut Vec<u8>, pieces: &mut Ve
 }
 
 /// The oldest wire version that holds every operator of `node`'s tree: 1, 2 with
-/// `BackRef` or `Transpose`, 3 with `Dequant`. A reader refuses a program above the
-/// version its archive declares.
+/// `BackRef` or `Transpose`, 3 with `Dequant` of 8-bit codes, 4 with `Dequant` of
+/// 16-bit codes (F16, BF16). A reader refuses a program above the version its archive
+/// declares.
 pub fn wire_version_of(node: &Node) -> u32 {
     let own = match node.op() {
         Op::BackRef(_) | Op::Transpose(..) => 2,
+        Op::Dequant(d, _) if d.code.width() == 16 => 4,
         Op::Dequant(..) => 3,
         _ => 1,
     };
@@ -561,22 +566,36 @@ impl Reader<'_> {
                     .ok()
                     .and_then(Out::from_id)
                     .ok_or_else(|| self.type_err(offset, format!("dequant output format {out}")))?;
-                let d = super::program::Dequant {
-                    code,
-                    out,
-                    cols: self.uleb()?,
-                    block_rows: self.uleb()?,
-                    block_cols: self.uleb()?,
-                };
+                let cols = self.uleb()?;
                 if out.width() != ty.width {
                     return Err(
                         self.type_err(offset, format!("dequant to {} into {ty}", out.name()))
                     );
                 }
-                let blocks = d.blocks(ty.len).map_err(|e| self.type_err(offset, e.0))?;
-                let codes = self.node(Ty::new(8, ty.len), depth + 1)?;
-                let scales = self.node(Ty::new(32, blocks), depth + 1)?;
-                typed(self, Node::dequant(d, ty.len, codes, scales))?
+                let codes_ty = Ty::new(code.width(), ty.len);
+                if cols == 0 {
+                    // A cast: 16-bit codes, no scales.
+                    if code.width() != 16 || ty.len == 0 {
+                        return Err(self.type_err(
+                            offset,
+                            format!("dequant {} without scales into {ty}", code.name()),
+                        ));
+                    }
+                    let codes = self.node(codes_ty, depth + 1)?;
+                    typed(self, Node::dequant_cast(code, out, codes))?
+                } else {
+                    let d = super::program::Dequant {
+                        code,
+                        out,
+                        cols,
+                        block_rows: self.uleb()?,
+                        block_cols: self.uleb()?,
+                    };
+                    let blocks = d.blocks(ty.len).map_err(|e| self.type_err(offset, e.0))?;
+                    let codes = self.node(codes_ty, depth + 1)?;
+                    let scales = self.node(Ty::new(32, blocks), depth + 1)?;
+                    typed(self, Node::dequant(d, ty.len, codes, scales))?
+                }
             }
             TAG_BACKREF => {
                 if fam > 1 {

@@ -638,19 +638,12 @@ impl Search<'_> {
     /// Expands the leftmost hole of `s`, pushing open children and offering every child.
     fn expand(&mut self, s: &State, queue: &mut Frontier) {
         let hid = s.holes[0];
-        let (depth, width, len, dtype, lit_bytes) = {
+        let (width, lit_bytes) = {
             let h = &self.holes[hid];
-            (h.depth, h.width, h.len, h.dtype, h.lit_bytes)
+            (h.width, h.lit_bytes)
         };
-        // The children's prior costs only order later expansions: after the budget's
-        // last one they are never read, so the context's features are not computed.
-        let ctx = if self.stats.expansions < self.opts.budget {
-            self.context(hid)
-        } else {
-            self.plain_context(hid)
-        };
+        let ctx = self.context_for(hid);
         let rest = &s.holes[1..];
-        let rest_rollout = s.rollout - lit_bytes;
         let rest_h = s.h - self.prior.min_cost(width);
         let mut out = Vec::new();
 
@@ -667,6 +660,39 @@ impl Search<'_> {
         };
         out.push(lit_state);
 
+        self.propose_into(s, &ctx, true, &mut out);
+        if self.opts.first_complete {
+            // Lit last, so that depth first takes the first proposal.
+            out.rotate_left(1);
+        }
+        for st in out {
+            self.push_or_finish(st, queue);
+        }
+    }
+
+    /// The context of hole `hid` for its proposals' costs: with the stream's features
+    /// while the budget lasts (after the budget's last expansion the children's prior
+    /// costs are never read, so the features are not computed).
+    fn context_for(&self, hid: usize) -> Context {
+        if self.stats.expansions < self.opts.budget {
+            self.context(hid)
+        } else {
+            self.plain_context(hid)
+        }
+    }
+
+    /// Every way but `Lit` to fill the leftmost hole of `s` (context `ctx`), appended to
+    /// `out` as new states. With `nest`, a cast's (`dequant` without scales) codes hole
+    /// is filled at once too (one level only).
+    fn propose_into(&mut self, s: &State, ctx: &Context, nest: bool, out: &mut Vec<State>) {
+        let hid = s.holes[0];
+        let (depth, width, len, dtype, lit_bytes) = {
+            let h = &self.holes[hid];
+            (h.depth, h.width, h.len, h.dtype, h.lit_bytes)
+        };
+        let rest = &s.holes[1..];
+        let rest_rollout = s.rollout - lit_bytes;
+        let rest_h = s.h - self.prior.min_cost(width);
         // The smallest split (`scan`, `map`) adds one node; each proposal is checked
         // against the limit with its own child count below.
         let may_split = depth < self.opts.max_depth && s.nodes < self.opts.max_nodes;
@@ -697,7 +723,7 @@ impl Search<'_> {
                     out.push(State {
                         tree: replace_hole(&s.tree, hid, PNode::Done(hid, kind, node)),
                         holes: rest.to_vec(),
-                        g: s.g + self.prior.cost(&ctx, kind),
+                        g: s.g + self.prior.cost(ctx, kind),
                         h: rest_h,
                         fixed: s.fixed + bytes,
                         rollout: rest_rollout + bytes,
@@ -721,12 +747,27 @@ impl Search<'_> {
                         ids.push(self.add_words_hole(
                             Arc::new(t),
                             depth + 1,
-                            None,
+                            shell.child_dtype(i),
                             Some(kind),
                             i as u32,
                         ));
                     }
-                    out.push(self.split_state(s, hid, kind, shell, ids, own, &ctx));
+                    let codes = nest && matches!(&shell, Shell::Dequant(d, _) if d.is_cast());
+                    let st = self.split_state(s, hid, kind, shell, ids, own, ctx);
+                    if codes {
+                        // A cast's codes hole (its child, the state's leftmost hole)
+                        // filled in the same expansion by everything but `Lit`
+                        // (which is `st` itself): at a budget of 1 the codes are still
+                        // coded as a tensor of their format is (the F16 values of an F32
+                        // tensor with F16's field splits and byte planes).
+                        let cctx = self.context_for(st.holes[0]);
+                        let mut inner = Vec::new();
+                        self.propose_into(&st, &cctx, false, &mut inner);
+                        out.push(st);
+                        out.extend(inner);
+                    } else {
+                        out.push(st);
+                    }
                 }
                 Cand::Lazy(kind, shell) => {
                     // Child types without computing the children.
@@ -872,16 +913,9 @@ impl Search<'_> {
                             }
                         }
                     }
-                    out.push(self.split_state(s, hid, kind, shell, ids, own, &ctx));
+                    out.push(self.split_state(s, hid, kind, shell, ids, own, ctx));
                 }
             }
-        }
-        if self.opts.first_complete {
-            // Lit last, so that depth first takes the first proposal.
-            out.rotate_left(1);
-        }
-        for st in out {
-            self.push_or_finish(st, queue);
         }
     }
 

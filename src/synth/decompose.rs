@@ -156,7 +156,18 @@ impl Shell {
                 *r,
                 Node::backref(*n, std::iter::from_fn(|| one().ok()).collect())?,
             ),
+            Shell::Dequant(d, _) if d.is_cast() => Node::dequant_cast(d.code, d.out, one()?),
             Shell::Dequant(d, n) => Node::dequant(*d, *n, one()?, one()?),
+        }
+    }
+
+    /// The dtype the search reads child `i`'s words as, when the shell gives them one:
+    /// the codes of a `dequant` are words of their code format (so they get its field
+    /// splits, [`field_splits`]). Every other child has none.
+    pub fn child_dtype(&self, i: usize) -> Option<Dtype> {
+        match self {
+            Shell::Dequant(d, _) if i == 0 => Some(d.code.dtype()),
+            _ => None,
         }
     }
 }
@@ -303,6 +314,25 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
         return out;
     }
     if !info.may_split {
+        return out;
+    }
+    // A cast: an F32 tensor whose every word is an F16 or BF16 value, proved on every
+    // word (a few words for ordinary F32 weights). Then nothing else is proposed: the
+    // codes hold the same words in half the bits, and the search fills their hole with
+    // all it would propose for a tensor of their format, in the same expansion (every
+    // operator on the F32 words has its counterpart on the codes).
+    if let Some((code, codes)) = info
+        .dtype
+        .and_then(|dt| super::dequant::propose_cast(t, dt))
+    {
+        out.push(Cand::Eager(
+            ProdKind::Dequant,
+            Shell::Dequant(
+                crate::dsl::Dequant::cast(code, crate::dsl::narrow::Out::F32),
+                n as u64,
+            ),
+            vec![codes],
+        ));
         return out;
     }
     // Repeat: the smallest exact period that divides n.

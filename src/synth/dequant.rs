@@ -112,6 +112,46 @@ pub fn propose(t: &Words, dtype: Dtype, rows: u64) -> Option<Found> {
     None
 }
 
+/// Words of an F32 target checked before the whole target, for a cast: ordinary F32
+/// weights fail on their first word or two.
+pub const CAST_HEAD: usize = 128;
+
+/// The 16-bit codes whose cast to F32 ([`Dequant::cast`]: no scales) recomputes `t`, an
+/// F32 tensor, exactly: BF16 codes when every word is a bfloat16 value, else F16 codes
+/// when every word is a binary16 value, else `None`. A word is a code's value when the
+/// decoder's arithmetic, `Out::F32.round(code.value(c))`, gives it back bit for bit, so
+/// a NaN is one only as the canonical quiet NaN. BF16 first: its test is a mask (the low
+/// 16 bits zero), and a word that is both loses no code bits in BF16.
+///
+/// Time: [`CAST_HEAD`] words per format for a target that is neither, one pass over the
+/// target per format otherwise; memory: the codes, 2 bytes a word.
+pub fn propose_cast(t: &Words, dtype: Dtype) -> Option<(Code, Words)> {
+    let WordBuf::U32(v) = t.buf() else {
+        return None;
+    };
+    if dtype != Dtype::F32 || t.width() != 32 || t.len() < MIN_WORDS {
+        return None;
+    }
+    let exact = |code: Code, c: u16, w: u32| Out::F32.round(code.value(c)) == u64::from(w);
+    let bf16 = |w: u32| {
+        let c = (w >> 16) as u16;
+        (w & 0xFFFF == 0 && exact(Code::BF16, c, w)).then_some(c)
+    };
+    let f16 = |w: u32| {
+        let c = crate::dsl::narrow::f32_to_f16(w);
+        exact(Code::F16, c, w).then_some(c)
+    };
+    let head = &v[..v.len().min(CAST_HEAD)];
+    let found = |code: Code, to: &dyn Fn(u32) -> Option<u16>| -> Option<(Code, Words)> {
+        if !head.iter().all(|&w| to(w).is_some()) {
+            return None;
+        }
+        let codes: Vec<u16> = v.iter().map(|&w| to(w)).collect::<Option<_>>()?;
+        Some((code, Words::from_buf(16, WordBuf::U16(codes))?))
+    };
+    found(Code::BF16, &bf16).or_else(|| found(Code::F16, &f16))
+}
+
 /// A code format's finite non-negative values, ascending by code (codes `0..len`), and
 /// its layout for rounding to the nearest code.
 struct Format {
@@ -133,6 +173,7 @@ impl Format {
         let (mant, bias) = match code {
             Code::E4M3 => (3, 7),
             Code::E5M2 => (2, 15),
+            Code::F16 | Code::BF16 => unreachable!("fitted scales are for 8-bit codes"),
         };
         Format {
             table,
@@ -311,7 +352,7 @@ mod tests {
             (1, 128, Code::E4M3)
         );
         assert_eq!(f.scales.len(), 4);
-        assert_eq!(dequantize(&f.d, &f.codes, &f.scales), t);
+        assert_eq!(dequantize(&f.d, &f.codes, Some(&f.scales)), t);
     }
 
     /// Ordinary floats are not proposed: BF16 words of a smooth function.
@@ -324,6 +365,44 @@ mod tests {
         // Integers and too-short tensors never are.
         assert!(propose(&Words::filled(16, 0x3F80, 4096), Dtype::I16, 1).is_none());
         assert!(propose(&Words::filled(16, 0x3F80, 10), Dtype::BF16, 1).is_none());
+    }
+
+    /// F32 words that are all F16 values are proposed as the cast of their F16 codes,
+    /// all BF16 values as BF16 codes; a word off the format, or a NaN other than the
+    /// canonical one, rules the cast out; only F32 targets are cast.
+    #[test]
+    fn f32_holding_narrow_values_is_proposed_as_a_cast() {
+        use crate::dsl::narrow::{f16_to_f32, f32_to_f16};
+        let halves = |i: usize| 0x3000 + ((i * 2_654_435_761) >> 9) as u16 % 0x1800;
+        let t = Words::from_fn(32, 1000, |i| u64::from(f16_to_f32(halves(i)).to_bits()));
+        let (code, codes) = propose_cast(&t, Dtype::F32).expect("F16 values");
+        assert_eq!(code, Code::F16);
+        let d = Dequant::cast(code, Out::F32);
+        assert_eq!(dequantize(&d, &codes, None), t);
+        assert!(codes
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c == u64::from(halves(i))));
+        // BF16 values (the low halves zero) are BF16 codes, also when they are F16 values.
+        let b = Words::from_fn(32, 1000, |i| u64::from(halves(i) & 0xFF80) << 16);
+        let (code, codes) = propose_cast(&b, Dtype::F32).expect("BF16 values");
+        assert_eq!(code, Code::BF16);
+        assert_eq!(dequantize(&Dequant::cast(code, Out::F32), &codes, None), b);
+        // One word past F16's precision, at the end (after the head check).
+        let mut w = t.to_u64s();
+        w[999] |= 1;
+        assert!(propose_cast(&Words::from_u64s(32, &w), Dtype::F32).is_none());
+        // The canonical NaN is a code's value, a NaN with another payload is not.
+        w[999] = 0x7FC0_0000;
+        assert!(propose_cast(&Words::from_u64s(32, &w), Dtype::F32).is_some());
+        w[999] = 0x7FC0_2000;
+        assert_eq!(f32_to_f16(0x7FC0_2000), 0x7E01);
+        assert!(propose_cast(&Words::from_u64s(32, &w), Dtype::F32).is_none());
+        // Ordinary F32 words, other dtypes, short tensors.
+        let f = Words::from_fn(32, 4096, |i| u64::from(((i as f32) * 0.37).sin().to_bits()));
+        assert!(propose_cast(&f, Dtype::F32).is_none());
+        assert!(propose_cast(&t, Dtype::I32).is_none());
+        assert!(propose_cast(&t.slice(0, 63), Dtype::F32).is_none());
     }
 
     #[test]

@@ -306,6 +306,10 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
             v
         }
         Op::Transpose(..) => vec![format!("{role}, column by column")],
+        Op::Dequant(d, _) if d.is_cast() => vec![format!(
+            "the {} codes of {role} (its values, cast without scales)",
+            d.code.name().to_uppercase()
+        )],
         Op::Dequant(d, _) => vec![
             format!("the {} codes of {role}", d.code.name().to_uppercase()),
             format!(

@@ -52,6 +52,17 @@ fn dequant_example() -> Node {
     Node::dequant(d, 4, lit(8, &[0x38, 0xC0, 0x7E, 0x01]), lit(32, &scales)).expect("valid")
 }
 
+/// The cast lesson's F32 words from F16 codes 1.0, -0.5, 65504 and 2^-24 (a subnormal).
+fn cast_example() -> Node {
+    use crate::dsl::narrow::{Code, Out};
+    Node::dequant_cast(
+        Code::F16,
+        Out::F32,
+        lit(16, &[0x3C00, 0xB800, 0x7BFF, 0x0001]),
+    )
+    .expect("valid")
+}
+
 fn lit(width: u32, v: &[u64]) -> Node {
     Node::lit(&Words::from_u64s(width, v))
 }
@@ -205,6 +216,19 @@ pub fn lessons() -> Vec<Lesson> {
             show_f32: false,
         },
         Lesson {
+            title: "dequant f16>f32: an F32 tensor holding F16 values",
+            rule: "Dequant(C) : f32[n], C u16[n] of F16 or BF16 codes, no scales",
+            text: "A checkpoint saved in F32 after mixed-precision training often holds \
+                   only F16 (or BF16) values: the low 13 (or 16) bits of every mantissa \
+                   are zero. A cast has no scales: each word is the code's value, exactly \
+                   (here 1.0, -0.5, 65504 and 2^-24). The search proposes it only when \
+                   every word is such a value, and then searches the codes as an F16 \
+                   tensor: whisper-tiny upcast to F32 costs 64,071,022 bytes, against \
+                   64,070,323 for the F16 original (64,450,459 before the cast).",
+            program: cast_example(),
+            show_f32: true,
+        },
+        Lesson {
             title: "What the search finds for the worked example",
             rule: "smaller programs win: sizes are exact serialized bytes",
             text: "With a budget of 200 expansions the search finds a 7-byte program for the \
@@ -301,6 +325,12 @@ fn explain(n: &Node, out: &[u64]) -> String {
             "transpose: the child's words are a {r} x {} matrix column by column; written \
              row by row",
             ty.len / r
+        ),
+        Op::Dequant(d, _) if d.is_cast() => format!(
+            "dequant: each {} code's value, exactly, as {} -> {} words",
+            d.code.name(),
+            d.out.name(),
+            out.len()
         ),
         Op::Dequant(d, c) => format!(
             "dequant: each {} code times its block's f32 scale ({} scales, blocks of {} x \

@@ -301,16 +301,38 @@ impl Archive {
 #[pymethods]
 impl Archive {
     /// Opens the archive at `path` (a file; a compressed folder's shards are archives).
+    /// An `s3://` URL is read by ranged reads: the index when opened, each tensor's
+    /// record when it is decoded ([`Archive::bytes_read`] counts the bytes).
     #[new]
     #[pyo3(signature = (path, base=None))]
     fn new(py: Python<'_>, path: PathBuf, base: Option<PathBuf>) -> PyResult<Archive> {
+        let base = py
+            .detach(|| base.as_deref().map(job::open_base).transpose())
+            .map_err(to_py)?;
+        #[cfg(feature = "object-store")]
+        if let Some(url) = path.to_str().filter(|s| archive::remote::is_url(s)) {
+            let inner = py
+                .detach(|| {
+                    let a = brevis::Archive::open_url(url)?;
+                    if let Some(b) = &base {
+                        a.attach_base(b)?;
+                    }
+                    Ok::<_, brevis::Error>(a)
+                })
+                .map_err(to_py)?;
+            return Ok(Archive { inner });
+        }
         let inner = py
-            .detach(|| {
-                let base = base.as_deref().map(job::open_base).transpose()?;
-                job::open_archive_with(&path, base.as_ref())
-            })
+            .detach(|| job::open_archive_with(&path, base.as_ref()))
             .map_err(to_py)?;
         Ok(Archive { inner })
+    }
+
+    /// Bytes read from the archive so far: for an `s3://` archive, the bytes its ranged
+    /// reads fetched; else its length.
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.inner.bytes_read()
     }
 
     /// The tensor names, in file order.
@@ -385,6 +407,103 @@ impl Archive {
     }
 }
 
+/// The manifest entry (a dict: `path`, `kind`, `archive`, `bytes`, `xxh3`) of the local
+/// file `src`, at path `rel` of its checkpoint folder.
+#[pyfunction]
+fn folder_entry<'py>(py: Python<'py>, src: PathBuf, rel: &str) -> PyResult<Bound<'py, PyAny>> {
+    let entry = py
+        .detach(|| archive::folder::file_entry(&src, rel))
+        .map_err(to_py)?;
+    to_dict(py, &entry)
+}
+
+/// The bytes of the manifest `brevis-folder.json` of a compressed folder whose entries
+/// are `entries` (JSON text of a list of [`folder_entry`] dicts, in path order), exactly
+/// as `brevis compress DIR` writes it.
+#[pyfunction]
+fn folder_manifest(entries: &str) -> PyResult<Vec<u8>> {
+    let mut files: Vec<archive::folder::FolderFile> =
+        serde_json::from_str(entries).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    archive::folder::manifest_bytes(files, std::path::Path::new(archive::folder::MANIFEST_NAME))
+        .map_err(to_py)
+}
+
+#[cfg(feature = "object-store")]
+mod store {
+    //! Object storage (`s3://` URLs) for the Python package: whole-object transfers,
+    //! listing and the create-only commit. The store is configured from the
+    //! environment (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...).
+    use super::to_py;
+    use brevis::archive::remote::Location;
+    use pyo3::prelude::*;
+    use pyo3::types::PyBytes;
+    use std::path::PathBuf;
+
+    fn at(url: &str) -> PyResult<Location> {
+        Location::parse(url).map_err(to_py)
+    }
+
+    /// Downloads the object at `url` into the file `dst`; returns its bytes.
+    #[pyfunction]
+    pub fn store_download(py: Python<'_>, url: &str, dst: PathBuf) -> PyResult<u64> {
+        let loc = at(url)?;
+        py.detach(|| loc.download(&dst)).map_err(to_py)
+    }
+
+    /// Uploads the file `src` as the object at `url` (replacing it); returns its bytes.
+    #[pyfunction]
+    pub fn store_upload(py: Python<'_>, src: PathBuf, url: &str) -> PyResult<u64> {
+        let loc = at(url)?;
+        py.detach(|| loc.upload(&src)).map_err(to_py)
+    }
+
+    /// The object at `url`, whole.
+    #[pyfunction]
+    pub fn store_read<'py>(py: Python<'py>, url: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let loc = at(url)?;
+        let bytes = py.detach(|| loc.read()).map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Writes `data` as the object at `url`; with `create`, only if there is none
+    /// (`OutputExistsError` otherwise): the commit of a job.
+    #[pyfunction]
+    #[pyo3(signature = (url, data, *, create=false))]
+    pub fn store_write(py: Python<'_>, url: &str, data: Vec<u8>, create: bool) -> PyResult<()> {
+        let loc = at(url)?;
+        py.detach(|| {
+            if create {
+                loc.create(data)
+            } else {
+                loc.write(data)
+            }
+        })
+        .map_err(to_py)
+    }
+
+    /// The length in bytes of the object at `url`, or `None` if there is none.
+    #[pyfunction]
+    pub fn store_size(py: Python<'_>, url: &str) -> PyResult<Option<u64>> {
+        let loc = at(url)?;
+        py.detach(|| loc.size()).map_err(to_py)
+    }
+
+    /// The objects below the prefix `url`: (relative path, bytes), in path order.
+    #[pyfunction]
+    pub fn store_list(py: Python<'_>, url: &str) -> PyResult<Vec<(String, u64)>> {
+        let loc = at(url)?;
+        py.detach(|| loc.list()).map_err(to_py)
+    }
+
+    /// Deletes the object at `url` (nothing if there is none).
+    #[pyfunction]
+    pub fn store_delete(py: Python<'_>, url: &str) -> PyResult<()> {
+        let loc = at(url)?;
+        py.detach(|| loc.delete()).map_err(to_py)
+    }
+}
+
 /// The extension module.
 #[pymodule]
 fn _brevis(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -393,5 +512,19 @@ fn _brevis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify_file, m)?)?;
     m.add_function(wrap_pyfunction!(list_file, m)?)?;
+    m.add_function(wrap_pyfunction!(folder_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(folder_manifest, m)?)?;
+    #[cfg(feature = "object-store")]
+    for f in [
+        wrap_pyfunction!(store::store_download, m)?,
+        wrap_pyfunction!(store::store_upload, m)?,
+        wrap_pyfunction!(store::store_read, m)?,
+        wrap_pyfunction!(store::store_write, m)?,
+        wrap_pyfunction!(store::store_size, m)?,
+        wrap_pyfunction!(store::store_list, m)?,
+        wrap_pyfunction!(store::store_delete, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     Ok(())
 }

@@ -67,9 +67,13 @@ class safe_open:
 
     ``framework`` is ``"numpy"`` (``"np"``) or ``"pt"`` (``"torch"``, when torch is
     installed). Opening reads the archive's index only; ``get_tensor`` decodes that one
-    tensor (checked against its stored checksum). ``base`` is the base checkpoint an
-    archive made with ``compress_file(..., base=...)`` was coded against (a
-    ``.safetensors`` file, a checkpoint folder, or an archive of it).
+    tensor (checked against its stored checksum). ``filename`` may be an ``s3://`` URL:
+    the archive is then read by ranged reads (the index when opened, one tensor's record
+    per ``get_tensor``), the store configured from ``AWS_ENDPOINT_URL``,
+    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``.
+    ``base`` is the base checkpoint an archive made with ``compress_file(...,
+    base=...)`` was coded against (a ``.safetensors`` file, a checkpoint folder, or an
+    archive of it).
     """
 
     def __init__(
@@ -92,6 +96,11 @@ class safe_open:
         self._archive: Optional[Archive] = Archive(
             os.fspath(filename), None if base is None else os.fspath(base)
         )
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes fetched from the store so far (for an ``s3://`` archive)."""
+        return self._open().bytes_read
 
     def __enter__(self) -> "safe_open":
         return self
