@@ -204,6 +204,8 @@ def test_dask_with_a_killed_worker(checkpoint, tmp_path, monkeypatch):
     assert len(summary["tasks"]) == 3
     brevis.compress_file(str(checkpoint), str(tmp_path / "reference.brv"), jobs=1)
     assert files_of(Path(dst)) == files_of(tmp_path / "reference.brv")
+    assert not (Path(dst) / cluster.TASKS).exists()
+    assert brevis.verify_file(dst)["ok"]
     with pytest.raises(brevis.OutputExistsError):
         cluster.commit(cluster.plan("compress", str(checkpoint), dst), summary["tasks"])
     (tmp_path / "fault" / "killed").unlink()
