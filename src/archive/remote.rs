@@ -237,19 +237,37 @@ impl Location {
             return Ok(len);
         }
         let mut file = std::fs::File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
-        let upload = self.block("cannot write", self.store.put_multipart(&self.key))?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
-        let mut buf = vec![0u8; PART_BYTES];
-        loop {
-            let n = file
-                .read(&mut buf)
-                .map_err(|e| Error::io(src, "cannot read", e))?;
-            if n == 0 {
-                break;
+        let url = self.url.clone();
+        let rt = runtime().map_err(|e| Error::io(Path::new(&url), "cannot write", e))?;
+        // Inside the runtime: the parts are uploaded by tasks it runs, at most a few in
+        // flight (`wait_for_capacity`), so memory stays a few parts.
+        rt.block_on(async {
+            let upload = self
+                .store
+                .put_multipart(&self.key)
+                .await
+                .map_err(|e| store_error(&url, "cannot write", e))?;
+            let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+            let mut buf = vec![0u8; PART_BYTES];
+            loop {
+                let n = file
+                    .read(&mut buf)
+                    .map_err(|e| Error::io(src, "cannot read", e))?;
+                if n == 0 {
+                    break;
+                }
+                writer
+                    .wait_for_capacity(4)
+                    .await
+                    .map_err(|e| store_error(&url, "cannot write", e))?;
+                writer.write(&buf[..n]);
             }
-            writer.write(&buf[..n]);
-        }
-        self.block("cannot write", writer.finish())?;
+            writer
+                .finish()
+                .await
+                .map_err(|e| store_error(&url, "cannot write", e))?;
+            Ok::<(), Error>(())
+        })?;
         Ok(len)
     }
 

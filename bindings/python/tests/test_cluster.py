@@ -204,8 +204,28 @@ def test_dask_with_a_killed_worker(checkpoint, tmp_path, monkeypatch):
     assert len(summary["tasks"]) == 3
     brevis.compress_file(str(checkpoint), str(tmp_path / "reference.brv"), jobs=1)
     assert files_of(Path(dst)) == files_of(tmp_path / "reference.brv")
+    assert not (Path(dst) / cluster.TASKS).exists()
+    assert brevis.verify_file(dst)["ok"]
     with pytest.raises(brevis.OutputExistsError):
         cluster.commit(cluster.plan("compress", str(checkpoint), dst), summary["tasks"])
     (tmp_path / "fault" / "killed").unlink()
     restore_and_compare(dst, str(tmp_path / "restored"), checkpoint, tmp_path, "dask")
     assert (tmp_path / "fault" / "killed").exists()
+
+
+def test_large_objects_go_up_in_parts_and_come_back_whole(s3, tmp_path):
+    # Over the 16 MiB part size: a multipart upload.
+    data = os.urandom((16 << 20) + 12345)
+    src = tmp_path / "big"
+    src.write_bytes(data)
+    assert brevis._brevis.store_upload(str(src), f"{s3}/big/object") == len(data)
+    assert brevis._brevis.store_size(f"{s3}/big/object") == len(data)
+    assert brevis._brevis.store_size(f"{s3}/big/none") is None
+    back = tmp_path / "back"
+    assert brevis._brevis.store_download(f"{s3}/big/object", str(back)) == len(data)
+    assert back.read_bytes() == data
+    # Create-only refuses an existing object.
+    brevis._brevis.store_write(f"{s3}/big/commit", b"one", create=True)
+    with pytest.raises(brevis.OutputExistsError):
+        brevis._brevis.store_write(f"{s3}/big/commit", b"two", create=True)
+    assert brevis._brevis.store_read(f"{s3}/big/commit") == b"one"

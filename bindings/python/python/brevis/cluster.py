@@ -273,6 +273,13 @@ def commit(the_plan: dict[str, Any], results: list[dict[str, Any]]) -> Optional[
     write(manifest_loc, bytes(_brevis.folder_manifest(json.dumps(entries))), create=True)
     for r in results:
         remove(join(dst, f"{TASKS}/{r['entry']['archive']}.json"))
+    if not is_url(dst):
+        # The records' folders, now empty (deepest first); never anything else.
+        for root, _dirs, _files in sorted(os.walk(os.path.join(dst, TASKS)), reverse=True):
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
     return manifest_loc
 
 
