@@ -28,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod base;
 pub mod extract;
 pub mod folder;
 pub mod format;

@@ -39,6 +39,7 @@ pub use verify::{
     VerifiedFile, VerifyFile, VerifyFolder, VerifyReport,
 };
 
+use crate::archive::base::BaseSet;
 use crate::archive::writer::{self, RegionKind, RegionStat};
 use crate::archive::{
     self, escape_name, folder, resolve_jobs, shown_path, Archive, CompressOptions,
@@ -202,6 +203,39 @@ pub fn open_archive(path: &Path) -> Result<Archive> {
         return Err(e);
     }
     Archive::open(path)
+}
+
+/// [`open_archive`], with `base` (the base checkpoint it was coded against) attached
+/// when given.
+///
+/// # Errors
+/// As [`open_archive`] and [`Archive::attach_base`] (a base of another length or
+/// checksum than the archive pins).
+pub fn open_archive_with(path: &Path, base: Option<&Arc<BaseSet>>) -> Result<Archive> {
+    let a = open_archive(path)?;
+    if let Some(b) = base {
+        a.attach_base(b)?;
+    }
+    Ok(a)
+}
+
+/// [`folder::Folder::open`], with `base` set ([`folder::Folder::set_base`]).
+///
+/// # Errors
+/// As [`folder::Folder::open`].
+pub fn open_folder_with(dir: &Path, base: Option<&Arc<BaseSet>>) -> Result<folder::Folder> {
+    let mut f = folder::Folder::open(dir)?;
+    f.set_base(base.cloned());
+    Ok(f)
+}
+
+/// Opens the base checkpoint `--base` names ([`BaseSet::open`]): a `.safetensors`
+/// file, a checkpoint folder, an archive or a compressed folder of one.
+///
+/// # Errors
+/// As [`BaseSet::open`].
+pub fn open_base(path: &Path) -> Result<Arc<BaseSet>> {
+    BaseSet::open(path).map(Arc::new)
 }
 
 /// One record of a compressed file (the header or a gap), as in `compress --json`.
@@ -861,7 +895,7 @@ pub fn decompress_into(
             }
         };
         let output = output.map_or_else(|| default_restored_folder(&dir), Path::to_path_buf);
-        let f = folder::Folder::open(&dir)?;
+        let f = open_folder_with(&dir, opts.base.as_ref())?;
         let mut warnings = warn_stale_temporaries(&output, &dir, obs);
         warn_unlisted(&f, &dir, obs);
         let start = Instant::now();

@@ -292,6 +292,20 @@ pub struct Args {
     /// A .brv archive, a .safetensors file, or nothing for the built-in demo
     #[arg(value_name = "PATH")]
     pub path: Option<PathBuf>,
+    /// The base checkpoint the archive was compressed against (`brevis compress
+    /// --base`), so its tensors coded against the base can be decoded; with a
+    /// .safetensors PATH, the file is compressed against it
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
+}
+
+/// The base given with `--base`, set once at start: attached to every archive the
+/// session opens, and what a `.safetensors` file is compressed against.
+static BASE: std::sync::OnceLock<Arc<crate::archive::base::BaseSet>> = std::sync::OnceLock::new();
+
+/// The session's base ([`BASE`]), if one was given.
+pub(crate) fn session_base() -> Option<&'static Arc<crate::archive::base::BaseSet>> {
+    BASE.get()
 }
 
 /// Parses the arguments (without the program name). `Err` holds the text to print and
@@ -344,7 +358,20 @@ impl Ending {
 /// cannot be opened or made or the terminal fails, [`EXIT_USAGE`] on bad arguments.
 pub fn main_entry() -> i32 {
     let path = match parse_args(std::env::args_os().skip(1)) {
-        Ok(a) => a.path,
+        Ok(a) => {
+            if let Some(b) = &a.base {
+                match crate::job::open_base(b) {
+                    Ok(b) => {
+                        let _ = BASE.set(b);
+                    }
+                    Err(e) => {
+                        eprintln!("error: {}", escape_typed(&e.to_string()));
+                        return EXIT_ERROR;
+                    }
+                }
+            }
+            a.path
+        }
         Err((text, code)) => {
             if code == 0 {
                 print!("{text}");
@@ -435,7 +462,12 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
             })
         }
         Some(p) if p.is_dir() => Err(error(folder_hint(p))),
-        Some(p) => match crate::Archive::open(p) {
+        Some(p) => match crate::Archive::open(p).and_then(|a| {
+            if let Some(b) = session_base() {
+                a.attach_base(b)?;
+            }
+            Ok(a)
+        }) {
             Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), None)),
             Err(e) => {
                 let code = if e.is_mismatch() {
@@ -845,7 +877,15 @@ fn compress_and_open(
 ) -> Result<Arc<dyn Source>, String> {
     // Unknown (no tensors) when the file does not parse; compressing says why then.
     let counter = std::cell::RefCell::new(TensorProgress::of_file(input));
-    let opts = crate::archive::CompressOptions::default();
+    let opts = crate::archive::CompressOptions {
+        links: session_base().map(|b| {
+            Arc::new(crate::archive::writer::Links {
+                base: Some(b.clone()),
+                ..Default::default()
+            })
+        }),
+        ..Default::default()
+    };
     let hold = test_hold();
     crate::archive::compress_file(input, staged, &opts, &|ev| {
         if let Some((done, total, what)) = counter.borrow_mut().as_mut().and_then(|c| c.update(ev))

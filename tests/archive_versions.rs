@@ -1,7 +1,13 @@
 //! Archives stay readable: every committed archive of an earlier format or wire version
 //! (`tests/data/v1`: format 1; `tests/data/v2`: format 2 with wire version 2; each written
-//! by the last build that wrote it) restores its source byte for byte, verifies, and
-//! decodes tensor by tensor, and its file header says the versions its folder names.
+//! by the last build that wrote it; `tests/data/v3`: format 3, coded against a base)
+//! restores its source byte for byte, verifies, and decodes tensor by tensor, and its
+//! file header says the versions its folder names.
+
+#[path = "support/finetune.rs"]
+mod finetune;
+#[path = "support/safetensors.rs"]
+mod support;
 
 use brevis::archive::{no_progress, verify, Archive};
 use std::path::{Path, PathBuf};
@@ -134,6 +140,45 @@ fn version_1_archives_restore_byte_for_byte() {
 #[test]
 fn version_2_wire_2_archives_restore_byte_for_byte() {
     check_folder("v2", 11, 2, 2);
+}
+
+/// Format 3: fine-tunes coded against a corpus file (`tests/data/v3/README.md`), made
+/// again here from the base: each restores byte for byte with its base, and without it
+/// is refused naming what to pass.
+#[test]
+fn version_3_archives_restore_with_their_base() {
+    use brevis::archive::base::BaseSet;
+    use std::sync::Arc;
+    let base_path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpus/fracast0-f32.safetensors"
+    ));
+    let base = finetune::tensors_of(&std::fs::read(base_path).unwrap());
+    let set = Arc::new(BaseSet::open(base_path).unwrap());
+    for (file, tensors) in [
+        ("fracast0-f32-head-only.brv", finetune::head_only(&base)),
+        ("fracast0-f32-tied-copy.brv", finetune::tied_copy(&base)),
+    ] {
+        let path = Path::new(DATA).join("v3").join(file);
+        assert_eq!(header_versions(&path), (3, 3), "{file}: file header");
+        let list: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
+            .iter()
+            .map(|(n, d, s, b)| (n.as_str(), d.as_str(), s.clone(), b.clone()))
+            .collect();
+        let source = support::safetensors_bytes(&list);
+        let a = Archive::open(&path).unwrap();
+        assert_eq!(a.version(), 3);
+        assert_eq!(a.sources().len(), 1, "{file}");
+        assert_eq!(a.sources()[0].name, "fracast0-f32.safetensors");
+        let e = a.require_sources().unwrap_err();
+        assert_eq!(e.kind(), "base_missing", "{file}: {e}");
+        a.attach_base(&set).unwrap();
+        let mut out = Vec::new();
+        a.write_original(&mut out, Some(2), &no_progress, Path::new("out"))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(out == source, "{file}: restored bytes differ");
+        assert!(verify(&a, Some(1), &no_progress).unwrap().is_ok(), "{file}");
+    }
 }
 
 /// The multi-region fixture keeps its `concat` of two regions, read by the units of the

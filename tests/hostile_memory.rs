@@ -152,6 +152,7 @@ fn crafted(dtype: Dtype, shape: &[u64], program: &[u8]) -> Vec<u8> {
             prior: format::PriorKind::Uniform,
             prior_digest: 0,
         }],
+        sources: Vec::new(),
         record_lens: vec![header_len as u64, tensor_len as u64],
         records: vec![(1, 0)],
     };

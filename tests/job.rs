@@ -82,14 +82,14 @@ fn a_file_goes_through_compress_list_verify_and_decompress() {
         std::fs::metadata(&r.output).unwrap().len()
     );
 
-    let ListReport::File(l) = job::list(&r.output, &Silent).unwrap() else {
+    let ListReport::File(l) = job::list(&r.output, None, &Silent).unwrap() else {
         panic!("a file lists as a file");
     };
     assert!(l.ok);
     let names: Vec<&str> = l.tensors.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
 
-    let VerifyReport::File(v) = job::verify(&r.output, Some(&src), Some(1), &Silent).unwrap()
+    let VerifyReport::File(v) = job::verify(&r.output, Some(&src), Some(1), None, &Silent).unwrap()
     else {
         panic!("a file verifies as a file");
     };
@@ -135,7 +135,8 @@ fn a_folder_goes_through_the_same_calls() {
     assert!(warnings[0].contains("two.safetensors"), "{warnings:?}");
     assert_eq!(r.warnings.len(), 1);
 
-    let VerifyReport::Folder(v) = job::verify(&r.output, Some(&src), None, &Silent).unwrap() else {
+    let VerifyReport::Folder(v) = job::verify(&r.output, Some(&src), None, None, &Silent).unwrap()
+    else {
         panic!("a folder verifies as a folder");
     };
     assert!(v.ok);
@@ -163,9 +164,9 @@ fn show_of_a_missing_tensor_is_a_refusal_with_its_kind() {
     let src = dir.path().join("m.safetensors");
     write_source(&src, &[]);
     let r = job::compress(&src, None, &options(), &Silent).unwrap();
-    let e = job::show(&r.output, "nope", &Silent).unwrap_err();
+    let e = job::show(&r.output, "nope", None, &Silent).unwrap_err();
     assert_eq!(e.kind(), "no_such_tensor");
-    let shown = job::show(&r.output, "b", &Silent).unwrap().unwrap();
+    let shown = job::show(&r.output, "b", None, &Silent).unwrap().unwrap();
     assert_eq!((shown.name.as_str(), shown.original_bytes), ("b", 4));
     assert_eq!(shown.nodes[0].depth, 0);
 }

@@ -828,6 +828,11 @@ fn unknown_options_are_a_usage_error() {
     );
     assert_eq!(parse_args(Vec::<String>::new()).unwrap().path, None);
     assert_eq!(parse_args(["a", "b"]).unwrap_err().1, 2);
+    let with_base = parse_args(["ft.brv", "--base", "base.safetensors"]).unwrap();
+    assert_eq!(
+        with_base.base.as_deref(),
+        Some(std::path::Path::new("base.safetensors"))
+    );
     // The real binary: exit status 2 and the usage on standard error, no terminal set up.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brevis-tui"))
         .arg("--bogus")
@@ -836,7 +841,7 @@ fn unknown_options_are_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unexpected argument '--bogus'"), "{err}");
-    assert!(err.contains("Usage: brevis-tui [PATH]"), "{err}");
+    assert!(err.contains("Usage: brevis-tui [OPTIONS] [PATH]"), "{err}");
     assert!(out.stdout.is_empty());
 }
 

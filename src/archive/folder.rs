@@ -37,12 +37,14 @@
 //! refused with a message naming them ([`Error::Invalid`] with the index as path, kind
 //! `invalid_source`).
 
+use super::base::{BaseSet, OpenedSource};
+use super::format::SourceRole;
 use super::reader::{Archive, DecompressOptions};
 use super::safetensors::{looks_like_safetensors, parse};
 use super::verify::{verify, verify_against, CompareReport, VerifyReport};
 use super::writer::{
     check_replaceable, compress_file, rename_temp_dir, temp_beside_dir, CompressOptions,
-    CompressSummary,
+    CompressSummary, Links,
 };
 use super::{map_file, ProgressEvent};
 use crate::error::{Error, Result};
@@ -52,6 +54,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// File name of the manifest inside a compressed folder.
 pub const MANIFEST_NAME: &str = "brevis-folder.json";
@@ -557,6 +560,32 @@ fn check_folder_output(
     Ok(())
 }
 
+/// The `.safetensors` files of a base given as a folder ([`super::base::BaseSet::open`]):
+/// for a compressed folder, each shard's original path inside it and its archive; for a
+/// checkpoint folder, each `.safetensors` file's path inside it and the file. In path
+/// order.
+///
+/// # Errors
+/// As [`Folder::open`] and [`Folder::check_stored`]; as listing the folder.
+pub(crate) fn base_files(path: &Path) -> Result<Vec<(String, PathBuf)>> {
+    if let Some(root) = compressed_folder(path) {
+        let f = Folder::open(&root)?;
+        f.check_stored()?;
+        return Ok(f
+            .shards()
+            .map(|s| (s.path.clone(), f.stored_path(s)))
+            .collect());
+    }
+    Ok(list_files(path, Walk::Bench)?
+        .into_iter()
+        .filter(|f| is_shard(f))
+        .map(|f| {
+            let p = path.join(&f);
+            (f, p)
+        })
+        .collect())
+}
+
 fn is_shard(rel: &str) -> bool {
     rel.ends_with(".safetensors")
 }
@@ -835,6 +864,13 @@ pub fn compress_folder(
     let mut copied = Vec::new();
     let mut original_bytes = 0;
     let mut archive_bytes = 0;
+    // Tensors are stored once across shards: each shard is coded against the shards
+    // before it (identical tensors only), and against the base when one is given.
+    let given = opts.links.as_deref().cloned().unwrap_or_default();
+    let mut links = Links {
+        base: given.base.clone(),
+        ..Links::default()
+    };
     // Errors inside the temporary folder name the file where it would have been.
     let mut fill = || -> Result<()> {
         for rel in &files {
@@ -847,9 +883,25 @@ pub fn compress_folder(
                 make_parent(tmp.path(), &dst)?;
                 let shard_opts = CompressOptions {
                     force: false,
+                    links: Some(Arc::new(links.clone())),
                     ..opts.clone()
                 };
                 let s = compress_file(&src, &dst, &shard_opts, &|ev| progress(rel, ev))?;
+                // Its tensors, for the shards after it.
+                let mut opened = OpenedSource::open(&src)?;
+                opened.set_name(rel.clone());
+                let k = links.shards.len();
+                for (t, info) in opened.tensors().iter().enumerate() {
+                    if info.bytes == 0 {
+                        continue;
+                    }
+                    let sum = crate::hash::xxh3_64(&opened.tensor_bytes(t)?);
+                    links
+                        .shard_tensors
+                        .entry((sum, info.bytes, info.dtype))
+                        .or_insert((k, t));
+                }
+                links.shards.push(Arc::new(opened));
                 archive_bytes += s.archive_bytes;
                 shards.push(s);
                 manifest.files.push(FolderFile {
@@ -1037,6 +1089,8 @@ fn persist_dir(tmp: tempfile::TempDir, output: &Path, force: bool) -> Result<()>
 pub struct Folder {
     root: PathBuf,
     files: Vec<FolderFile>,
+    /// The base its shards are coded against, when given ([`Folder::set_base`]).
+    base: Option<Arc<BaseSet>>,
 }
 
 /// What [`Folder::verify`] found for one file.
@@ -1201,7 +1255,65 @@ impl Folder {
         Ok(Folder {
             root,
             files: m.files,
+            base: None,
         })
+    }
+
+    /// Gives the base checkpoint its shards were coded against (`--base`): attached to
+    /// every shard [`Folder::open_shard`] opens.
+    pub fn set_base(&mut self, base: Option<Arc<BaseSet>>) {
+        self.base = base;
+    }
+
+    /// Attaches to shard archive `a` its sources: the base ([`Folder::set_base`]) and
+    /// the other shards it takes tensors from (each opened from this folder, with the
+    /// base attached too).
+    fn link(&self, a: &Archive) -> Result<()> {
+        let needs_base = a.sources().iter().any(|e| e.role == SourceRole::Base);
+        if let (true, Some(b)) = (needs_base, &self.base) {
+            a.attach_base(b)?;
+        }
+        for (i, e) in a.sources().iter().enumerate() {
+            if e.role != SourceRole::Shard {
+                continue;
+            }
+            let Some(f) = self.shards().find(|f| f.path == e.name) else {
+                return Err(Error::archive(
+                    a.path(),
+                    crate::error::ArchiveError::DamagedRecord {
+                        what: format!(
+                            "it takes tensors from shard {:?}, which the folder's manifest \
+                             does not list",
+                            e.name
+                        ),
+                    },
+                ));
+            };
+            let sibling = Archive::open(&self.stored_path(f))?;
+            if let Some(b) = &self.base {
+                if sibling.sources().iter().any(|e| e.role == SourceRole::Base) {
+                    sibling.attach_base(b)?;
+                }
+            }
+            a.attach(
+                i,
+                Arc::new(OpenedSource::from_archive(sibling, e.name.clone())),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Refuses to go on while a shard is coded against a base that is not given (or
+    /// another than given): what decompressing and verifying check before anything is
+    /// written. Opens every shard.
+    ///
+    /// # Errors
+    /// As [`Folder::open_shard`] and [`Archive::require_sources`].
+    pub fn require_sources(&self) -> Result<()> {
+        for f in self.shards() {
+            self.open_shard(f)?.require_sources()?;
+        }
+        Ok(())
     }
 
     /// The compressed folder.
@@ -1265,7 +1377,9 @@ impl Folder {
     /// # Errors
     /// As [`Archive::open`].
     pub fn open_shard(&self, f: &FolderFile) -> Result<Archive> {
-        Archive::open(&self.stored_path(f))
+        let a = Archive::open(&self.stored_path(f))?;
+        self.link(&a)?;
+        Ok(a)
     }
 
     /// The manifest entry of the shard archive opened as `a` (by its stored path).
@@ -1391,6 +1505,7 @@ impl Folder {
         opts: &DecompressOptions,
         progress: &dyn Fn(&str, ProgressEvent<'_>),
     ) -> Result<FolderRestore> {
+        self.require_sources()?;
         // `--force` replaces a folder only if every file in it is one this archive
         // restores (a previous restore of it, say).
         check_folder_output(&self.root, output, opts.force, |dir| {

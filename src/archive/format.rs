@@ -112,8 +112,14 @@ pub const MAGIC: [u8; 8] = *b"BREVIS\0\0";
 /// Magic at the very end of every archive.
 pub const END_MAGIC: [u8; 8] = *b"BRVINDEX";
 
-/// Version of the layout this build writes (it reads [`FIRST_VERSION`] to this one).
-pub const FORMAT_VERSION: u16 = 2;
+/// Newest layout this build writes and reads (it reads [`FIRST_VERSION`] to this one).
+/// An archive with no sources ([`SourceEntry`]) is written as [`PLAIN_VERSION`], which
+/// readers of version 2 read; one coded against sources (a base checkpoint, or other
+/// shards of its folder) as version 3.
+pub const FORMAT_VERSION: u16 = 3;
+
+/// The version of an archive with no sources: 2.
+pub const PLAIN_VERSION: u16 = 2;
 
 /// Oldest layout this build reads.
 pub const FIRST_VERSION: u16 = 1;
@@ -134,10 +140,18 @@ pub const KIND_GAP: u8 = 2;
 pub const KIND_DATA: u8 = 1;
 /// A copy record (version 2).
 pub const KIND_COPY: u8 = 2;
+/// A reference record (version 3): a tensor coded against a tensor of a source.
+pub const KIND_REF: u8 = 3;
 
-/// The 16-byte file header this build writes (format [`FORMAT_VERSION`]).
+/// The 16-byte file header this build writes for an archive without sources (format
+/// [`PLAIN_VERSION`]).
 pub fn file_header() -> [u8; FILE_HEADER_LEN] {
-    file_header_of(FORMAT_VERSION, crate::dsl::wire::WIRE_VERSION as u16)
+    file_header_of(PLAIN_VERSION, crate::dsl::wire::WIRE_VERSION as u16)
+}
+
+/// The 16-byte file header of format `version` (2 or 3) at this build's wire version.
+pub fn file_header_version(version: u16) -> [u8; FILE_HEADER_LEN] {
+    file_header_of(version, crate::dsl::wire::WIRE_VERSION as u16)
 }
 
 /// The 16-byte file header of a version-1 archive (format 1, wire 1): what the
@@ -233,6 +247,94 @@ pub enum RecordV2 {
         /// Index of that record (>= 1).
         of: u64,
     },
+    /// A tensor coded against tensor `tensor` of source `source` (version 3).
+    Ref {
+        /// xxh3-64 of the bytes it restores.
+        checksum: u64,
+        /// Index into the index's sources.
+        source: u64,
+        /// Position of the source's tensor among the source's tensors in data order.
+        tensor: u64,
+        /// xxh3-64 of the source tensor's bytes.
+        source_checksum: u64,
+        /// How the residual combines with the source's words.
+        op: RefOp,
+        /// Program bytes (the residual's), relative to the record start.
+        program: std::ops::Range<usize>,
+    },
+}
+
+/// How a reference record's residual words `r` combine with the source tensor's words
+/// `s` (both of the tensor's word width `b`) into the tensor's words `w`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RefOp {
+    /// `w = s ^ r` (BitX's XOR, ZipLLM §4).
+    Xor = 0,
+    /// `w = s + r mod 2^b`: `r` is the difference of the words as unsigned integers.
+    Sub = 1,
+}
+
+impl RefOp {
+    /// `xor` or `sub`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RefOp::Xor => "xor",
+            RefOp::Sub => "sub",
+        }
+    }
+
+    fn from_u8(b: u8) -> Option<RefOp> {
+        match b {
+            0 => Some(RefOp::Xor),
+            1 => Some(RefOp::Sub),
+            _ => None,
+        }
+    }
+}
+
+/// What a source of a version-3 archive is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceRole {
+    /// A file of the base checkpoint (`--base`): a `.safetensors` file, or a shard of a
+    /// base folder.
+    Base = 0,
+    /// Another shard of the same checkpoint folder (tensors stored once across shards).
+    Shard = 1,
+}
+
+impl SourceRole {
+    /// `base` or `shard`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceRole::Base => "base",
+            SourceRole::Shard => "shard",
+        }
+    }
+
+    fn from_u8(b: u8) -> Option<SourceRole> {
+        match b {
+            0 => Some(SourceRole::Base),
+            1 => Some(SourceRole::Shard),
+            _ => None,
+        }
+    }
+}
+
+/// A source of a version-3 archive: an original `.safetensors` file that reference
+/// records take tensors from, pinned by its length and checksum.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct SourceEntry {
+    /// Base or sibling shard.
+    pub role: SourceRole,
+    /// Its name: a base file's name (for a base folder, the shard's path inside it, `/`
+    /// separated), or a sibling shard's path inside the folder.
+    pub name: String,
+    /// Length of its original bytes.
+    pub original_len: u64,
+    /// xxh3-64 of its original bytes (the whole `.safetensors` file).
+    pub checksum: u64,
 }
 
 /// Appends everything of a version-2 header record but its program.
@@ -248,14 +350,31 @@ pub fn data_record_head(out: &mut Vec<u8>, checksum: u64) {
     out.extend_from_slice(&checksum.to_le_bytes());
 }
 
+/// Appends everything of a version-3 reference record but its program (see
+/// [`RecordV2::Ref`]).
+pub fn ref_record_head(
+    out: &mut Vec<u8>,
+    checksum: u64,
+    (source, tensor, source_checksum): (u64, u64, u64),
+    op: RefOp,
+) {
+    out.push(KIND_REF);
+    out.extend_from_slice(&checksum.to_le_bytes());
+    out.put_uleb(source);
+    out.put_uleb(tensor);
+    out.extend_from_slice(&source_checksum.to_le_bytes());
+    out.push(op as u8);
+}
+
 /// Appends a version-2 copy record of record `of`.
 pub fn copy_record(out: &mut Vec<u8>, of: u64) {
     out.push(KIND_COPY);
     out.put_uleb(of);
 }
 
-/// Reads one version-2 record from exactly its bytes. Allocates nothing.
-pub fn read_record_v2(bytes: &[u8]) -> Result<RecordV2, String> {
+/// Reads one record of a version-2 or version-3 archive from exactly its bytes
+/// (reference records only in version 3). Allocates nothing.
+pub fn read_record_v2(bytes: &[u8], version: u16) -> Result<RecordV2, String> {
     let mut c = Cursor::new(bytes, "record");
     let rest = |c: &Cursor<'_>| c.pos()..bytes.len();
     let rec = match c.u8()? {
@@ -280,6 +399,22 @@ pub fn read_record_v2(bytes: &[u8]) -> Result<RecordV2, String> {
             c.finish()?;
             RecordV2::Copy { of }
         }
+        KIND_REF if version >= 3 => {
+            let checksum = c.u64()?;
+            let source = c.uleb()?;
+            let tensor = c.uleb()?;
+            let source_checksum = c.u64()?;
+            let op = c.u8()?;
+            let op = RefOp::from_u8(op).ok_or_else(|| format!("unknown reference op {op}"))?;
+            RecordV2::Ref {
+                checksum,
+                source,
+                tensor,
+                source_checksum,
+                op,
+                program: rest(&c),
+            }
+        }
         k => return Err(format!("unknown record kind {k}")),
     };
     Ok(rec)
@@ -298,13 +433,16 @@ pub struct IndexV2 {
     pub file_name: String,
     /// The search settings the records refer to.
     pub settings: Vec<Settings>,
+    /// The sources reference records take tensors from (version 3; empty in version 2).
+    pub sources: Vec<SourceEntry>,
     /// Length in bytes of every record, in order (record 0 is the header record).
     pub record_lens: Vec<u64>,
     /// For records `1..`: how many items each covers, and which settings built it.
     pub records: Vec<(u64, u64)>,
 }
 
-/// Appends the bytes of a version-2 index.
+/// Appends the bytes of a version-2 index, or of a version-3 one (the sources after the
+/// settings) when `index.sources` is not empty.
 ///
 /// # Panics
 /// If `index.records` does not have one entry per record after the first.
@@ -324,6 +462,16 @@ pub fn write_index_v2(out: &mut Vec<u8>, index: &IndexV2) {
         out.push(s.prior as u8);
         out.extend_from_slice(&s.prior_digest.to_le_bytes());
     }
+    if !index.sources.is_empty() {
+        out.put_uleb(index.sources.len() as u64);
+        for s in &index.sources {
+            out.push(s.role as u8);
+            out.put_uleb(s.name.len() as u64);
+            out.extend_from_slice(s.name.as_bytes());
+            out.put_uleb(s.original_len);
+            out.extend_from_slice(&s.checksum.to_le_bytes());
+        }
+    }
     for &l in &index.record_lens {
         out.put_uleb(l);
     }
@@ -333,9 +481,10 @@ pub fn write_index_v2(out: &mut Vec<u8>, index: &IndexV2) {
     }
 }
 
-/// Reads a version-2 index from exactly its bytes. Every count is bounded by the bytes
-/// left (each entry takes at least one byte) before anything is allocated.
-pub fn read_index_v2(bytes: &[u8]) -> Result<IndexV2, String> {
+/// Reads a version-2 (or, with `version` 3, version-3) index from exactly its bytes.
+/// Every count is bounded by the bytes left (each entry takes at least one byte) before
+/// anything is allocated.
+pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
     let mut c = Cursor::new(bytes, "index");
     let count = c.uleb()?;
     let original_len = c.uleb()?;
@@ -373,6 +522,32 @@ pub fn read_index_v2(bytes: &[u8]) -> Result<IndexV2, String> {
             prior_digest,
         });
     }
+    let mut sources = Vec::new();
+    if version >= 3 {
+        let n = c.uleb()?;
+        let n = bounded(&c, n, "sources", 11)?;
+        if n == 0 {
+            return Err("a version-3 index lists no sources".into());
+        }
+        sources.reserve_exact(n);
+        for _ in 0..n {
+            let role = c.u8()?;
+            let role =
+                SourceRole::from_u8(role).ok_or_else(|| format!("unknown source role {role}"))?;
+            let len = c.uleb()?;
+            let name = std::str::from_utf8(c.take(len)?)
+                .map_err(|_| "a source's name is not UTF-8".to_string())?
+                .to_string();
+            let original_len = c.uleb()?;
+            let checksum = c.u64()?;
+            sources.push(SourceEntry {
+                role,
+                name,
+                original_len,
+                checksum,
+            });
+        }
+    }
     if count == 0 {
         return Err("index lists no records".into());
     }
@@ -402,6 +577,7 @@ pub fn read_index_v2(bytes: &[u8]) -> Result<IndexV2, String> {
         records_checksum,
         file_name,
         settings,
+        sources,
         record_lens,
         records,
     })

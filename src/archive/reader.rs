@@ -8,7 +8,8 @@
 //! decoded, against the type its dtype and byte length give, and the result is compared
 //! with the stored xxh3-64 checksum.
 
-use super::format::{self, Record, RecordV2, Settings};
+use super::base::{BaseSet, OpenedSource};
+use super::format::{self, Record, RecordV2, RefOp, Settings, SourceEntry, SourceRole};
 use super::stream::{self, Decoded};
 use super::writer::{check_output, open_direct, persist, temp_beside, SyncAhead, Target};
 use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
@@ -21,6 +22,7 @@ use std::io::Write;
 use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// Most bytes one region (the header, a tensor or a gap) may decode to: 64 GiB, well
 /// above the largest single tensor of published checkpoints. A region is also refused
@@ -64,6 +66,9 @@ pub struct TensorEntry {
     pub copy_of: Option<usize>,
     /// The search settings that built its record (version-1 archives do not say).
     pub settings: Option<Settings>,
+    /// For a tensor coded against a tensor of a source (a reference record, version 3):
+    /// which, and how; its program then restores the residual.
+    pub reference: Option<Reference>,
     /// Bytes of the archive counted for it ([`TensorEntry::archive_bytes`]).
     share: u64,
     /// Bytes of program counted for it ([`TensorEntry::program_bytes`]).
@@ -96,6 +101,22 @@ impl TensorEntry {
         let width = self.dtype.word_bits();
         Ty::new(width, self.original_bytes() / u64::from(width / 8))
     }
+}
+
+/// What a reference record codes its tensor against (docs/design.md §12): tensor
+/// `tensor` (in data order) of source `source` (an index into [`Archive::sources`]),
+/// whose bytes have xxh3-64 `source_checksum`; the record's program restores the
+/// residual, which [`RefOp`] combines with the source tensor's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// Index into [`Archive::sources`].
+    pub source: usize,
+    /// Position of the source's tensor among the source's tensors, in data order.
+    pub tensor: u64,
+    /// xxh3-64 of the source tensor's bytes.
+    pub source_checksum: u64,
+    /// How the residual combines with the source's words.
+    pub op: RefOp,
 }
 
 /// A group record of a version-2 archive: consecutive small tensors of one dtype, coded
@@ -186,6 +207,9 @@ pub struct DecompressOptions {
     /// listed in [`DecompressSummary::damaged`] instead of failing the job. The header
     /// record cannot be salvaged (it names every tensor).
     pub salvage: bool,
+    /// The base checkpoint the archive was coded against (`--base`), attached before
+    /// anything is written ([`Archive::attach_base`]).
+    pub base: Option<Arc<BaseSet>>,
 }
 
 /// A region that [`DecompressOptions::salvage`] zero-filled in the restored file.
@@ -237,6 +261,10 @@ pub struct Archive {
     wire: u16,
     file_name: Option<String>,
     settings: Vec<Settings>,
+    /// The sources reference records take tensors from (version 3).
+    sources: Vec<SourceEntry>,
+    /// Each source, once attached ([`Archive::attach`]).
+    links: Vec<OnceLock<Arc<OpenedSource>>>,
     tensors: Vec<TensorEntry>,
     gaps: Vec<GapEntry>,
     groups: Vec<GroupEntry>,
@@ -324,6 +352,8 @@ impl Archive {
                 wire: s.wire,
                 file_name: s.file_name,
                 settings: s.settings,
+                links: s.sources.iter().map(|_| OnceLock::new()).collect(),
+                sources: s.sources,
                 tensors: s.tensors,
                 gaps: s.gaps,
                 groups: s.groups,
@@ -421,6 +451,220 @@ impl Archive {
     /// version 1, which does not record them).
     pub fn settings(&self) -> &[Settings] {
         &self.settings
+    }
+
+    /// The sources its reference records take tensors from (version 3; empty before):
+    /// each pinned by its length and xxh3-64.
+    pub fn sources(&self) -> &[SourceEntry] {
+        &self.sources
+    }
+
+    /// The source `i` attached to it, if any.
+    pub fn attached(&self, i: usize) -> Option<&Arc<OpenedSource>> {
+        self.links.get(i).and_then(OnceLock::get)
+    }
+
+    /// Attaches `source` as source `i` (of [`Archive::sources`]): what its reference
+    /// records to it decode against. A source already attached stays.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] of kind `wrong_base` naming `source`'s path if it is not the
+    /// file the archive pins (its length or checksum differs), saying what differs.
+    pub fn attach(&self, i: usize, source: Arc<OpenedSource>) -> Result<()> {
+        let Some(entry) = self.sources.get(i) else {
+            return Ok(());
+        };
+        if !source.matches(entry) {
+            return Err(Error::Invalid {
+                path: source.path().to_path_buf(),
+                what: "is not the base this archive was made against",
+                detail: format!(
+                    "{} was coded against {} {:?} of {} bytes with xxh3 {:016x}; this file \
+                     is {} bytes with xxh3 {:016x}",
+                    super::shown_path(&self.path),
+                    entry.role.name(),
+                    entry.name,
+                    entry.original_len,
+                    entry.checksum,
+                    source.original_len(),
+                    source.checksum()
+                ),
+                kind: "wrong_base",
+            });
+        }
+        let _ = self.links[i].set(source);
+        Ok(())
+    }
+
+    /// Attaches the files of `base` to the archive's base sources: each to the base file
+    /// of the same length and checksum (the name may differ).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] of kind `wrong_base`, naming the base and what differs, when a
+    /// base source has no such file in `base`.
+    pub fn attach_base(&self, base: &BaseSet) -> Result<()> {
+        for (i, entry) in self.sources.iter().enumerate() {
+            if entry.role != SourceRole::Base || self.attached(i).is_some() {
+                continue;
+            }
+            match base.sources.iter().find(|s| s.matches(entry)) {
+                Some(s) => self.attach(i, s.clone())?,
+                None => {
+                    let named = base.sources.iter().find(|s| s.name() == entry.name);
+                    let what = match named {
+                        Some(s) => format!(
+                            "its {:?} is {} bytes with xxh3 {:016x}",
+                            s.name(),
+                            s.original_len(),
+                            s.checksum()
+                        ),
+                        None => format!(
+                            "it holds no file of that length and checksum (nor one named \
+                             {:?})",
+                            entry.name
+                        ),
+                    };
+                    return Err(Error::Invalid {
+                        path: base.path().to_path_buf(),
+                        what: "is not the base this archive was made against",
+                        detail: format!(
+                            "{} was coded against {:?} of {} bytes with xxh3 {:016x}; {what}",
+                            super::shown_path(&self.path),
+                            entry.name,
+                            entry.original_len,
+                            entry.checksum
+                        ),
+                        kind: "wrong_base",
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses to go on while a source some record is coded against is not attached:
+    /// what `decompress`, `verify` and `extract` check before anything is written.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] of kind `base_missing` naming the archive and the source
+    /// (`--base` for a base; the folder for a sibling shard).
+    pub fn require_sources(&self) -> Result<()> {
+        for (i, e) in self.sources.iter().enumerate() {
+            if self.attached(i).is_none() {
+                return Err(self.missing_source(e));
+            }
+        }
+        Ok(())
+    }
+
+    fn missing_source(&self, e: &SourceEntry) -> Error {
+        let hint = match e.role {
+            SourceRole::Base => {
+                "pass it with --base (a .safetensors file, a checkpoint \
+                                 folder or an archive of it)"
+            }
+            SourceRole::Shard => {
+                "it is another shard of the folder archive: open the folder, \
+                                  not the shard alone"
+            }
+        };
+        Error::Invalid {
+            path: self.path.clone(),
+            what: "needs its base",
+            detail: format!(
+                "it is coded against {} {:?} ({} bytes, xxh3 {:016x}), which is not given; {hint}",
+                e.role.name(),
+                e.name,
+                e.original_len,
+                e.checksum
+            ),
+            kind: "base_missing",
+        }
+    }
+
+    /// The bytes tensor `t` restores, for an archive used as a source
+    /// ([`OpenedSource`]): as [`Archive::decode_tensor`], refusing a tensor that is
+    /// itself coded against another shard (sources are one level deep).
+    pub(crate) fn decode_source_tensor(&self, t: usize) -> Result<Vec<u8>> {
+        let e = self.tensor(t)?;
+        if let Some(r) = e.reference {
+            if self.sources[r.source].role == SourceRole::Shard {
+                return Err(self.decode_err(
+                    Item::Tensor(t),
+                    "a tensor taken from another shard is itself taken from a shard",
+                ));
+            }
+        }
+        self.decode_tensor(t)
+    }
+
+    /// The source tensor's bytes of a reference record of `item`, checked: the source
+    /// attached, the tensor there, of the record's byte length and checksum.
+    fn source_bytes(&self, item: Item, r: &Reference, bytes: u64) -> Result<Vec<u8>> {
+        let entry = &self.sources[r.source];
+        let src = self
+            .attached(r.source)
+            .ok_or_else(|| self.missing_source(entry))?;
+        let t = usize::try_from(r.tensor)
+            .ok()
+            .filter(|&t| t < src.tensors().len())
+            .ok_or_else(|| {
+                self.decode_err(
+                    item,
+                    format!(
+                        "coded against tensor #{} of {:?}, which has {}",
+                        r.tensor,
+                        entry.name,
+                        src.tensors().len()
+                    ),
+                )
+            })?;
+        let info = &src.tensors()[t];
+        if info.bytes != bytes {
+            return Err(self.decode_err(
+                item,
+                format!(
+                    "coded against {:?} of {:?}, of {} bytes, but restores {bytes}",
+                    info.name, entry.name, info.bytes
+                ),
+            ));
+        }
+        let data = src.tensor_bytes(t)?;
+        let actual = xxh3_64(&data);
+        if actual != r.source_checksum {
+            return Err(Error::Invalid {
+                path: src.path().to_path_buf(),
+                what: "is not the base this archive was made against",
+                detail: format!(
+                    "its tensor {:?} has xxh3 {actual:016x}; {} needs {:016x}",
+                    info.name,
+                    super::shown_path(&self.path),
+                    r.source_checksum
+                ),
+                kind: "wrong_base",
+            });
+        }
+        Ok(data.into_owned())
+    }
+
+    /// Runs `node` (the program of `item`, `ty.len` words) and returns the item's bytes:
+    /// for a reference record, the residual combined with its source tensor's.
+    pub(crate) fn run_item(&self, item: Item, node: &Node, ty: Ty) -> Result<Vec<u8>> {
+        let words = execute(node, ty.len).map_err(|e| self.decode_err(item, e))?;
+        let mut bytes = words_into_le_bytes(words);
+        if let Item::Tensor(i) = item {
+            if let Some(r) = self.tensors[i].reference {
+                let source = self.source_bytes(item, &r, bytes.len() as u64)?;
+                let wb = crate::tensor::container_bytes(ty.width);
+                super::base::combine(&mut bytes, &source, r.op, wb);
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Whether `item` is a tensor coded against a source.
+    pub(crate) fn is_reference(&self, item: Item) -> bool {
+        matches!(item, Item::Tensor(i) if self.tensors[i].reference.is_some())
     }
 
     /// Index in [`Archive::tensors`] of the first tensor named `name`.
@@ -713,8 +957,7 @@ impl Archive {
         let (program, ty) = self.item_program(item);
         let node = self.read(&program, ty, item)?;
         self.check_decoded_size(item, self.item_original_bytes(item))?;
-        let words = execute(&node, ty.len).map_err(|e| self.decode_err(item, e))?;
-        let bytes = words_into_le_bytes(words);
+        let bytes = self.run_item(item, &node, ty)?;
         let sum = xxh3_64(&bytes);
         Ok((bytes, sum))
     }
@@ -778,6 +1021,7 @@ impl Archive {
         progress: &dyn Fn(ProgressEvent<'_>),
         name: &Path,
     ) -> Result<()> {
+        self.require_sources()?;
         let write_err = |e| Error::io(name, "cannot write", e);
         let mut hasher = Xxh3::new();
         let mut region = Xxh3::new();
@@ -846,6 +1090,10 @@ impl Archive {
         opts: &DecompressOptions,
         progress: &dyn Fn(ProgressEvent<'_>),
     ) -> Result<DecompressSummary> {
+        if let Some(base) = &opts.base {
+            self.attach_base(base)?;
+        }
+        self.require_sources()?;
         check_output(&self.path, output, opts.force)?;
         let evict = super::EvictReplaced::start(output, opts.force);
         let mut tmp = temp_beside(output)?;
@@ -905,6 +1153,10 @@ impl Archive {
         if let Target::File(output) = target {
             return self.decompress_to(output, opts, progress);
         }
+        if let Some(base) = &opts.base {
+            self.attach_base(base)?;
+        }
+        self.require_sources()?;
         let path = target.path();
         let mut w = open_direct(target)?;
         let damaged = if opts.salvage {
@@ -1177,6 +1429,7 @@ struct Structure {
     wire: u16,
     file_name: Option<String>,
     settings: Vec<Settings>,
+    sources: Vec<SourceEntry>,
     tensors: Vec<TensorEntry>,
     gaps: Vec<GapEntry>,
     groups: Vec<GroupEntry>,
@@ -1491,6 +1744,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
                     group: None,
                     copy_of: None,
                     settings: None,
+                    reference: None,
                 });
             }
             Record::Gap {
@@ -1542,6 +1796,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         wire,
         file_name: None,
         settings: Vec::new(),
+        sources: Vec::new(),
         tensors,
         gaps,
         groups: Vec::new(),
@@ -1622,10 +1877,10 @@ fn parse_v2(
     wire: u16,
 ) -> Result<Structure, ArchiveError> {
     use super::safetensors::Region;
-    let index = format::read_index_v2(index_bytes).map_err(corrupt)?;
+    let index = format::read_index_v2(index_bytes, version).map_err(corrupt)?;
     let ranges = record_ranges(&index.record_lens, index_offset)?;
     let rec = |i: usize| -> Result<RecordV2, ArchiveError> {
-        format::read_record_v2(&bytes[ranges[i].clone()])
+        format::read_record_v2(&bytes[ranges[i].clone()], version)
             .map_err(|e| damaged_record(format!("record {i} at byte {}: {e}", ranges[i].start)))
     };
     let abs = |i: usize, r: Range<usize>| ranges[i].start + r.start..ranges[i].start + r.end;
@@ -1693,6 +1948,7 @@ fn parse_v2(
                     group: None,
                     copy_of: None,
                     settings: None,
+                    reference: None,
                     share: 0,
                     program_share: 0,
                 });
@@ -1760,9 +2016,40 @@ fn parse_v2(
                 (Ty::new(width, bytes / u64::from(width / 8)), Some(ts[0]), 2)
             }
         };
+        let mut reference = None;
         let (checksum, program, copy_of) = match rec(r)? {
             RecordV2::Header { .. } => return Err(bad("a second header record".to_string())),
             RecordV2::Data { checksum, program } => (checksum, abs(r, program), None),
+            RecordV2::Ref {
+                checksum,
+                source,
+                tensor,
+                source_checksum,
+                op,
+                program,
+            } => {
+                if kind != 1 {
+                    return Err(bad(
+                        "a reference record covers something else than one tensor".to_string(),
+                    ));
+                }
+                let source = usize::try_from(source)
+                    .ok()
+                    .filter(|&s| s < index.sources.len())
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "coded against source #{source}, but the index has {}",
+                            index.sources.len()
+                        ))
+                    })?;
+                reference = Some(Reference {
+                    source,
+                    tensor,
+                    source_checksum,
+                    op,
+                });
+                (checksum, abs(r, program), None)
+            }
             RecordV2::Copy { of } => {
                 let target = usize::try_from(of)
                     .ok()
@@ -1782,7 +2069,7 @@ fn parse_v2(
                 (target.checksum, target.program.clone(), target.tensor)
             }
         };
-        stored.push(copy_of.is_none().then(|| Stored {
+        stored.push((copy_of.is_none() && reference.is_none()).then(|| Stored {
             ty,
             checksum,
             program: program.clone(),
@@ -1816,6 +2103,7 @@ fn parse_v2(
                 e.root_op = root_op;
                 e.copy_of = copy_of;
                 e.settings = Some(settings);
+                e.reference = reference;
             }
             _ => {
                 let ts: Vec<usize> = mine
@@ -1885,6 +2173,7 @@ fn parse_v2(
         wire,
         file_name: (!index.file_name.is_empty()).then_some(index.file_name),
         settings: index.settings,
+        sources: index.sources,
         tensors,
         gaps,
         groups,

@@ -411,7 +411,7 @@ impl Ranged {
             // the whole header record. Anything else (version 1, a damaged index) is
             // read whole, and the parser says what is wrong.
             let lens = (version >= 2)
-                .then(|| format::read_index_v2(index).ok())
+                .then(|| format::read_index_v2(index, version).ok())
                 .flatten()
                 .map(|i| i.record_lens);
             let mut wanted: Vec<Range<u64>> = Vec::new();

@@ -157,7 +157,7 @@ pub fn rewrite_with_programs(
         .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
         .ok_or_else(|| corrupt("index out of bounds".into()))?;
     let (old_lens, old_records_checksum, v2) = if archive.version() >= 2 {
-        let index = format::read_index_v2(index_bytes).map_err(corrupt)?;
+        let index = format::read_index_v2(index_bytes, archive.version()).map_err(corrupt)?;
         (
             index.record_lens.clone(),
             index.records_checksum,

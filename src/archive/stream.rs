@@ -126,6 +126,10 @@ fn plan(archive: &Archive, item: Item) -> Plan {
     let Item::Tensor(_) = item else {
         return whole;
     };
+    // A tensor coded against a source is combined with the source's bytes whole.
+    if archive.is_reference(item) {
+        return whole;
+    }
     let (program, ty) = archive.item_program(item);
     let word_bytes = container_bytes(ty.width) as u64;
     let bytes = archive.item_original_bytes(item);
@@ -246,6 +250,12 @@ fn decode_unit(archive: &Archive, unit: &Unit) -> Result<Vec<Words>> {
             let node = archive.read_at(unit.item, &program, ty)?;
             archive.release(&program);
             archive.check_decoded_size(unit.item, unit.bytes)?;
+            if archive.is_reference(unit.item) {
+                // Combined with its source tensor's bytes: handed on as bytes.
+                let bytes = archive.run_item(unit.item, &node, ty)?;
+                return Ok(vec![Words::from_buf(8, crate::tensor::WordBuf::U8(bytes))
+                    .expect("bytes are 8-bit words")]);
+            }
             let words = execute(&node, ty.len).map_err(|e| archive.decode_err(unit.item, e))?;
             Ok(vec![words])
         }

@@ -99,6 +99,7 @@ pub fn verify_until(
     progress: &dyn Fn(ProgressEvent<'_>),
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<VerifyReport>> {
+    archive.require_sources()?;
     let items = archive.items();
     let mut regions = Vec::with_capacity(items.len());
     let mut hasher = Xxh3::new();

@@ -7,7 +7,8 @@
 //! which is synced and then renamed into place. The archive's bytes depend only on the
 //! source and the search options, never on the number of threads.
 
-use super::format;
+use super::base::{BaseSet, Counterpart, OpenedSource};
+use super::format::{self, RefOp, SourceEntry, SourceRole};
 use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
 use crate::dsl::wire::{program_pieces, Piece};
@@ -43,6 +44,50 @@ pub struct CompressOptions {
     /// The source's file name, stored in the archive for `decompress` to restore (no
     /// folders). [`compress_file`] sets it from its input when `None`.
     pub file_name: Option<String>,
+    /// What the file's tensors may be coded against (a base checkpoint, earlier shards
+    /// of its folder): an archive with any reference record is format version 3.
+    pub links: Option<Arc<Links>>,
+}
+
+/// The files a `.safetensors` file's tensors may be coded against (docs/design.md §12).
+#[derive(Clone, Debug, Default)]
+pub struct Links {
+    /// The base checkpoint (`--base`): each tensor with a counterpart there
+    /// ([`BaseSet::counterparts`]) is coded alone, against it by XOR or by subtraction,
+    /// whichever of the three is smallest.
+    pub base: Option<Arc<BaseSet>>,
+    /// Earlier shards of the same checkpoint folder.
+    pub shards: Vec<Arc<OpenedSource>>,
+    /// Each non-empty tensor of `shards` by (xxh3-64 of its bytes, byte length, dtype):
+    /// its shard (an index into `shards`) and position. A tensor with the same bytes is
+    /// stored as a reference to it (the first one listed wins).
+    pub shard_tensors: HashMap<(u64, u64, Dtype), (usize, usize)>,
+}
+
+impl PartialEq for Links {
+    fn eq(&self, other: &Links) -> bool {
+        let sums = |l: &Links| {
+            l.shards
+                .iter()
+                .map(|s| (s.original_len(), s.checksum()))
+                .collect::<Vec<_>>()
+        };
+        self.base == other.base
+            && sums(self) == sums(other)
+            && self.shard_tensors == other.shard_tensors
+    }
+}
+
+impl Eq for Links {}
+
+impl Links {
+    /// Links to a base checkpoint only.
+    pub fn base(base: BaseSet) -> Links {
+        Links {
+            base: Some(Arc::new(base)),
+            ..Links::default()
+        }
+    }
 }
 
 impl Default for CompressOptions {
@@ -54,6 +99,7 @@ impl Default for CompressOptions {
             verify: true,
             prior: PriorChoice::Auto,
             file_name: None,
+            links: None,
         }
     }
 }
@@ -97,6 +143,21 @@ pub struct RegionStat {
     pub group_size: usize,
     /// The tensor whose record its record copies (same bytes, stored once).
     pub copy_of: Option<String>,
+    /// The tensor of another file its record is coded against.
+    pub reference: Option<ReferenceStat>,
+}
+
+/// What a reference record is coded against ([`RegionStat::reference`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ReferenceStat {
+    /// A base file, or another shard of the folder.
+    pub role: SourceRole,
+    /// The file's name as the archive records it.
+    pub source: String,
+    /// The tensor's name there.
+    pub tensor: String,
+    /// How the residual combines with it.
+    pub op: RefOp,
 }
 
 impl RegionStat {
@@ -114,6 +175,7 @@ impl RegionStat {
             search: SearchStats::default(),
             group_size: 0,
             copy_of: None,
+            reference: None,
         }
     }
 }
@@ -384,11 +446,18 @@ fn write_archive_releasing<W: Write>(
             _ => 0,
         },
     };
-    let plan = plan_records(src);
+    let linked = pool.install(|| link_tensors(src, opts.links.as_deref()));
+    let plan = plan_records(src, &linked.of);
     let count = plan.len();
     let write_err = |e: io::Error| Error::io(name, "cannot write", e);
 
-    out.write_all(&format::file_header()).map_err(write_err)?;
+    let version = if linked.sources.is_empty() {
+        format::PLAIN_VERSION
+    } else {
+        format::FORMAT_VERSION
+    };
+    out.write_all(&format::file_header_version(version))
+        .map_err(write_err)?;
     let mut offset = format::FILE_HEADER_LEN as u64;
     let mut record_lens = Vec::with_capacity(count);
     let mut covers = Vec::with_capacity(count);
@@ -441,7 +510,9 @@ fn write_archive_releasing<W: Write>(
             // more wall time at --jobs 2 on minilm). The pages in flight are bounded by
             // the pipeline's budget; a tensor of several regions has each region
             // released by its worker as soon as its words are read.
-            Ok(encode_item(src, &plan[i], i, opts, release, &claimed))
+            Ok(encode_item(
+                src, &plan[i], i, opts, release, &claimed, &linked,
+            ))
         },
         |i, enc: Encoded| {
             let rec = &plan[i];
@@ -464,7 +535,7 @@ fn write_archive_releasing<W: Write>(
                 _ => None,
             };
             let enc = match (copy, enc.program) {
-                (None, None) => encode_item_whole(src, rec, opts, release),
+                (None, None) => encode_linked(src, rec, opts, release, &linked),
                 (_, program) => Encoded { program, ..enc },
             };
             let mut head = Vec::new();
@@ -476,13 +547,20 @@ fn write_archive_releasing<W: Write>(
                     head.len() as u64
                 }
                 (None, Some(program)) => {
-                    match rec.kind {
-                        RecordKind::Header => {
+                    match (rec.kind, enc.reference) {
+                        (RecordKind::Header, _) => {
                             format::header_record_head_v2(&mut head, src.header_len(), enc.checksum)
                         }
+                        (_, Some(r)) => format::ref_record_head(
+                            &mut head,
+                            enc.checksum,
+                            (r.source as u64, r.tensor as u64, r.source_checksum),
+                            r.op,
+                        ),
                         _ => format::data_record_head(&mut head, enc.checksum),
                     }
-                    if rec.copyable() {
+                    // Copies are of data records only.
+                    if rec.copyable() && enc.reference.is_none() {
                         written_by_sum.entry(key).or_insert(i);
                     }
                     write_record(&mut *out, &mut records_hasher, &head, program)
@@ -511,6 +589,16 @@ fn write_archive_releasing<W: Write>(
             let copy_of = copy
                 .and_then(|j| plan[j].tensors.first())
                 .map(|&t| src.tensors()[t].name.as_str());
+            let reference = enc.reference.filter(|_| copy.is_none()).map(|r| {
+                let (entry, source) = &linked.sources[r.source];
+                ReferenceStat {
+                    role: entry.role,
+                    source: entry.name.clone(),
+                    tensor: source.tensors()[r.tensor].name.clone(),
+                    op: r.op,
+                }
+            });
+            let first = stats.len();
             for (label, bytes) in rec.report(
                 src,
                 &mut empties,
@@ -525,6 +613,11 @@ fn write_archive_releasing<W: Write>(
                     label: &label,
                     bytes,
                 });
+            }
+            if let Some(r) = reference {
+                if let Some(last) = stats[first..].last_mut() {
+                    last.reference = Some(r);
+                }
             }
             warnings.extend(enc.warning);
             Ok(())
@@ -545,6 +638,7 @@ fn write_archive_releasing<W: Write>(
         records_checksum: records_hasher.digest(),
         file_name: opts.file_name.clone().unwrap_or_default(),
         settings: vec![settings],
+        sources: linked.sources.iter().map(|(e, _)| e.clone()).collect(),
         record_lens,
         records: covers,
     };
@@ -659,6 +753,7 @@ impl PlannedRecord {
             search: search.clone(),
             group_size: 1,
             copy_of: None,
+            reference: None,
         };
         match self.kind {
             RecordKind::Header => {
@@ -699,6 +794,7 @@ impl PlannedRecord {
                         },
                         group_size: self.tensors.len(),
                         copy_of: copy_of.map(str::to_string),
+                        reference: None,
                     });
                     done = now;
                     shown.push((info.name.clone(), info.byte_len()));
@@ -712,7 +808,7 @@ impl PlannedRecord {
 /// The records of `src`, in order: the header, then the data region's non-empty
 /// regions, each a record of its own except runs of consecutive tensors of one dtype
 /// under [`GROUP_TENSOR_BYTES`] each, which share a record of up to [`GROUP_BYTES`].
-fn plan_records(src: &SourceFile<'_>) -> Vec<PlannedRecord> {
+fn plan_records(src: &SourceFile<'_>, linked: &[Option<Counterpart>]) -> Vec<PlannedRecord> {
     let mut plan = vec![PlannedRecord {
         kind: RecordKind::Header,
         tensors: Vec::new(),
@@ -721,7 +817,9 @@ fn plan_records(src: &SourceFile<'_>) -> Vec<PlannedRecord> {
         end: 0,
     }];
     let tensors = src.tensors();
-    let small = |t: usize| tensors[t].byte_len() < GROUP_TENSOR_BYTES;
+    // A tensor with a counterpart elsewhere gets a record of its own, which can be a
+    // reference record.
+    let small = |t: usize| tensors[t].byte_len() < GROUP_TENSOR_BYTES && linked[t].is_none();
     let mut item = 0usize;
     for r in src.regions() {
         match *r {
@@ -862,6 +960,8 @@ fn write_record<W: Write>(
 struct Encoded {
     checksum: u64,
     program: Option<Node>,
+    /// Set when `program` is a residual against a source tensor.
+    reference: Option<Chosen>,
     search: SearchStats,
     warning: Option<Warning>,
 }
@@ -877,6 +977,7 @@ fn encode_item(
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
     claimed: &Mutex<HashMap<(u64, usize), usize>>,
+    linked: &Linked,
 ) -> Encoded {
     let bytes = rec.source(src);
     if rec.copyable() {
@@ -891,12 +992,232 @@ fn encode_item(
             return Encoded {
                 checksum,
                 program: None,
+                reference: None,
                 search: SearchStats::default(),
                 warning: None,
             };
         }
     }
-    encode_item_whole(src, rec, opts, release)
+    encode_linked(src, rec, opts, release, linked)
+}
+
+/// The sources a file is coded against and each tensor's counterpart in them.
+struct Linked {
+    /// The sources the archive lists: base files first (in the base's order), then
+    /// shards, each only if some tensor has a counterpart in it.
+    sources: Vec<(SourceEntry, Arc<OpenedSource>)>,
+    /// For each tensor of the source file ([`SourceFile::tensors`]): its counterpart,
+    /// `source` an index into `sources`.
+    of: Vec<Option<Counterpart>>,
+}
+
+/// A reference record's choice: source `source` (an index into [`Linked::sources`]),
+/// its tensor `tensor`, that tensor's checksum, and the op.
+#[derive(Clone, Copy, Debug)]
+struct Chosen {
+    source: usize,
+    tensor: usize,
+    source_checksum: u64,
+    op: RefOp,
+}
+
+/// Finds each tensor's counterpart: the same bytes in an earlier shard (by checksum,
+/// length and dtype; confirmed byte for byte when encoding), else a base tensor
+/// ([`BaseSet::counterparts`]).
+fn link_tensors(src: &SourceFile<'_>, links: Option<&Links>) -> Linked {
+    let n = src.tensors().len();
+    let mut of: Vec<Option<(SourceRole, Counterpart)>> = vec![None; n];
+    let Some(links) = links else {
+        return Linked {
+            sources: Vec::new(),
+            of: vec![None; n],
+        };
+    };
+    if !links.shard_tensors.is_empty() {
+        let found: Vec<Option<(usize, usize)>> = (0..n)
+            .into_par_iter()
+            .map(|t| {
+                let info = &src.tensors()[t];
+                let bytes = src.tensor_bytes(t);
+                if bytes.is_empty() {
+                    return None;
+                }
+                let key = (xxh3_64(bytes), bytes.len() as u64, info.dtype);
+                links.shard_tensors.get(&key).copied()
+            })
+            .collect();
+        for (t, f) in found.into_iter().enumerate() {
+            of[t] = f.map(|(s, k)| {
+                (
+                    SourceRole::Shard,
+                    Counterpart {
+                        source: s,
+                        tensor: k,
+                        exact: true,
+                    },
+                )
+            });
+        }
+    }
+    if let Some(base) = &links.base {
+        let list: Vec<(&str, Dtype, &[u64])> = src
+            .tensors()
+            .iter()
+            .map(|t| (t.name.as_str(), t.dtype, t.shape.as_slice()))
+            .collect();
+        for (t, c) in base.counterparts(&list).into_iter().enumerate() {
+            if of[t].is_none() && src.tensors()[t].byte_len() > 0 {
+                of[t] = c.map(|c| (SourceRole::Base, c));
+            }
+        }
+        // A tensor with no counterpart may still be a base tensor under another name (a
+        // tied copy): the first base tensor of its dtype and length with its bytes.
+        let left: Vec<usize> = (0..n)
+            .filter(|&t| of[t].is_none() && src.tensors()[t].byte_len() > 0)
+            .collect();
+        let found: Vec<Option<(usize, usize)>> = left
+            .par_iter()
+            .map(|&t| {
+                let info = &src.tensors()[t];
+                let bytes = src.tensor_bytes(t);
+                base.sources.iter().enumerate().find_map(|(s, source)| {
+                    source.tensors().iter().enumerate().find_map(|(k, b)| {
+                        let same = b.dtype == info.dtype
+                            && b.bytes == info.byte_len()
+                            && source.tensor_bytes(k).is_ok_and(|x| *x == *bytes);
+                        same.then_some((s, k))
+                    })
+                })
+            })
+            .collect();
+        for (&t, f) in left.iter().zip(found) {
+            of[t] = f.map(|(s, k)| {
+                (
+                    SourceRole::Base,
+                    Counterpart {
+                        source: s,
+                        tensor: k,
+                        exact: true,
+                    },
+                )
+            });
+        }
+    }
+    // Number the sources in use: base files first, then shards.
+    let mut used: Vec<(SourceRole, usize)> =
+        of.iter().flatten().map(|(r, c)| (*r, c.source)).collect();
+    used.sort_by_key(|&(r, s)| (r as u8, s));
+    used.dedup();
+    let sources = used
+        .iter()
+        .map(|&(role, s)| {
+            let source = match role {
+                SourceRole::Base => links.base.as_ref().expect("base in use").sources[s].clone(),
+                SourceRole::Shard => links.shards[s].clone(),
+            };
+            (source.entry(role), source)
+        })
+        .collect();
+    let of = of
+        .into_iter()
+        .map(|c| {
+            c.map(|(role, c)| Counterpart {
+                source: used
+                    .binary_search(&(role, c.source))
+                    .expect("numbered above"),
+                ..c
+            })
+        })
+        .collect();
+    Linked { sources, of }
+}
+
+/// Bytes a reference record's head costs over a data record's: source, tensor (LEB128,
+/// usually one or two bytes each), the source tensor's checksum and the op.
+const REFERENCE_HEAD_EXTRA: u64 = 12;
+
+/// Encodes record `rec`: as [`encode_item_whole`], or for a tensor with a counterpart
+/// ([`Linked::of`]) the smallest of its own program and the programs of its residual
+/// against the counterpart by XOR and by subtraction (an identical tensor: `const 0`
+/// against it; a shard's counterpart is used only when identical).
+fn encode_linked(
+    src: &SourceFile<'_>,
+    rec: &PlannedRecord,
+    opts: &CompressOptions,
+    release: &(dyn Fn(&[u8]) + Sync),
+    linked: &Linked,
+) -> Encoded {
+    let RecordKind::Tensor(t) = rec.kind else {
+        return encode_item_whole(src, rec, opts, release);
+    };
+    let Some(c) = linked.of[t] else {
+        return encode_item_whole(src, rec, opts, release);
+    };
+    let bytes = rec.source(src);
+    let source = &linked.sources[c.source].1;
+    let info = &src.tensors()[t];
+    let Ok(base) = source.tensor_bytes(c.tensor) else {
+        return encode_item_whole(src, rec, opts, release);
+    };
+    if base.len() != bytes.len() {
+        return encode_item_whole(src, rec, opts, release);
+    }
+    let source_checksum = xxh3_64(&base);
+    let chosen = |op| Chosen {
+        source: c.source,
+        tensor: c.tensor,
+        source_checksum,
+        op,
+    };
+    let checksum = xxh3_64(bytes);
+    let width = info.dtype.word_bits();
+    if *base == *bytes {
+        let ty = Ty::new(width, bytes.len() as u64 / u64::from(width / 8));
+        return Encoded {
+            checksum,
+            program: Some(Node::constant(ty, 0).expect("a tensor's type is valid")),
+            reference: Some(chosen(RefOp::Xor)),
+            search: SearchStats::default(),
+            warning: None,
+        };
+    }
+    let own = encode_item_whole(src, rec, opts, release);
+    if c.exact {
+        return own;
+    }
+    let wb = crate::tensor::container_bytes(width);
+    let rows = (info.shape.len() >= 2).then(|| info.shape[0]);
+    let describe = || format!("tensor {:?} against its base", info.name);
+    let mut best = own;
+    let mut best_len = best.program.as_ref().map_or(u64::MAX, program_len);
+    for op in [RefOp::Xor, RefOp::Sub] {
+        let residual = super::base::residual(bytes, &base, op, wb);
+        let (node, search, warning) = program_in_regions(
+            &residual,
+            REGION_WORDS,
+            usize::MAX,
+            (width, Some(info.dtype), rows),
+            opts,
+            describe,
+            &|_| {},
+        );
+        let len = program_len(&node) + REFERENCE_HEAD_EXTRA;
+        let mut search = search;
+        search.absorb(&best.search);
+        if len < best_len {
+            best_len = len;
+            best = Encoded {
+                checksum,
+                program: Some(node),
+                reference: Some(chosen(op)),
+                search,
+                warning,
+            };
+        } else {
+            best.search = search;
+        }
+    }
+    best
 }
 
 /// Encodes record `rec`: its checksum and program. A group gets the smaller of one
@@ -965,6 +1286,7 @@ fn encode_item_whole(
     Encoded {
         checksum,
         program: Some(node),
+        reference: None,
         search,
         warning,
     }

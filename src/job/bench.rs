@@ -187,6 +187,7 @@ pub fn bench(files: &[PathBuf], opts: &BenchOptions) -> Result<BenchReport> {
                 verify: false,
                 prior: opts.prior.clone(),
                 file_name: None,
+                links: None,
             };
             let runs = opts.runs as usize;
             let compress_once = |jobs| -> Result<(Vec<u8>, f64)> {

@@ -1,12 +1,12 @@
 //! [`extract`]: a `.safetensors` file of some tensors of an archive or compressed folder.
 
-use super::{
-    file_target, lossy, open_archive, refused, warn_stale_temporaries, Destination, Observer,
-};
+use super::{file_target, lossy, refused, warn_stale_temporaries, Destination, Observer};
+use crate::archive::base::BaseSet;
 use crate::archive::{self, escape_name, folder, shown_path, writer, Archive, Part};
 use crate::error::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What [`extract`] wrote; serializes as `brevis extract --json` prints it.
@@ -120,6 +120,7 @@ pub fn extract(
     names: &[String],
     dest: Destination<'_>,
     force: bool,
+    base: Option<&Arc<BaseSet>>,
     obs: &dyn Observer,
 ) -> Result<ExtractReport> {
     if names.is_empty() {
@@ -143,7 +144,7 @@ pub fn extract(
     let mut all_names: Vec<String> = Vec::new();
     let root;
     if let Some(dir) = folder::compressed_folder(input) {
-        let f = folder::Folder::open(&dir)?;
+        let f = super::open_folder_with(&dir, base)?;
         f.check_stored()?;
         let mut found = vec![false; names.len()];
         for shard in f.shards() {
@@ -172,7 +173,7 @@ pub fn extract(
         );
         root = dir;
     } else {
-        let a = open_archive(input)?;
+        let a = super::open_archive_with(input, base)?;
         let mut mine = Vec::new();
         for n in names {
             match a.find_as_printed(n) {
@@ -183,6 +184,12 @@ pub fn extract(
         all_names.extend(a.tensors().iter().map(|t| t.name.clone()));
         archives.push((a, mine));
         root = input.to_path_buf();
+    }
+    // A tensor coded against a base needs it, before anything is written.
+    for (a, ts) in &archives {
+        if ts.iter().any(|&i| a.tensors()[i].reference.is_some()) {
+            a.require_sources()?;
+        }
     }
     if !missing.is_empty() {
         return Err(no_such_tensors(

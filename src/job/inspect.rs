@@ -1,11 +1,13 @@
 //! `list` and `show`: what an archive or compressed folder holds, without decoding data.
 
-use super::{lossy, open_archive, percent_smaller, plural, refused, warn_unlisted, Observer};
+use super::{lossy, percent_smaller, plural, refused, warn_unlisted, Observer};
+use crate::archive::base::BaseSet;
 use crate::archive::{escape_name, folder, shown_path, Archive};
 use crate::dsl::{size_report, text::node_line, Node};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One tensor of an archive, as `ls --json` prints it.
 #[derive(Clone, Debug, Serialize)]
@@ -37,8 +39,57 @@ pub struct ListedTensor {
     pub group: Option<ListedGroup>,
     /// The tensor whose record holds its bytes, when `stored_as` is `copy`.
     pub copy_of: Option<String>,
+    /// What it is coded against, when `stored_as` is `reference`.
+    pub reference: Option<ListedReference>,
     /// The search settings that built its record (`null` in version-1 archives).
     pub settings: Option<ListedSettings>,
+}
+
+/// A tensor coded against a tensor of another file (a base checkpoint's, or another
+/// shard's): a reference record, whose program restores the residual.
+#[derive(Clone, Debug, Serialize)]
+pub struct ListedReference {
+    /// `base` (a file of the base checkpoint) or `shard` (another shard of the folder).
+    pub role: &'static str,
+    /// The file's name as the archive records it.
+    pub source: String,
+    /// The file's length in bytes.
+    pub source_bytes: u64,
+    /// The file's xxh3-64, 16 hex digits.
+    pub source_xxh3: String,
+    /// The tensor's position among the file's tensors, in data order.
+    pub tensor_index: u64,
+    /// The tensor's name, when the file is attached (`--base`, or the folder).
+    pub tensor: Option<String>,
+    /// `xor` or `sub`: how the residual combines with the tensor's words.
+    pub op: &'static str,
+}
+
+impl ListedReference {
+    fn of(archive: &Archive, i: usize) -> Option<ListedReference> {
+        let r = archive.tensors()[i].reference?;
+        let e = &archive.sources()[r.source];
+        let tensor = archive.attached(r.source).and_then(|s| {
+            usize::try_from(r.tensor)
+                .ok()
+                .and_then(|t| s.tensors().get(t))
+                .map(|t| t.name.clone())
+        });
+        Some(ListedReference {
+            role: e.role.name(),
+            source: e.name.clone(),
+            source_bytes: e.original_len,
+            source_xxh3: format!("{:016x}", e.checksum),
+            tensor_index: r.tensor,
+            tensor,
+            op: r.op.name(),
+        })
+    }
+
+    /// How `ls` shows it in the ROOT column: `xor-base`, `sub-base`, `xor-shard`.
+    pub fn short(&self) -> String {
+        format!("{}-{}", self.op, self.role)
+    }
 }
 
 /// A group record: consecutive small tensors of one dtype coded as one stream.
@@ -98,6 +149,9 @@ fn storage_of(archive: &Archive, i: usize) -> (&'static str, Option<ListedGroup>
     }
     if t.record.is_empty() {
         return ("empty", None, None);
+    }
+    if t.reference.is_some() {
+        return ("reference", None, None);
     }
     ("record", None, None)
 }
@@ -298,8 +352,8 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
             .tensors()
             .iter()
             .enumerate()
-            .map(|(i, t)| (t, storage_of(archive, i)))
-            .map(|(t, (stored_as, group, copy_of))| ListedTensor {
+            .map(|(i, t)| (i, t, storage_of(archive, i)))
+            .map(|(i, t, (stored_as, group, copy_of))| ListedTensor {
                 name: t.name.clone(),
                 dtype: t.dtype.name(),
                 shape: t.shape.clone(),
@@ -313,6 +367,7 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
                 stored_as,
                 group,
                 copy_of,
+                reference: ListedReference::of(archive, i),
                 settings: t.settings.as_ref().map(ListedSettings::of),
             })
             .collect(),
@@ -337,13 +392,16 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
 /// warned about and makes the report's `ok` false.
 ///
 /// # Errors
-/// As [`open_archive`]; for a folder as [`folder::Folder::open`], and
+/// As [`super::open_archive_with`]; for a folder as [`folder::Folder::open`], and
 /// [`folder::Folder::check_stored`] when a stored file is missing.
-pub fn list(input: &Path, obs: &dyn Observer) -> Result<ListReport> {
+pub fn list(input: &Path, base: Option<&Arc<BaseSet>>, obs: &dyn Observer) -> Result<ListReport> {
     let Some(dir) = folder::compressed_folder(input) else {
-        return Ok(ListReport::File(list_archive(&open_archive(input)?, obs)));
+        return Ok(ListReport::File(list_archive(
+            &super::open_archive_with(input, base)?,
+            obs,
+        )));
     };
-    let f = folder::Folder::open(&dir)?;
+    let f = super::open_folder_with(&dir, base)?;
     // A missing copied file is an error, as a missing shard archive is, before anything
     // is listed.
     f.check_stored()?;
@@ -437,6 +495,8 @@ pub struct ShowReport {
     pub group: Option<ListedGroup>,
     /// As [`ListedTensor::copy_of`].
     pub copy_of: Option<String>,
+    /// As [`ListedTensor::reference`]; the program shown restores the residual.
+    pub reference: Option<ListedReference>,
     /// As [`ListedTensor::settings`].
     pub settings: Option<ListedSettings>,
     /// The program in the text form.
@@ -460,12 +520,17 @@ fn preorder<'n>(node: &'n Node, depth: usize, out: &mut Vec<(usize, &'n Node)>) 
 /// # Errors
 /// [`Error::Refused`] of kind `no_such_tensor` if no tensor has that name; as [`list`]
 /// if the archive cannot be opened; [`Error::Archive`] if the program cannot be read.
-pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<ShowReport>> {
+pub fn show(
+    input: &Path,
+    tensor: &str,
+    base: Option<&Arc<BaseSet>>,
+    obs: &dyn Observer,
+) -> Result<Option<ShowReport>> {
     let mut ok = true;
     let (archive, i) = if let Some(dir) = folder::compressed_folder(input) {
         // A folder: the shard that holds the tensor. A missing stored file is an error
         // here too, as for every command.
-        let f = folder::Folder::open(&dir)?;
+        let f = super::open_folder_with(&dir, base)?;
         f.check_stored()?;
         warn_unlisted(&f, &dir, obs);
         let Some(found) = f.find_tensor(tensor)? else {
@@ -502,7 +567,7 @@ pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<Sho
         }
         found
     } else {
-        let archive = open_archive(input)?;
+        let archive = super::open_archive_with(input, base)?;
         let Some(i) = archive.find_as_printed(tensor) else {
             let missing = format!(
                 "{}: no tensor named \"{}\" ({}; list them with `brevis ls`)",
@@ -568,6 +633,7 @@ pub fn show(input: &Path, tensor: &str, obs: &dyn Observer) -> Result<Option<Sho
         stored_as,
         group,
         copy_of,
+        reference: ListedReference::of(&archive, i),
         settings: t.settings.as_ref().map(ListedSettings::of),
         program: program.to_string(),
         nodes: rows,

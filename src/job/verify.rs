@@ -1,11 +1,13 @@
 //! `verify`: an archive or compressed folder against its stored checksums, and
 //! optionally against the original.
 
-use super::{lossy, open_archive, refused, warn_unlisted, Observer};
+use super::{lossy, open_archive_with, open_folder_with, refused, warn_unlisted, Observer};
+use crate::archive::base::BaseSet;
 use crate::archive::{self, folder, shown_path, CheckStatus, ProgressEvent};
 use crate::error::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The outcome of one region, as `verify --json` prints it (`status` and its fields).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -258,12 +260,13 @@ pub fn verify(
     input: &Path,
     against: Option<&Path>,
     jobs: Option<usize>,
+    base: Option<&Arc<BaseSet>>,
     obs: &dyn Observer,
 ) -> Result<VerifyReport> {
     if let Some(dir) = folder::compressed_folder(input) {
-        return verify_folder(&dir, against, jobs, obs).map(VerifyReport::Folder);
+        return verify_folder(&dir, against, jobs, base, obs).map(VerifyReport::Folder);
     }
-    let archive = open_archive(input)?;
+    let archive = open_archive_with(input, base)?;
     if let Some(original) = against {
         // A folder or shard index is what a folder archive is compared with; against a
         // single-file archive it compared the index's own bytes.
@@ -368,9 +371,11 @@ fn verify_folder(
     dir: &Path,
     against: Option<&Path>,
     jobs: Option<usize>,
+    base: Option<&Arc<BaseSet>>,
     obs: &dyn Observer,
 ) -> Result<VerifyFolder> {
-    let f = folder::Folder::open(dir)?;
+    let f = open_folder_with(dir, base)?;
+    f.require_sources()?;
     let unlisted = warn_unlisted(&f, dir, obs);
     let progress = |shard: &str, ev: ProgressEvent<'_>| obs.progress(shard, ev);
     let checks = f.verify(jobs, &progress)?;

@@ -23,9 +23,11 @@ impl ArchiveSource {
     /// The library's error as a readable line when the file cannot be read or is not a
     /// valid archive.
     pub fn open(path: &Path) -> Result<ArchiveSource, String> {
-        Archive::open(path)
-            .map(ArchiveSource::new)
-            .map_err(|e| e.to_string())
+        let a = Archive::open(path).map_err(|e| e.to_string())?;
+        if let Some(b) = super::super::tui::session_base() {
+            a.attach_base(b).map_err(|e| e.to_string())?;
+        }
+        Ok(ArchiveSource::new(a))
     }
 
     /// Wraps an opened archive.
@@ -39,7 +41,14 @@ impl ArchiveSource {
                 shape: t.shape.clone(),
                 original_bytes: t.original_bytes(),
                 archive_bytes: t.archive_bytes(),
-                root_op: t.root_op.to_string(),
+                root_op: match t.reference {
+                    Some(r) => format!(
+                        "{}-{}",
+                        r.op.name(),
+                        archive.sources()[r.source].role.name()
+                    ),
+                    None => t.root_op.to_string(),
+                },
             })
             .collect();
         ArchiveSource { archive, rows }
@@ -81,6 +90,20 @@ impl Source for ArchiveSource {
                 group_original: g.end - g.begin,
             };
             (sharing, t.program.len() as u64)
+        } else if let Some(r) = t.reference {
+            let e = &self.archive.sources()[r.source];
+            let source = self.archive.attached(r.source);
+            let tensor = source
+                .and_then(|s| s.tensors().get(r.tensor as usize))
+                .map_or_else(|| format!("#{}", r.tensor), |t| t.name.clone());
+            let sharing = Sharing::Reference {
+                op: r.op.name(),
+                role: e.role.name(),
+                source: e.name.clone(),
+                tensor,
+                attached: source.is_some(),
+            };
+            (sharing, t.program.len() as u64)
         } else {
             (Sharing::Own, t.program.len() as u64)
         };
@@ -94,6 +117,14 @@ impl Source for ArchiveSource {
             (_, Sharing::Copy { .. }) => vec![
                 ("record kind", 1),
                 ("index of the copied record", rest.saturating_sub(1)),
+            ],
+            (_, Sharing::Reference { .. }) => vec![
+                ("record kind", 1),
+                ("checksum of the bytes it restores", 8),
+                (
+                    "source, tensor, its checksum and op",
+                    rest.saturating_sub(9),
+                ),
             ],
             _ => vec![
                 ("record kind", 1),
@@ -110,9 +141,14 @@ impl Source for ArchiveSource {
     }
 
     fn reopen(&self) -> Result<std::sync::Arc<dyn Source>, String> {
-        Ok(std::sync::Arc::new(ArchiveSource::open(
-            self.archive.path(),
-        )?))
+        let a = Archive::open(self.archive.path()).map_err(|e| e.to_string())?;
+        // The sources attached now stay attached.
+        for i in 0..a.sources().len() {
+            if let Some(s) = self.archive.attached(i) {
+                a.attach(i, s.clone()).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(std::sync::Arc::new(ArchiveSource::new(a)))
     }
 
     fn title(&self) -> String {

@@ -7,6 +7,7 @@
 //! order-0 empirical entropies of the actual words.
 
 use super::model::{RecordInfo, Sharing};
+use crate::archive::escape_name;
 use crate::codec::{self, CodecId, ALL_CODECS, MAX_TABLE_SYMBOLS};
 use crate::dsl::exec::split_fields;
 use crate::dsl::wire::uleb_len;
@@ -667,6 +668,7 @@ pub fn record_account(rec: &RecordInfo, ins: &Inspection) -> Vec<AccountLine> {
         Sharing::Own => "record".to_string(),
         Sharing::Group { tensors, .. } => format!("group record (shared by {tensors} tensors)"),
         Sharing::Copy { .. } => "copy record".to_string(),
+        Sharing::Reference { .. } => "reference record".to_string(),
     };
     out.push((0, head, rec.record_bytes));
     for (what, b) in &rec.framing {
@@ -737,6 +739,38 @@ pub fn record_sentences(rec: &RecordInfo, original: u64, copied: Option<&str>) -
             thousands(original.saturating_sub(rec.program_bytes)),
             framing_words(rec)
         )],
+        Sharing::Reference {
+            op,
+            role,
+            source,
+            tensor,
+            attached,
+        } => {
+            let whose = match *role {
+                "shard" => "another shard of this folder",
+                _ => "the base checkpoint",
+            };
+            let how = match *op {
+                "xor" => "XOR",
+                _ => "the difference of the words as integers",
+            };
+            let mut v = vec![format!(
+                "coded against tensor {} of {whose}, {}: the program below restores the \
+                 residual ({how}), and decoding combines it with that tensor's words; the \
+                 record costs {} bytes against {o} original",
+                escape_name(tensor),
+                escape_name(source),
+                thousands(rec.record_bytes)
+            )];
+            if !attached {
+                v.push(format!(
+                    "{} is not attached, so this tensor cannot be decoded here: open the \
+                     archive with --base (or the folder, for a shard)",
+                    escape_name(source)
+                ));
+            }
+            v
+        }
         Sharing::Own => Vec::new(),
     }
 }

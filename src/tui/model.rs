@@ -97,6 +97,20 @@ pub enum Sharing {
         /// The copied tensor (an index into the rows).
         of: usize,
     },
+    /// A reference record: the tensor coded against a tensor of another file (a base
+    /// checkpoint's, or another shard's); the program restores the residual.
+    Reference {
+        /// `xor` or `sub`.
+        op: &'static str,
+        /// `base` or `shard`.
+        role: &'static str,
+        /// The other file, as the archive records it.
+        source: String,
+        /// The tensor there: its name when the file is attached, else `#k`.
+        tensor: String,
+        /// Whether the file is attached (`--base`): the tensor can be decoded.
+        attached: bool,
+    },
     /// An empty tensor: no record at all.
     Empty,
 }

@@ -146,7 +146,8 @@ fn check_jobs(jobs: Option<usize>) -> PyResult<Option<usize>> {
 /// CLI's. Returns the report of `brevis compress --json` as a dict.
 #[pyfunction]
 #[pyo3(signature = (src, dst=None, *, budget=None, max_depth=None, max_nodes=None, jobs=None,
-                    force=false, verify=true, prior=None, uniform=false, progress=None))]
+                    force=false, verify=true, prior=None, uniform=false, progress=None,
+                    base=None))]
 #[allow(clippy::too_many_arguments)]
 fn compress_file<'py>(
     py: Python<'py>,
@@ -161,6 +162,7 @@ fn compress_file<'py>(
     prior: Option<PathBuf>,
     uniform: bool,
     progress: Option<Py<PyAny>>,
+    base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let defaults = SearchOptions::default();
     let max_depth = max_depth.unwrap_or(defaults.max_depth);
@@ -197,9 +199,24 @@ fn compress_file<'py>(
         verify,
         prior,
         file_name: None,
+        links: None,
     };
     let obs = PyObserver::new(progress);
-    let result = py.detach(|| job::compress(&src, dst.as_deref(), &opts, &obs));
+    let result = py.detach(|| {
+        let links = match &base {
+            Some(b) => Some(std::sync::Arc::new(brevis::archive::writer::Links {
+                base: Some(job::open_base(b)?),
+                ..Default::default()
+            })),
+            None => None,
+        };
+        job::compress(
+            &src,
+            dst.as_deref(),
+            &CompressOptions { links, ..opts },
+            &obs,
+        )
+    });
     let report = obs.finish(result)?;
     to_dict(py, &report)
 }
@@ -208,7 +225,7 @@ fn compress_file<'py>(
 /// the CLI's); nothing is written unless every checksum matches. Returns the report of
 /// `brevis decompress --json` as a dict.
 #[pyfunction]
-#[pyo3(signature = (src, dst=None, *, jobs=None, force=false, progress=None))]
+#[pyo3(signature = (src, dst=None, *, jobs=None, force=false, progress=None, base=None))]
 fn decompress_file<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -216,14 +233,19 @@ fn decompress_file<'py>(
     jobs: Option<usize>,
     force: bool,
     progress: Option<Py<PyAny>>,
+    base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = DecompressOptions {
-        jobs: check_jobs(jobs)?,
-        force,
-        ..DecompressOptions::default()
-    };
+    let jobs = check_jobs(jobs)?;
     let obs = PyObserver::new(progress);
-    let result = py.detach(|| job::decompress(&src, dst.as_deref(), &opts, &obs));
+    let result = py.detach(|| {
+        let opts = DecompressOptions {
+            jobs,
+            force,
+            base: base.as_deref().map(job::open_base).transpose()?,
+            ..DecompressOptions::default()
+        };
+        job::decompress(&src, dst.as_deref(), &opts, &obs)
+    });
     let report = obs.finish(result)?;
     to_dict(py, &report)
 }
@@ -232,17 +254,21 @@ fn decompress_file<'py>(
 /// `against`, the original byte for byte). Damage is the result (`ok` false in the
 /// dict `brevis verify --json` prints), not an exception.
 #[pyfunction]
-#[pyo3(signature = (src, against=None, *, jobs=None, progress=None))]
+#[pyo3(signature = (src, against=None, *, jobs=None, progress=None, base=None))]
 fn verify_file<'py>(
     py: Python<'py>,
     src: PathBuf,
     against: Option<PathBuf>,
     jobs: Option<usize>,
     progress: Option<Py<PyAny>>,
+    base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let jobs = check_jobs(jobs)?;
     let obs = PyObserver::new(progress);
-    let result = py.detach(|| job::verify(&src, against.as_deref(), jobs, &obs));
+    let result = py.detach(|| {
+        let base = base.as_deref().map(job::open_base).transpose()?;
+        job::verify(&src, against.as_deref(), jobs, base.as_ref(), &obs)
+    });
     let report = obs.finish(result)?;
     to_dict(py, &report)
 }
@@ -252,7 +278,7 @@ fn verify_file<'py>(
 #[pyfunction]
 fn list_file<'py>(py: Python<'py>, src: PathBuf) -> PyResult<Bound<'py, PyAny>> {
     let obs = PyObserver::new(None);
-    let result = py.detach(|| job::list(&src, &obs));
+    let result = py.detach(|| job::list(&src, None, &obs));
     let report = obs.finish(result)?;
     to_dict(py, &report)
 }
@@ -278,15 +304,27 @@ impl Archive {
     /// An `s3://` URL is read by ranged reads: the index when opened, each tensor's
     /// record when it is decoded ([`Archive::bytes_read`] counts the bytes).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Archive> {
+    #[pyo3(signature = (path, base=None))]
+    fn new(py: Python<'_>, path: PathBuf, base: Option<PathBuf>) -> PyResult<Archive> {
+        let base = py
+            .detach(|| base.as_deref().map(job::open_base).transpose())
+            .map_err(to_py)?;
         #[cfg(feature = "object-store")]
         if let Some(url) = path.to_str().filter(|s| archive::remote::is_url(s)) {
             let inner = py
-                .detach(|| brevis::Archive::open_url(url))
+                .detach(|| {
+                    let a = brevis::Archive::open_url(url)?;
+                    if let Some(b) = &base {
+                        a.attach_base(b)?;
+                    }
+                    Ok::<_, brevis::Error>(a)
+                })
                 .map_err(to_py)?;
             return Ok(Archive { inner });
         }
-        let inner = py.detach(|| job::open_archive(&path)).map_err(to_py)?;
+        let inner = py
+            .detach(|| job::open_archive_with(&path, base.as_ref()))
+            .map_err(to_py)?;
         Ok(Archive { inner })
     }
 

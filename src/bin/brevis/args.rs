@@ -246,6 +246,14 @@ pub struct CompressArgs {
     /// tensor is stored as a literal instead, with a warning)
     #[arg(long)]
     pub no_verify: bool,
+    /// Code the tensors against a base checkpoint (the model a fine-tune was made from):
+    /// a .safetensors file, a checkpoint folder, or an archive or compressed folder of
+    /// one. Each tensor with a counterpart there (same name, else same dtype and shape)
+    /// is stored as the smaller of its own program and a program of its XOR or
+    /// difference with it; the archive pins the base by its checksums, and decompress,
+    /// verify and extract then need the same base
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Print a JSON summary on stdout
     #[arg(long)]
     pub json: bool,
@@ -273,6 +281,11 @@ pub struct DecompressArgs {
     /// files only
     #[arg(long)]
     pub salvage: bool,
+    /// The base checkpoint the archive was compressed against (compress --base): a
+    /// .safetensors file, a checkpoint folder, or an archive or compressed folder of one;
+    /// another than the one the archive pins is refused before anything is written
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Worker threads (0 = all cores, at most 256) [default: all cores]
     #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     pub jobs: Option<usize>,
@@ -295,6 +308,11 @@ pub struct ExtractArgs {
     /// Replace the output if it exists (a regular file only)
     #[arg(short, long)]
     pub force: bool,
+    /// The base checkpoint the archive was compressed against (compress --base): a
+    /// .safetensors file, a checkpoint folder, or an archive or compressed folder of one;
+    /// another than the one the archive pins is refused before anything is written
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Print a JSON summary on stdout (not with -o -)
     #[arg(long)]
     pub json: bool,
@@ -315,6 +333,12 @@ pub struct VerifyArgs {
     /// folder: every file with the original folder, or its model.safetensors.index.json)
     #[arg(long, value_name = "ORIGINAL")]
     pub against: Option<PathBuf>,
+    /// The base checkpoint the archive was compressed against (compress --base): a
+    /// .safetensors file, a checkpoint folder, or an archive or compressed folder of one;
+    /// another than the one the archive pins is refused before anything is written
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
+
     /// Worker threads (0 = all cores, at most 256) [default: all cores]
     #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     pub jobs: Option<usize>,
@@ -327,6 +351,11 @@ pub struct VerifyArgs {
 pub struct LsArgs {
     /// The .brv archive to list
     pub input: PathBuf,
+    /// The base checkpoint the archive was compressed against (compress --base), to
+    /// name the base tensor each reference record uses; another than the one the archive
+    /// pins is refused
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -338,6 +367,11 @@ pub struct ShowArgs {
     pub input: PathBuf,
     /// The tensor's exact name
     pub tensor: String,
+    /// The base checkpoint the archive was compressed against (compress --base), to
+    /// name the base tensor each reference record uses; another than the one the archive
+    /// pins is refused
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// Print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -446,6 +480,13 @@ impl CompressArgs {
             verify: !self.no_verify,
             prior: self.search.prior.choice()?,
             file_name: None,
+            links: match &self.base {
+                Some(b) => Some(std::sync::Arc::new(archive::writer::Links {
+                    base: Some(brevis::job::open_base(b)?),
+                    ..Default::default()
+                })),
+                None => None,
+            },
         })
     }
 }

@@ -5,6 +5,7 @@ use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
 use super::super::model::Sharing;
 use super::{bar, fit_end, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
+use crate::archive::escape_name;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -35,6 +36,13 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             Sharing::Copy { of } => format!(
                 " · a copy of tensor #{of}: record {} B (its program shown)",
                 thousands(r.record_bytes)
+            ),
+            Sharing::Reference {
+                op, role, tensor, ..
+            } => format!(
+                " · record {} B, {op} against {role} tensor {} (the residual's program shown)",
+                thousands(r.record_bytes),
+                escape_name(tensor)
             ),
             Sharing::Empty => " · no record (empty)".to_string(),
         },

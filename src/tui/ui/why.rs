@@ -96,6 +96,7 @@ fn lines(
     let whose = match record.map(|r| &r.sharing) {
         Some(Sharing::Group { .. }) => "the group's program",
         Some(Sharing::Copy { .. }) => "the copied tensor's program",
+        Some(Sharing::Reference { .. }) => "the residual's program",
         _ => "program",
     };
     let scale = f64::from(w.width.max(1)).max(w.achieved_bits);

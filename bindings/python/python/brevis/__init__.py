@@ -71,9 +71,19 @@ class safe_open:
     the archive is then read by ranged reads (the index when opened, one tensor's record
     per ``get_tensor``), the store configured from ``AWS_ENDPOINT_URL``,
     ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``.
+    ``base`` is the base checkpoint an archive made with ``compress_file(...,
+    base=...)`` was coded against (a ``.safetensors`` file, a checkpoint folder, or an
+    archive of it).
     """
 
-    def __init__(self, filename: PathLike, framework: str = "numpy", device: str = "cpu") -> None:
+    def __init__(
+        self,
+        filename: PathLike,
+        framework: str = "numpy",
+        device: str = "cpu",
+        *,
+        base: Optional[PathLike] = None,
+    ) -> None:
         if framework in ("numpy", "np"):
             from ._dtypes import to_numpy as convert
         elif framework in ("pt", "torch"):
@@ -83,7 +93,9 @@ class safe_open:
         if device != "cpu":
             raise ValueError(f"device must be 'cpu', not {device!r}")
         self._convert = convert
-        self._archive: Optional[Archive] = Archive(os.fspath(filename))
+        self._archive: Optional[Archive] = Archive(
+            os.fspath(filename), None if base is None else os.fspath(base)
+        )
 
     @property
     def bytes_read(self) -> int:

@@ -9,7 +9,7 @@ _Progress = Callable[[str, str, Optional[str], int], Any]
 class Archive:
     """An opened ``.brv`` archive; tensors are decoded one per call."""
 
-    def __init__(self, path: _Path) -> None:
+    def __init__(self, path: _Path, base: Optional[_Path] = None) -> None:
         """A local archive, or an ``s3://`` URL read by ranged reads."""
     @property
     def bytes_read(self) -> int:
@@ -43,6 +43,7 @@ def compress_file(
     prior: Optional[_Path] = None,
     uniform: bool = False,
     progress: Optional[_Progress] = None,
+    base: Optional[_Path] = None,
 ) -> dict[str, Any]: ...
 def decompress_file(
     src: _Path,
@@ -51,6 +52,7 @@ def decompress_file(
     jobs: Optional[int] = None,
     force: bool = False,
     progress: Optional[_Progress] = None,
+    base: Optional[_Path] = None,
 ) -> dict[str, Any]: ...
 def verify_file(
     src: _Path,
@@ -58,6 +60,7 @@ def verify_file(
     *,
     jobs: Optional[int] = None,
     progress: Optional[_Progress] = None,
+    base: Optional[_Path] = None,
 ) -> dict[str, Any]: ...
 def list_file(src: _Path) -> dict[str, Any]: ...
 def folder_entry(src: _Path, rel: str) -> dict[str, Any]:

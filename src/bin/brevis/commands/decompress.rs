@@ -12,6 +12,7 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
         jobs: a.jobs,
         force: a.force,
         salvage: a.salvage,
+        base: a.base.as_deref().map(job::open_base).transpose()?,
     };
     let console = Console::new("decompress");
     let r = job::decompress_into(&a.input, destination(a.output.as_deref()), &opts, &console)?;

@@ -9,7 +9,8 @@ use brevis::job;
 pub fn run(a: ExtractArgs) -> Result<Outcome> {
     let console = Console::new("extract");
     let dest = destination(Some(&a.output));
-    let r = job::extract(&a.input, &a.tensors, dest, a.force, &console)?;
+    let base = a.base.as_deref().map(job::open_base).transpose()?;
+    let r = job::extract(&a.input, &a.tensors, dest, a.force, base.as_ref(), &console)?;
     drop(console);
     if a.json {
         after_writing(&r.output, emit_report(&r))?;

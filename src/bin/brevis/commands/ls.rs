@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 pub fn run(a: LsArgs) -> Result<Outcome> {
     let console = Console::new("ls");
-    let r = job::list(&a.input, &console)?;
+    let base = a.base.as_deref().map(job::open_base).transpose()?;
+    let r = job::list(&a.input, base.as_ref(), &console)?;
     drop(console);
     if a.json {
         emit_report(&r)?;
@@ -64,7 +65,9 @@ fn table(l: &ListFile) -> Result<String> {
                 t.original_bytes.to_string(),
                 t.archive_bytes.to_string(),
                 fmt_percent(t.reduction_percent),
-                t.root_op.to_string(),
+                t.reference
+                    .as_ref()
+                    .map_or_else(|| t.root_op.to_string(), |r| r.short()),
             ]
         })
         .collect();

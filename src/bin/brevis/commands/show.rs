@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 pub fn run(a: ShowArgs) -> Result<Outcome> {
     let console = Console::new("show");
-    let found = brevis::job::show(&a.input, &a.tensor, &console)?;
+    let base = a.base.as_deref().map(brevis::job::open_base).transpose()?;
+    let found = brevis::job::show(&a.input, &a.tensor, base.as_ref(), &console)?;
     drop(console);
     // Not found because the archive is damaged: said on stderr, exit 3.
     let Some(r) = found else {
@@ -64,6 +65,25 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         )?,
         (None, None) => {}
     }
+    if let Some(x) = &r.reference {
+        let what = match x.role {
+            "shard" => "another shard of the folder",
+            _ => "the base",
+        };
+        let tensor = x.tensor.as_deref().map_or_else(
+            || format!("#{}", x.tensor_index),
+            |n| format!("\"{}\"", escape_name(n)),
+        );
+        writeln!(
+            s,
+            "coded against tensor {tensor} of {what}, {:?} ({} bytes, xxh3 {}): the program \
+             below restores the residual, which {} with that tensor's words gives this one",
+            x.source,
+            x.source_bytes,
+            x.source_xxh3,
+            if x.op == "xor" { "XORed" } else { "added" },
+        )?;
+    }
     if let Some(st) = &r.settings {
         writeln!(
             s,
@@ -78,6 +98,8 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         "(record fields: name, dtype, shape, offsets, checksum)"
     } else if r.copy_of.is_some() {
         "(copy record: kind, record index)"
+    } else if r.reference.is_some() {
+        "(reference record: kind, checksum, source, tensor, its checksum, op)"
     } else {
         "(record fields: kind, checksum)"
     }

@@ -10,7 +10,14 @@ use std::fmt::Write as _;
 
 pub fn run(a: VerifyArgs) -> Result<Outcome> {
     let console = Console::new("verify");
-    let r = job::verify(&a.input, a.against.as_deref(), a.jobs, &console)?;
+    let base = a.base.as_deref().map(job::open_base).transpose()?;
+    let r = job::verify(
+        &a.input,
+        a.against.as_deref(),
+        a.jobs,
+        base.as_ref(),
+        &console,
+    )?;
     drop(console);
     if a.json {
         emit_report(&r)?;

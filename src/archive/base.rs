@@ -1,0 +1,478 @@
+//! Sources of reference records (docs/design.md §12): the files a version-3 archive's
+//! tensors are coded against.
+//!
+//! A *source* is an original `.safetensors` file, pinned in the archive's index by its
+//! length and xxh3-64 ([`SourceEntry`]): a file of the base checkpoint given with
+//! `--base` (a fine-tune coded against its base), or another shard of the same
+//! checkpoint folder (a tensor stored once across shards). A reference record names one
+//! tensor of one source by its position in data order and that tensor's xxh3-64, and
+//! holds a program for the *residual*: the tensor's words combined with the source's
+//! words by XOR or by subtraction ([`RefOp`]). An identical tensor is a residual of
+//! zeros, `const 0`, a few bytes.
+//!
+//! [`OpenedSource`] reads a source from its `.safetensors` file (memory-mapped) or from an
+//! archive of it (each tensor decoded on demand and checked against that archive's own
+//! checksums); [`BaseSet`] opens what `--base` names (a file, a checkpoint folder, an
+//! archive or a compressed folder) and finds each tensor's counterpart in it.
+
+use super::format::{RefOp, SourceEntry, SourceRole};
+use super::reader::Archive;
+use super::safetensors::{parse, Region};
+use crate::error::{Error, Result};
+use crate::hash::xxh3_64;
+use crate::tensor::Dtype;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One tensor of a source, in its data order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceTensor {
+    /// Its name.
+    pub name: String,
+    /// Its dtype.
+    pub dtype: Dtype,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// Its length in bytes.
+    pub bytes: u64,
+}
+
+/// A file's bytes, memory-mapped (an empty file held as no bytes).
+enum FileBytes {
+    Map(memmap2::Mmap),
+    Empty,
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Map(m) => m,
+            FileBytes::Empty => &[],
+        }
+    }
+}
+
+impl FileBytes {
+    fn open(path: &Path) -> Result<FileBytes> {
+        super::regular_file(path)?;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(path, "cannot read", e))?
+            .len();
+        if len == 0 {
+            return Ok(FileBytes::Empty);
+        }
+        super::map_file(&file)
+            .map(FileBytes::Map)
+            .map_err(|e| Error::io(path, "cannot map", e))
+    }
+}
+
+enum Backing {
+    /// A `.safetensors` file: its bytes and each tensor's range in them.
+    File {
+        map: FileBytes,
+        ranges: Vec<Range<usize>>,
+    },
+    /// An archive of the source.
+    Archive(Box<Archive>),
+}
+
+/// A source opened for reading: what it is pinned by, its tensors, and their bytes.
+pub struct OpenedSource {
+    path: PathBuf,
+    /// Its name as an archive records it (set by [`BaseSet::open`]).
+    name: String,
+    original_len: u64,
+    checksum: u64,
+    tensors: Vec<SourceTensor>,
+    backing: Backing,
+}
+
+impl std::fmt::Debug for OpenedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedSource")
+            .field("path", &self.path)
+            .field("original_len", &self.original_len)
+            .field("tensors", &self.tensors.len())
+            .finish()
+    }
+}
+
+impl OpenedSource {
+    /// Opens a `.safetensors` file (memory-mapped, parsed, hashed whole) or a Brevis
+    /// archive of one (its length and checksum read from its index; nothing decoded).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if it cannot be read; [`Error::Source`] if a `.safetensors` file is
+    /// not valid; [`Error::Archive`] if an archive is damaged; [`Error::Invalid`] of kind
+    /// `wrong_base` for an archive that is itself coded against sources.
+    pub fn open(path: &Path) -> Result<OpenedSource> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if is_archive_file(path) {
+            let a = Archive::open(path)?;
+            if !a.sources().is_empty() {
+                return Err(Error::Invalid {
+                    path: path.to_path_buf(),
+                    what: "cannot be a base",
+                    detail: "it is coded against a base of its own; give that archive's \
+                             original (decompress it first)"
+                        .to_string(),
+                    kind: "wrong_base",
+                });
+            }
+            return Ok(OpenedSource::from_archive(a, name));
+        }
+        let map = FileBytes::open(path)?;
+        let src = parse(&map).map_err(|e| Error::source(path, e))?;
+        let data = src.data_start();
+        let mut tensors = Vec::with_capacity(src.tensors().len());
+        let mut ranges = Vec::with_capacity(src.tensors().len());
+        for r in src.regions() {
+            if let Region::Tensor(t) = *r {
+                let info = &src.tensors()[t];
+                tensors.push(SourceTensor {
+                    name: info.name.clone(),
+                    dtype: info.dtype,
+                    shape: info.shape.clone(),
+                    bytes: info.byte_len(),
+                });
+                ranges.push(data + info.begin as usize..data + info.end as usize);
+            }
+        }
+        let checksum = xxh3_64(&map);
+        let original_len = map.len() as u64;
+        drop(src);
+        Ok(OpenedSource {
+            path: path.to_path_buf(),
+            name,
+            original_len,
+            checksum,
+            tensors,
+            backing: Backing::File { map, ranges },
+        })
+    }
+
+    /// A source read from archive `a` (another shard of a folder archive, say), named
+    /// `name`: each tensor decoded when asked for. A tensor of `a` that is itself taken
+    /// from a shard is refused then (sources are one level deep).
+    pub fn from_archive(a: Archive, name: String) -> OpenedSource {
+        let tensors = a
+            .tensors()
+            .iter()
+            .map(|t| SourceTensor {
+                name: t.name.clone(),
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                bytes: t.original_bytes(),
+            })
+            .collect();
+        OpenedSource {
+            path: a.path().to_path_buf(),
+            name,
+            original_len: a.original_len(),
+            checksum: a.file_checksum(),
+            tensors,
+            backing: Backing::Archive(Box::new(a)),
+        }
+    }
+
+    /// The path it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its name as an archive records it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Renames it (a shard is named by its path inside its folder).
+    pub fn set_name(&mut self, name: String) {
+        self.name = name;
+    }
+
+    /// Length of its original bytes.
+    pub fn original_len(&self) -> u64 {
+        self.original_len
+    }
+
+    /// xxh3-64 of its original bytes.
+    pub fn checksum(&self) -> u64 {
+        self.checksum
+    }
+
+    /// Its tensors in data order.
+    pub fn tensors(&self) -> &[SourceTensor] {
+        &self.tensors
+    }
+
+    /// The entry an archive coded against it records, in `role`.
+    pub fn entry(&self, role: SourceRole) -> SourceEntry {
+        SourceEntry {
+            role,
+            name: self.name.clone(),
+            original_len: self.original_len,
+            checksum: self.checksum,
+        }
+    }
+
+    /// Whether it is what `entry` pins (same length and checksum; the name may differ).
+    pub fn matches(&self, entry: &SourceEntry) -> bool {
+        self.original_len == entry.original_len && self.checksum == entry.checksum
+    }
+
+    /// The bytes of tensor `t` (data order): borrowed from a `.safetensors` file,
+    /// decoded (and checked) from an archive.
+    ///
+    /// # Errors
+    /// [`Error::Refused`] of kind `no_such_tensor` for `t` out of range; an archive's
+    /// decode errors.
+    pub fn tensor_bytes(&self, t: usize) -> Result<Cow<'_, [u8]>> {
+        if t >= self.tensors.len() {
+            return Err(Error::Refused {
+                kind: "no_such_tensor",
+                message: format!(
+                    "{}: has {} tensors, no tensor #{t}",
+                    super::shown_path(&self.path),
+                    self.tensors.len()
+                ),
+            });
+        }
+        match &self.backing {
+            Backing::File { map, ranges } => Ok(Cow::Borrowed(&map[ranges[t].clone()])),
+            Backing::Archive(a) => a.decode_source_tensor(t).map(Cow::Owned),
+        }
+    }
+}
+
+/// Whether the file at `path` starts with the archive magic.
+fn is_archive_file(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| magic == super::format::MAGIC)
+}
+
+/// The base checkpoint of `--base`: one source per `.safetensors` file (one for a file,
+/// one per shard for a folder), and where each tensor's counterpart is found.
+#[derive(Debug, Default)]
+pub struct BaseSet {
+    /// The base's files, in path order.
+    pub sources: Vec<Arc<OpenedSource>>,
+    path: PathBuf,
+}
+
+impl PartialEq for BaseSet {
+    fn eq(&self, other: &BaseSet) -> bool {
+        self.sources.len() == other.sources.len()
+            && self
+                .sources
+                .iter()
+                .zip(&other.sources)
+                .all(|(a, b)| a.checksum == b.checksum && a.original_len == b.original_len)
+    }
+}
+
+impl Eq for BaseSet {}
+
+/// Base tensors not yet matched, (source, tensor) in order.
+type Queue = std::collections::VecDeque<(usize, usize)>;
+
+/// Where a tensor's counterpart is: source `source` of a [`BaseSet`] (or of the writer's
+/// source list), tensor `tensor` of it in data order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Counterpart {
+    /// Index of the source.
+    pub source: usize,
+    /// Position of the tensor among the source's tensors, in data order.
+    pub tensor: usize,
+    /// Only an identical tensor may be coded against it (a sibling shard's copy).
+    pub exact: bool,
+}
+
+impl BaseSet {
+    /// Opens the base at `path`: a `.safetensors` file, a checkpoint folder (every
+    /// `*.safetensors` file in it, named by its path inside the folder), a `.brv` archive
+    /// of a file, or a compressed folder (`DIR.brv/`, its shard archives).
+    ///
+    /// # Errors
+    /// As [`OpenedSource::open`]; [`Error::Invalid`] of kind `wrong_base` for a folder
+    /// holding no `.safetensors` file or shard archive.
+    pub fn open(path: &Path) -> Result<BaseSet> {
+        let mut sources = Vec::new();
+        if path.is_dir() {
+            for (rel, file) in super::folder::base_files(path)? {
+                let mut s = OpenedSource::open(&file)?;
+                s.name = rel;
+                sources.push(Arc::new(s));
+            }
+            if sources.is_empty() {
+                return Err(Error::Invalid {
+                    path: path.to_path_buf(),
+                    what: "cannot be a base",
+                    detail: "the folder holds no .safetensors file or shard archive".to_string(),
+                    kind: "wrong_base",
+                });
+            }
+        } else {
+            sources.push(Arc::new(OpenedSource::open(path)?));
+        }
+        Ok(BaseSet {
+            sources,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The path `--base` named.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The counterpart of each of `tensors` (name, dtype, shape, in the target's data
+    /// order): the base tensor of the same name, dtype and byte length; else, for the
+    /// tensors left, the `k`-th base tensor of the same dtype and shape not matched by
+    /// name for the target's `k`-th such tensor (a renamed checkpoint keeps its order).
+    pub fn counterparts(&self, tensors: &[(&str, Dtype, &[u64])]) -> Vec<Option<Counterpart>> {
+        let mut by_name: HashMap<&str, (usize, usize)> = HashMap::new();
+        for (s, src) in self.sources.iter().enumerate() {
+            for (t, info) in src.tensors.iter().enumerate() {
+                by_name.entry(info.name.as_str()).or_insert((s, t));
+            }
+        }
+        let mut taken = vec![Vec::new(); self.sources.len()];
+        for (s, src) in self.sources.iter().enumerate() {
+            taken[s] = vec![false; src.tensors.len()];
+        }
+        let mut out = vec![None; tensors.len()];
+        for (i, &(name, dtype, shape)) in tensors.iter().enumerate() {
+            if let Some(&(s, t)) = by_name.get(name) {
+                let info = &self.sources[s].tensors[t];
+                let bytes = dtype.byte_len(shape.iter().product()).unwrap_or(u64::MAX);
+                if info.dtype == dtype && info.bytes == bytes && bytes > 0 {
+                    out[i] = Some(Counterpart {
+                        source: s,
+                        tensor: t,
+                        exact: false,
+                    });
+                    taken[s][t] = true;
+                }
+            }
+        }
+        // The rest by (dtype, shape), in order.
+        let mut free: HashMap<(Dtype, &[u64]), Queue> = HashMap::new();
+        for (s, src) in self.sources.iter().enumerate() {
+            for (t, info) in src.tensors.iter().enumerate() {
+                if !taken[s][t] && info.bytes > 0 {
+                    free.entry((info.dtype, info.shape.as_slice()))
+                        .or_default()
+                        .push_back((s, t));
+                }
+            }
+        }
+        for (i, &(_, dtype, shape)) in tensors.iter().enumerate() {
+            if out[i].is_none() {
+                if let Some((s, t)) = free.get_mut(&(dtype, shape)).and_then(|q| q.pop_front()) {
+                    out[i] = Some(Counterpart {
+                        source: s,
+                        tensor: t,
+                        exact: false,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Combines residual words with a source's words in place: `w[i] = op(s[i], r[i])` on
+/// little-endian words of `word_bytes` bytes (1, 2, 4 or 8), where `residual` holds the
+/// `r` and receives the `w`, and `source` the `s` (same length).
+///
+/// # Panics
+/// If the lengths differ or `word_bytes` is not 1, 2, 4 or 8 (callers check both).
+pub fn combine(residual: &mut [u8], source: &[u8], op: RefOp, word_bytes: usize) {
+    assert_eq!(residual.len(), source.len(), "residual and source lengths");
+    match op {
+        RefOp::Xor => {
+            for (r, s) in residual.iter_mut().zip(source) {
+                *r ^= *s;
+            }
+        }
+        RefOp::Sub => add_words(residual, source, word_bytes, false),
+    }
+}
+
+/// The residual of `target` against `source`: `r[i] = target[i] ^ source[i]`, or
+/// `target[i] - source[i] mod 2^b` for [`RefOp::Sub`] (see [`combine`]).
+///
+/// # Panics
+/// As [`combine`].
+pub fn residual(target: &[u8], source: &[u8], op: RefOp, word_bytes: usize) -> Vec<u8> {
+    assert_eq!(target.len(), source.len(), "target and source lengths");
+    let mut out = target.to_vec();
+    match op {
+        RefOp::Xor => {
+            for (r, s) in out.iter_mut().zip(source) {
+                *r ^= *s;
+            }
+        }
+        RefOp::Sub => add_words(&mut out, source, word_bytes, true),
+    }
+    out
+}
+
+/// `acc[i] = acc[i] + s[i]` (or `- s[i]` with `subtract`) on little-endian words.
+fn add_words(acc: &mut [u8], src: &[u8], word_bytes: usize, subtract: bool) {
+    macro_rules! go {
+        ($t:ty, $n:expr) => {
+            for (a, s) in acc.chunks_exact_mut($n).zip(src.chunks_exact($n)) {
+                let x = <$t>::from_le_bytes(a.try_into().expect("chunk"));
+                let y = <$t>::from_le_bytes(s.try_into().expect("chunk"));
+                let z = if subtract {
+                    x.wrapping_sub(y)
+                } else {
+                    x.wrapping_add(y)
+                };
+                a.copy_from_slice(&z.to_le_bytes());
+            }
+        };
+    }
+    match word_bytes {
+        1 => go!(u8, 1),
+        2 => go!(u16, 2),
+        4 => go!(u32, 4),
+        8 => go!(u64, 8),
+        w => panic!("word of {w} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn residuals_combine_back_for_every_width() {
+        let target: Vec<u8> = (0..64u32).map(|i| (i * 37 + 11) as u8).collect();
+        let source: Vec<u8> = (0..64u32).map(|i| (i * 101 + 3) as u8).collect();
+        for w in [1, 2, 4, 8] {
+            for op in [RefOp::Xor, RefOp::Sub] {
+                let mut r = residual(&target, &source, op, w);
+                combine(&mut r, &source, op, w);
+                assert_eq!(r, target, "{op:?} of {w}-byte words");
+            }
+        }
+        // A worked value: 0x0100 - 0x00ff = 0x0001 as 16-bit words, not bytewise.
+        let r = residual(&[0x00, 0x01], &[0xff, 0x00], RefOp::Sub, 2);
+        assert_eq!(r, vec![0x01, 0x00]);
+        assert_eq!(residual(&[0x0f], &[0xff], RefOp::Xor, 1), vec![0xf0]);
+    }
+}
