@@ -486,19 +486,15 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
 /// compress the checkpoint folder first (as `--help` says).
 fn folder_hint(dir: &Path) -> String {
     let shown = dir.display().to_string();
-    let starts_as_archive = |p: &Path| {
-        let mut magic = [0u8; 8];
-        std::fs::File::open(p)
-            .and_then(|mut f| io::Read::read_exact(&mut f, &mut magic))
-            .is_ok_and(|()| magic == crate::archive::format::MAGIC)
-    };
     let mut archives: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.is_file() && p.extension().is_some_and(|e| e == "brv") && starts_as_archive(p)
+            p.is_file()
+                && p.extension().is_some_and(|e| e == "brv")
+                && crate::archive::base::is_archive_file(p)
         })
         .collect();
     archives.sort();

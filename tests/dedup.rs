@@ -4,53 +4,25 @@
 //! other records are the same bytes; and a copy in a second shard of a checkpoint folder
 //! is stored once too.
 
+#[path = "support/finetune.rs"]
+mod finetune;
 #[path = "support/safetensors.rs"]
 mod support;
 
 use brevis::archive::folder::compress_folder;
 use brevis::archive::{compress_file, no_progress, Archive, CompressOptions};
-use serde_json::{json, Map, Value};
+use finetune::Tensor;
+use serde_json::{json, Map};
 use std::path::Path;
 use support::safetensors_bytes;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 
-/// A tensor: name, dtype, shape, bytes.
-type Tensor = (String, String, Vec<u64>, Vec<u8>);
-
 /// The tensors of the corpus file `name`, in data-offset order.
 fn corpus_tensors(name: &str) -> Vec<Tensor> {
     let bytes = std::fs::read(Path::new(CORPUS).join(name))
         .unwrap_or_else(|e| panic!("read ../shared/corpus/{name}: {e}"));
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: Map<String, Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let data = &bytes[8 + n..];
-    let mut out: Vec<(u64, Tensor)> = header
-        .iter()
-        .filter(|(k, _)| *k != "__metadata__")
-        .map(|(k, v)| {
-            let off = &v["data_offsets"];
-            let (b, e) = (off[0].as_u64().unwrap(), off[1].as_u64().unwrap());
-            let shape = v["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap())
-                .collect();
-            let dtype = v["dtype"].as_str().unwrap().to_string();
-            (
-                b,
-                (
-                    k.clone(),
-                    dtype,
-                    shape,
-                    data[b as usize..e as usize].to_vec(),
-                ),
-            )
-        })
-        .collect();
-    out.sort_by_key(|(b, _)| *b);
-    out.into_iter().map(|(_, t)| t).collect()
+    finetune::tensors_of(&bytes)
 }
 
 /// The largest tensor of the layer-0 checkpoint (1,179,648 bytes of BF16) and three

@@ -102,23 +102,7 @@ fn archive_sizes(set: &[Dequantized], dir: &Path, dequant_from: Option<usize>) -
             d.scales.clone(),
         ));
     }
-    let size = |name: &str, bytes: Vec<u8>| -> (u64, Archive) {
-        let input = dir.join(format!("{name}.safetensors"));
-        std::fs::write(&input, &bytes).unwrap();
-        let out = dir.join(format!("{name}.brv"));
-        compress_file(&input, &out, &CompressOptions::default(), &no_progress)
-            .unwrap_or_else(|e| panic!("compress {name}: {e}"));
-        let archive = Archive::open(&out).unwrap();
-        let restored = dir.join(format!("{name}.restored"));
-        archive
-            .decompress_to(&restored, &DecompressOptions::default(), &no_progress)
-            .unwrap();
-        assert!(
-            std::fs::read(&restored).unwrap() == bytes,
-            "{name}: restored bytes differ"
-        );
-        (std::fs::metadata(&out).unwrap().len(), archive)
-    };
+    let size = |name: &str, bytes: Vec<u8>| archive_of(&bytes, dir, name);
     let (bf_len, archive) = size("bf16", safetensors_bytes(&bf));
     if let Some(min) = dequant_from {
         for (t, d) in archive.tensors().iter().zip(set) {

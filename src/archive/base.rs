@@ -255,7 +255,7 @@ impl OpenedSource {
 }
 
 /// Whether the file at `path` starts with the archive magic.
-fn is_archive_file(path: &Path) -> bool {
+pub(crate) fn is_archive_file(path: &Path) -> bool {
     let mut magic = [0u8; 8];
     std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))

@@ -600,7 +600,12 @@ impl Archive {
 
     /// The source tensor's bytes of a reference record of `item`, checked: the source
     /// attached, the tensor there, of the record's byte length and checksum.
-    fn source_bytes(&self, item: Item, r: &Reference, bytes: u64) -> Result<Vec<u8>> {
+    fn source_bytes(
+        &self,
+        item: Item,
+        r: &Reference,
+        bytes: u64,
+    ) -> Result<std::borrow::Cow<'_, [u8]>> {
         let entry = &self.sources[r.source];
         let src = self
             .attached(r.source)
@@ -644,7 +649,7 @@ impl Archive {
                 kind: "wrong_base",
             });
         }
-        Ok(data.into_owned())
+        Ok(data)
     }
 
     /// Runs `node` (the program of `item`, `ty.len` words) and returns the item's bytes:

@@ -1033,6 +1033,17 @@ fn link_tensors(src: &SourceFile<'_>, links: Option<&Links>) -> Linked {
             of: vec![None; n],
         };
     };
+    // An identical tensor: tensor `k` of source `s` in `role`.
+    let exact = |role, (s, k)| {
+        (
+            role,
+            Counterpart {
+                source: s,
+                tensor: k,
+                exact: true,
+            },
+        )
+    };
     if !links.shard_tensors.is_empty() {
         let found: Vec<Option<(usize, usize)>> = (0..n)
             .into_par_iter()
@@ -1047,16 +1058,7 @@ fn link_tensors(src: &SourceFile<'_>, links: Option<&Links>) -> Linked {
             })
             .collect();
         for (t, f) in found.into_iter().enumerate() {
-            of[t] = f.map(|(s, k)| {
-                (
-                    SourceRole::Shard,
-                    Counterpart {
-                        source: s,
-                        tensor: k,
-                        exact: true,
-                    },
-                )
-            });
+            of[t] = f.map(|at| exact(SourceRole::Shard, at));
         }
     }
     if let Some(base) = &links.base {
@@ -1091,22 +1093,13 @@ fn link_tensors(src: &SourceFile<'_>, links: Option<&Links>) -> Linked {
             })
             .collect();
         for (&t, f) in left.iter().zip(found) {
-            of[t] = f.map(|(s, k)| {
-                (
-                    SourceRole::Base,
-                    Counterpart {
-                        source: s,
-                        tensor: k,
-                        exact: true,
-                    },
-                )
-            });
+            of[t] = f.map(|at| exact(SourceRole::Base, at));
         }
     }
     // Number the sources in use: base files first, then shards.
     let mut used: Vec<(SourceRole, usize)> =
         of.iter().flatten().map(|(r, c)| (*r, c.source)).collect();
-    used.sort_by_key(|&(r, s)| (r as u8, s));
+    used.sort_unstable();
     used.dedup();
     let sources = used
         .iter()
