@@ -46,6 +46,7 @@ macro_rules! feature_fn {
 
 pub mod bitio;
 pub mod bitpack;
+pub mod bucket;
 pub mod huffman;
 pub mod rans;
 pub mod raw;
@@ -75,6 +76,11 @@ pub enum CodecId {
     /// ([`rans::Layout::Wide`]); written for streams of at least
     /// [`rans::WIDE_MIN_WORDS`] words.
     Rans32 = 4,
+    /// Each word's bit-length bucket, entropy coded by one of the codecs above, plus its
+    /// extra bits raw, optionally offset by a context stream's field ([`bucket`]; wire
+    /// version 5). Not in [`ALL_CODECS`]: the general search does not try it; reference
+    /// records code their residuals with it.
+    Bucket = 5,
 }
 
 /// All codecs in tie-break order.
@@ -89,11 +95,14 @@ pub const ALL_CODECS: [CodecId; 5] = [
 impl CodecId {
     /// Inverse of `as u8`; `None` for an unknown tag.
     pub fn from_u8(tag: u8) -> Option<CodecId> {
-        ALL_CODECS.get(usize::from(tag)).copied()
+        match tag {
+            5 => Some(CodecId::Bucket),
+            t => ALL_CODECS.get(usize::from(t)).copied(),
+        }
     }
 
     /// Lowercase name used in the program text form (`raw`, `bitpack`, `huffman`, `rans`,
-    /// `rans32`).
+    /// `rans32`, `bucket`).
     pub fn name(self) -> &'static str {
         match self {
             CodecId::Raw => "raw",
@@ -101,6 +110,7 @@ impl CodecId {
             CodecId::Huffman => "huffman",
             CodecId::Rans => "rans",
             CodecId::Rans32 => "rans32",
+            CodecId::Bucket => "bucket",
         }
     }
 
@@ -115,7 +125,11 @@ impl CodecId {
 
     /// Inverse of [`CodecId::name`].
     pub fn from_name(name: &str) -> Option<CodecId> {
-        ALL_CODECS.iter().copied().find(|c| c.name() == name)
+        ALL_CODECS
+            .iter()
+            .copied()
+            .chain([CodecId::Bucket])
+            .find(|c| c.name() == name)
     }
 }
 

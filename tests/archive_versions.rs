@@ -155,12 +155,17 @@ fn version_3_archives_restore_with_their_base() {
     ));
     let base = finetune::tensors_of(&std::fs::read(base_path).unwrap());
     let set = Arc::new(BaseSet::open(base_path).unwrap());
-    for (file, tensors) in [
-        ("fracast0-f32-head-only.brv", finetune::head_only(&base)),
-        ("fracast0-f32-tied-copy.brv", finetune::tied_copy(&base)),
+    for (file, tensors, wire) in [
+        ("fracast0-f32-head-only.brv", finetune::head_only(&base), 3),
+        ("fracast0-f32-tied-copy.brv", finetune::tied_copy(&base), 3),
+        (
+            "fracast0-f32-optimizer-steps.brv",
+            finetune::optimizer_steps(&base),
+            5,
+        ),
     ] {
         let path = Path::new(DATA).join("v3").join(file);
-        assert_eq!(header_versions(&path), (3, 3), "{file}: file header");
+        assert_eq!(header_versions(&path), (3, wire), "{file}: file header");
         let list: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
             .iter()
             .map(|(n, d, s, b)| (n.as_str(), d.as_str(), s.clone(), b.clone()))
@@ -178,6 +183,11 @@ fn version_3_archives_restore_with_their_base() {
             .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(out == source, "{file}: restored bytes differ");
         assert!(verify(&a, Some(1), &no_progress).unwrap().is_ok(), "{file}");
+        // Wire 5's bucket literals, coded against the base words, in the large tensors.
+        let buckets = (0..a.tensors().len())
+            .filter(|&i| a.program(i).unwrap().to_string().contains("lit bucket"))
+            .count();
+        assert_eq!(buckets > 0, wire == 5, "{file}: {buckets} bucket programs");
     }
 }
 

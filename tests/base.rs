@@ -121,13 +121,54 @@ fn fine_tunes_of_an_f16_checkpoint_beat_bitx_and_restore_exactly() {
     );
 }
 
-/// On F32 the dense constructions add Gaussian noise to 16-20 low mantissa bits, which
-/// no coder can shrink: BitX and Brevis are both within a few percent of the noise's
-/// entropy (docs/bench.md, "Fine-tunes against their base"), so the bar here is only
-/// never larger than BitX; the sparse ones (head-only, tied copy) still win clearly.
+/// The same bar on an F32 checkpoint. The dense constructions add Gaussian noise to the
+/// 16-20 low mantissa bits; their residuals are coded as buckets offset by the base
+/// word's exponent (`codec::bucket`), which takes the noise's scale from the base.
 #[test]
-fn fine_tunes_of_an_f32_checkpoint_are_no_larger_than_bitx() {
-    check_pairs("fracast0-f32.safetensors", &finetune::KINDS, 1.0);
+fn fine_tunes_of_an_f32_checkpoint_beat_bitx_and_restore_exactly() {
+    check_pairs("fracast0-f32.safetensors", &finetune::KINDS, 0.95);
+}
+
+/// Whisper's head-only pair is the one the 5% bar cannot hold: its one changed tensor
+/// (the last matrix, the 1500 x 384 position encodings) is drawn afresh, independent of
+/// the base, so no coder goes below the order-0 entropy of its words, and that entropy
+/// (966,854 B) is above 95% of BitX (957,247 B). Brevis codes the tensor alone within
+/// 0.5% of that entropy and stays under BitX.
+#[test]
+fn a_redrawn_f16_tensor_is_coded_at_its_entropy() {
+    let base_path = Path::new(CORPUS).join("whisper-tiny-en-f16.safetensors");
+    let base = finetune::tensors_of(&std::fs::read(&base_path).unwrap());
+    let ft = finetune::head_only(&base);
+    let changed: Vec<&Tensor> = ft.iter().filter(|t| !base.contains(t)).collect();
+    assert_eq!(changed.len(), 1);
+    let mut counts = std::collections::HashMap::new();
+    for c in changed[0].3.chunks_exact(2) {
+        *counts.entry([c[0], c[1]]).or_insert(0u64) += 1;
+    }
+    let n = (changed[0].3.len() / 2) as f64;
+    let entropy_bytes = counts
+        .values()
+        .map(|&c| -(c as f64) * (c as f64 / n).log2())
+        .sum::<f64>()
+        / 8.0;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ft.safetensors");
+    let bytes = write(&path, &ft);
+    let out = dir.path().join("ft.brv");
+    compress_file(&path, &out, &with_base(&base_path), &no_progress).unwrap();
+    let ours = std::fs::metadata(&out).unwrap().len() as f64;
+    let bitx = finetune::bitx_bytes(&ft, &base) as f64;
+    eprintln!("whisper head-only: --base {ours} B, BitX {bitx} B, entropy {entropy_bytes:.0} B");
+    assert!(entropy_bytes > 0.95 * bitx, "the bar is below the entropy");
+    assert!(ours < bitx, "--base {ours} B, BitX {bitx} B");
+    assert!(
+        ours < entropy_bytes * 1.005 + 8192.0,
+        "--base {ours} B against the redrawn tensor's entropy {entropy_bytes:.0} B"
+    );
+    assert_eq!(
+        restore(&out, Some(&base_path), &dir.path().join("r")).unwrap(),
+        bytes
+    );
 }
 
 /// The base may be given as an archive of it; a tensor identical to its base costs a

@@ -144,14 +144,22 @@ pub const KIND_COPY: u8 = 2;
 pub const KIND_REF: u8 = 3;
 
 /// The 16-byte file header this build writes for an archive without sources (format
-/// [`PLAIN_VERSION`]).
+/// [`PLAIN_VERSION`], program wire [`crate::dsl::wire::PLAIN_WIRE_VERSION`]: such an
+/// archive holds no bucket literal).
 pub fn file_header() -> [u8; FILE_HEADER_LEN] {
-    file_header_of(PLAIN_VERSION, crate::dsl::wire::WIRE_VERSION as u16)
+    file_header_version(PLAIN_VERSION)
 }
 
-/// The 16-byte file header of format `version` (2 or 3) at this build's wire version.
+/// The 16-byte file header of format `version` (2 or 3): format 3, whose reference
+/// records may hold bucket literals, at this build's wire version; format 2 at
+/// [`crate::dsl::wire::PLAIN_WIRE_VERSION`].
 pub fn file_header_version(version: u16) -> [u8; FILE_HEADER_LEN] {
-    file_header_of(version, crate::dsl::wire::WIRE_VERSION as u16)
+    let wire = if version >= 3 {
+        crate::dsl::wire::WIRE_VERSION
+    } else {
+        crate::dsl::wire::PLAIN_WIRE_VERSION
+    };
+    file_header_of(version, wire as u16)
 }
 
 /// The 16-byte file header of a version-1 archive (format 1, wire 1): what the

@@ -655,15 +655,26 @@ impl Archive {
     /// Runs `node` (the program of `item`, `ty.len` words) and returns the item's bytes:
     /// for a reference record, the residual combined with its source tensor's.
     pub(crate) fn run_item(&self, item: Item, node: &Node, ty: Ty) -> Result<Vec<u8>> {
-        let words = execute(node, ty.len).map_err(|e| self.decode_err(item, e))?;
+        let reference = match item {
+            Item::Tensor(i) => self.tensors[i].reference,
+            _ => None,
+        };
+        let Some(r) = reference else {
+            let words = execute(node, ty.len).map_err(|e| self.decode_err(item, e))?;
+            return Ok(words_into_le_bytes(words));
+        };
+        let wb = crate::tensor::container_bytes(ty.width);
+        let len = ty.len.saturating_mul(wb as u64);
+        let source = self.source_bytes(item, &r, len)?;
+        // The residual's literals may be coded against the base words (bucket literals
+        // with a context, codec::bucket).
+        let context = crate::dsl::exec::uses_context(node)
+            .then(|| crate::tensor::Words::from_le_bytes(ty.width, &source))
+            .flatten();
+        let words = crate::dsl::execute_in(node, ty.len, context.as_ref())
+            .map_err(|e| self.decode_err(item, e))?;
         let mut bytes = words_into_le_bytes(words);
-        if let Item::Tensor(i) = item {
-            if let Some(r) = self.tensors[i].reference {
-                let source = self.source_bytes(item, &r, bytes.len() as u64)?;
-                let wb = crate::tensor::container_bytes(ty.width);
-                super::base::combine(&mut bytes, &source, r.op, wb);
-            }
-        }
+        super::base::combine(&mut bytes, &source, r.op, wb);
         Ok(bytes)
     }
 
@@ -750,6 +761,24 @@ impl Archive {
             None if t.record.is_empty() && t.original_bytes() == 0 => Ok(Vec::new()),
             None => self.decode_checked(Item::Tensor(i)),
         }
+    }
+
+    /// The words of the base tensor that tensor `i`'s reference record is coded against
+    /// (of the tensor's word width and length), which its residual program's bucket
+    /// literals may take as their context ([`crate::dsl::execute_in`]); `None` for a
+    /// tensor that is not a reference.
+    ///
+    /// # Errors
+    /// [`ArchiveError::NoSuchTensor`] for a bad index; a missing or mismatched source, as
+    /// [`Archive::decode_tensor`].
+    pub fn base_words(&self, i: usize) -> Result<Option<crate::tensor::Words>> {
+        let t = self.tensor(i)?;
+        let Some(r) = t.reference else {
+            return Ok(None);
+        };
+        let width = t.dtype.word_bits();
+        let source = self.source_bytes(Item::Tensor(i), &r, t.original_bytes())?;
+        Ok(crate::tensor::Words::from_le_bytes(width, &source))
     }
 
     /// Decodes the source's JSON header and checks it against the stored checksum.

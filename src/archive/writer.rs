@@ -11,8 +11,9 @@ use super::base::{BaseSet, Counterpart, OpenedSource};
 use super::format::{self, RefOp, SourceEntry, SourceRole};
 use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
+use crate::codec::CodecId;
 use crate::dsl::wire::{program_pieces, Piece};
-use crate::dsl::{program_len, Node, Ty};
+use crate::dsl::{program_len, Lit, Node, Ty};
 use crate::error::{Error, Result, Warning};
 use crate::hash::{xxh3_64, Xxh3};
 use crate::synth::{synthesize_matrix, PriorChoice, SearchOptions, SearchStats};
@@ -1194,6 +1195,11 @@ fn encode_linked(
             describe,
             &|_| {},
         );
+        let mut node = node;
+        let buckets = bucket_residual(&residual, &base, width, info.dtype, op == RefOp::Sub);
+        if program_len(&buckets) < program_len(&node) {
+            node = buckets;
+        }
         let len = program_len(&node) + REFERENCE_HEAD_EXTRA;
         let mut search = search;
         search.absorb(&best.search);
@@ -1211,6 +1217,75 @@ fn encode_linked(
         }
     }
     best
+}
+
+/// The residual of a tensor against its base (little-endian `width`-bit words, as
+/// `base`) as bucket literals ([`crate::codec::bucket`]), one per region of
+/// [`REGION_WORDS`] words under a `concat`: each the smaller of plain buckets and buckets
+/// offset by the base words' exponent (for a float `dtype`). With `zigzag` (a
+/// difference) the words are coded as their ZigZag. Checked by decoding: a literal that
+/// does not give its words back (a defect) is replaced by a plain literal.
+fn bucket_residual(residual: &[u8], base: &[u8], width: u32, dtype: Dtype, zigzag: bool) -> Node {
+    use crate::codec::bucket::{self, Context, Field, Params};
+    let words_of =
+        |b: &[u8]| Words::from_le_bytes(width, b).expect("the parser checked every byte length");
+    let (words, base) = (words_of(residual), words_of(base));
+    let field = dtype
+        .float_layout()
+        .map(|[_, e, m]| Field { shift: m, width: e });
+    let regions: Vec<(usize, usize)> = (0..words.len())
+        .step_by(REGION_WORDS)
+        .map(|at| (at, (at + REGION_WORDS).min(words.len())))
+        .collect();
+    let lits: Vec<Node> = regions
+        .par_iter()
+        .map(|&(at, end)| {
+            let part = words.slice(at, end);
+            let ctx = Context {
+                words: &base,
+                start: at,
+            };
+            let plain = bucket::encode(
+                &part,
+                Params {
+                    zigzag,
+                    context: None,
+                },
+            );
+            let offset = field.map(|f| {
+                bucket::encode(
+                    &part,
+                    Params {
+                        zigzag,
+                        context: Some((ctx, f)),
+                    },
+                )
+            });
+            let body = match offset {
+                Some(o) if o.len() < plain.len() => o,
+                _ => plain,
+            };
+            let ty = Ty::new(width, part.len() as u64);
+            let decoded = bucket::decode(&body, width, part.len(), Some(ctx));
+            if decoded.as_ref().ok() != Some(&part) {
+                debug_assert!(false, "a bucket literal did not give its words back");
+                return Node::lit(&part);
+            }
+            Node::lit_encoded(
+                ty,
+                Lit {
+                    codec: CodecId::Bucket,
+                    body,
+                },
+            )
+            .expect("a bucket literal has its type")
+        })
+        .collect();
+    if lits.len() == 1 {
+        lits.into_iter().next().expect("one region")
+    } else {
+        Node::concat(lits).expect("regions are non-empty")
+    }
 }
 
 /// Encodes record `rec`: its checksum and program. A group gets the smaller of one

@@ -8,7 +8,7 @@
 //! the result.
 
 use super::table::{count_bits, plan_set};
-use super::{bitpack, huffman, rans, raw, CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS};
+use super::{bitpack, bucket, huffman, rans, raw, CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS};
 use crate::stats::histogram;
 use crate::tensor::{bits_needed, Words};
 
@@ -249,6 +249,7 @@ fn encode_analyzed(stream: Stream<'_>, a: Analysis) -> Encoded {
             }
         }
         CodecId::Rans | CodecId::Rans32 => unreachable!("rans returns early"),
+        CodecId::Bucket => unreachable!("bucket is not among the chosen codecs"),
     }
     debug_assert_eq!(body.len() as u64, best.1);
     Encoded {
@@ -294,6 +295,15 @@ pub fn encode_with(codec: CodecId, words: &Words) -> Option<Encoded> {
         CodecId::Huffman => huffman::encode(words, &mut body)?,
         CodecId::Rans => rans::encode(words, &mut body, rans::Layout::Classic)?,
         CodecId::Rans32 => rans::encode(words, &mut body, rans::Layout::Wide)?,
+        CodecId::Bucket => {
+            body = bucket::encode(
+                words,
+                bucket::Params {
+                    zigzag: false,
+                    context: None,
+                },
+            )
+        }
     }
     Some(Encoded { codec, body })
 }
@@ -309,6 +319,7 @@ pub fn table_len(codec: CodecId, body: &[u8], width: u32, n: usize) -> u64 {
         CodecId::BitPack => Ok(1),
         CodecId::Huffman => huffman::table_bits(body, width, n).map(|b| b.div_ceil(8)),
         CodecId::Rans | CodecId::Rans32 => rans::table_bytes(body, width, n),
+        CodecId::Bucket => bucket::table_len(body, n),
     };
     t.map_or(len, |t| t.min(len))
 }
@@ -330,6 +341,25 @@ pub fn decode(codec: CodecId, body: &[u8], width: u32, n: usize) -> Result<Words
         CodecId::Huffman => huffman::decode(body, width, n),
         CodecId::Rans => rans::decode(body, width, n, rans::Layout::Classic),
         CodecId::Rans32 => rans::decode(body, width, n, rans::Layout::Wide),
+        CodecId::Bucket => bucket::decode(body, width, n, None),
+    }
+}
+
+/// [`decode`] of a literal that may be coded against `context` (a [`bucket`] body with
+/// the context flag; the other codecs ignore it).
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_in(
+    codec: CodecId,
+    body: &[u8],
+    width: u32,
+    n: usize,
+    context: Option<bucket::Context<'_>>,
+) -> Result<Words, CodecError> {
+    match codec {
+        CodecId::Bucket if (1..=64).contains(&width) => bucket::decode(body, width, n, context),
+        c => decode(c, body, width, n),
     }
 }
 

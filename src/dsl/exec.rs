@@ -6,6 +6,7 @@
 //! by side so they are tested as pairs.
 
 use super::program::{Dequant, MapFn, Node, Op, ScanFn, Ty};
+use crate::codec::bucket::Context;
 use crate::codec::CodecError;
 pub use crate::tensor::extract;
 use crate::tensor::{mask, WordBuf, Words};
@@ -38,6 +39,23 @@ pub enum ExecError {
 /// [`ExecError::TooLarge`] if the output has more than `max_words` words (checked before
 /// anything is allocated).
 pub fn execute(node: &Node, max_words: u64) -> Result<Words, ExecError> {
+    execute_in(node, max_words, None)
+}
+
+/// [`execute`] of a program whose literals may be coded against `context`: a reference
+/// record's residual program, given its base tensor's words (of the tensor's width and
+/// length). Word `i` of the output lines up with context word `i`; `concat` hands each
+/// child its part, `map` and `merge` (length-preserving) the whole, the other operators
+/// none.
+///
+/// # Errors
+/// As [`execute`]; a literal coded against a context it is not given is
+/// [`ExecError::Lit`].
+pub fn execute_in(
+    node: &Node,
+    max_words: u64,
+    context: Option<&Words>,
+) -> Result<Words, ExecError> {
     let ty = node.ty();
     if ty.len > max_words {
         return Err(ExecError::TooLarge {
@@ -45,45 +63,63 @@ pub fn execute(node: &Node, max_words: u64) -> Result<Words, ExecError> {
             limit: max_words,
         });
     }
-    run(node)
+    let ctx = context.map(|words| Context { words, start: 0 });
+    run(node, ctx)
+}
+
+/// Whether a literal of `node`'s tree is coded against a context (a bucket body with
+/// the context flag): [`execute_in`] must be given one.
+pub fn uses_context(node: &Node) -> bool {
+    match node.op() {
+        Op::Lit(lit) => {
+            lit.codec == crate::codec::CodecId::Bucket
+                && crate::codec::bucket::has_context(&lit.body)
+        }
+        _ => node.children().iter().any(uses_context),
+    }
 }
 
 /// Merges of at least this many words decode their fields in parallel.
 const PARALLEL_WORDS: usize = 1 << 20;
 
-fn run(node: &Node) -> Result<Words, ExecError> {
+fn run(node: &Node, ctx: Option<Context<'_>>) -> Result<Words, ExecError> {
     let ty = node.ty();
     let n = ty.len as usize;
+    let none = |c: &Node| run(c, None);
     Ok(match node.op() {
         Op::Lit(lit) => lit
-            .decode(ty)
+            .decode_in(ty, ctx)
             .map_err(|source| ExecError::Lit { ty, source })?,
         Op::Const(v) => Words::filled(ty.width, *v, n),
         Op::Concat(children) => {
             let mut out = Words::with_capacity(ty.width, n);
             for c in children {
-                out.extend_from(&run(c)?);
+                let part = ctx.map(|x| Context {
+                    words: x.words,
+                    start: x.start + out.len(),
+                });
+                out.extend_from(&run(c, part)?);
             }
             out
         }
-        Op::Repeat(k, child) => repeat(&run(child)?, *k as usize),
-        Op::Map(f, child) => map_words(&run(child)?, *f, false),
-        Op::Scan(f, first, child) => scan(*f, *first, &run(child)?),
+        Op::Repeat(k, child) => repeat(&none(child)?, *k as usize),
+        Op::Map(f, child) => map_words(&run(child, ctx)?, *f, false),
+        Op::Scan(f, first, child) => scan(*f, *first, &none(child)?),
         Op::Merge(f, children) => {
             let widths = f
                 .widths(ty.width)
                 .expect("constructors checked merge widths");
-            merge_fields(&run_parts(children, n)?, &widths)
+            merge_fields(&run_parts(children, n, ctx)?, &widths)
         }
         Op::BackRef(children) => {
-            let kids = children.iter().map(run).collect::<Result<Vec<_>, _>>()?;
+            let kids = children.iter().map(none).collect::<Result<Vec<_>, _>>()?;
             back_references(n, &kids[0], &kids[1], &kids[2], &kids[3], kids.get(4))
                 .map_err(|what| ExecError::BackRef { ty, what })?
         }
-        Op::Transpose(rows, child) => transpose(&run(child)?, *rows as usize),
+        Op::Transpose(rows, child) => transpose(&none(child)?, *rows as usize),
         Op::Dequant(d, children) => {
-            let scales = children.get(1).map(run).transpose()?;
-            dequantize(d, &run(&children[0])?, scales.as_ref())
+            let scales = children.get(1).map(none).transpose()?;
+            dequantize(d, &none(&children[0])?, scales.as_ref())
         }
     })
 }
@@ -91,12 +127,16 @@ fn run(node: &Node) -> Result<Words, ExecError> {
 /// The outputs of a merge's children. Large fields decode on the pool's other threads
 /// too (a tensor that is one work item still uses every core); the first failing field,
 /// in order, is the error either way.
-fn run_parts(children: &[Node], n: usize) -> Result<Vec<Words>, ExecError> {
+fn run_parts(
+    children: &[Node],
+    n: usize,
+    ctx: Option<Context<'_>>,
+) -> Result<Vec<Words>, ExecError> {
     let parts: Vec<Result<Words, ExecError>> = if n >= PARALLEL_WORDS {
         use rayon::prelude::*;
-        children.par_iter().map(run).collect()
+        children.par_iter().map(|c| run(c, ctx)).collect()
     } else {
-        children.iter().map(run).collect()
+        children.iter().map(|c| run(c, ctx)).collect()
     };
     parts.into_iter().collect()
 }
@@ -159,8 +199,8 @@ fn field_matches(node: &Node, target: &Words, shift: u32) -> Result<bool, ExecEr
             }
             Ok(all)
         }
-        _ if shift == 0 && ty.width == target.width() => Ok(run(node)? == *target),
-        _ => Ok(run(node)? == extract(target.buf(), shift, ty.width)),
+        _ if shift == 0 && ty.width == target.width() => Ok(run(node, None)? == *target),
+        _ => Ok(run(node, None)? == extract(target.buf(), shift, ty.width)),
     }
 }
 

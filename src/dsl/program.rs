@@ -263,6 +263,23 @@ impl Lit {
         crate::codec::decode(self.codec, &self.body, ty.width, n)
     }
 
+    /// [`Lit::decode`] for a literal that may be coded against `context` (a bucket
+    /// body with the context flag, [`crate::codec::bucket`]).
+    ///
+    /// # Errors
+    /// As [`Lit::decode`].
+    pub fn decode_in(
+        &self,
+        ty: Ty,
+        context: Option<crate::codec::bucket::Context<'_>>,
+    ) -> Result<Words, CodecError> {
+        let n = usize::try_from(ty.len).map_err(|_| CodecError::Invalid {
+            codec: self.codec.name(),
+            what: format!("length {} does not fit in memory", ty.len),
+        })?;
+        crate::codec::select::decode_in(self.codec, &self.body, ty.width, n, context)
+    }
+
     /// Whether the body, a literal of `width`-bit words, decodes to exactly field
     /// `(shift, width)` of `src` (as [`Lit::decode`] and a comparison say; all of `src`
     /// for `shift = 0, width = src.width()`), checked without decoding where the codec

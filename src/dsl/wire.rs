@@ -34,8 +34,14 @@ use crate::codec::CodecId;
 /// Version of this wire format, stored once in the archive header. Version 2 added
 /// `BackRef` (tag `0x80`) and `Transpose` (`0x90`), version 3 `Dequant` (`0xA0`) of
 /// 8-bit codes, version 4 `Dequant` of 16-bit codes (`0xA2`, `0xA3`) and its cast
-/// without scales; a reader of a version reads every earlier one unchanged.
-pub const WIRE_VERSION: u32 = 4;
+/// without scales, version 5 the bucket codec (`lit` family 5); a reader of a version
+/// reads every earlier one unchanged.
+pub const WIRE_VERSION: u32 = 5;
+
+/// The wire version archives without sources declare (every operator but the bucket
+/// codec, which only reference records use): their headers stay as they were before
+/// version 5.
+pub const PLAIN_WIRE_VERSION: u32 = 4;
 
 /// Deepest tree the reader accepts (root has depth 1).
 pub const MAX_DEPTH: usize = 32;
@@ -237,10 +243,11 @@ pub fn program_pieces<'a>(node: &'a Node, framing: &mut Vec<u8>, pieces: &mut Ve
 
 /// The oldest wire version that holds every operator of `node`'s tree: 1, 2 with
 /// `BackRef` or `Transpose`, 3 with `Dequant` of 8-bit codes, 4 with `Dequant` of
-/// 16-bit codes (F16, BF16). A reader refuses a program above the version its archive
-/// declares.
+/// 16-bit codes (F16, BF16), 5 with a bucket literal. A reader refuses a program above
+/// the version its archive declares.
 pub fn wire_version_of(node: &Node) -> u32 {
     let own = match node.op() {
+        Op::Lit(l) if l.codec == CodecId::Bucket => 5,
         Op::BackRef(_) | Op::Transpose(..) => 2,
         Op::Dequant(d, _) if d.code.width() == 16 => 4,
         Op::Dequant(..) => 3,

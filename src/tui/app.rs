@@ -961,9 +961,10 @@ impl App {
         };
         let dtype = source.rows()[t].dtype;
         let handle = self.worker.spawn(move |ctx| {
+            let base = source.context(t);
             let r = source
                 .program(t)
-                .and_then(|p| inspect(t, dtype, p, &|| ctx.cancelled()));
+                .and_then(|p| inspect(t, dtype, p, base.as_ref(), &|| ctx.cancelled()));
             Outcome::Inspected(t, r.map(|o| o.map(Box::new)))
         });
         self.inspecting = Some((t, handle));

@@ -185,6 +185,10 @@ impl Source for ArchiveSource {
         }
     }
 
+    fn context(&self, i: usize) -> Option<crate::tensor::Words> {
+        self.archive.base_words(i).ok().flatten()
+    }
+
     fn verify_tensor(&self, i: usize) -> Check {
         match self.archive.decode_tensor(i) {
             Ok(_) => Check::Exact,

@@ -11,7 +11,7 @@ use crate::archive::escape_name;
 use crate::codec::{self, CodecId, ALL_CODECS, MAX_TABLE_SYMBOLS};
 use crate::dsl::exec::split_fields;
 use crate::dsl::wire::uleb_len;
-use crate::dsl::{execute, program_len, size_report, text, Lit, MergeFn, Node, Op, Ty};
+use crate::dsl::{program_len, size_report, text, Lit, MergeFn, Node, Op, Ty};
 use crate::stats::{entropy_bits, histogram};
 use crate::tensor::{Dtype, Words};
 
@@ -141,36 +141,59 @@ pub struct Inspection {
     pub hist: Histogram,
 }
 
-/// Analyses tensor `tensor` of dtype `dtype` whose program is `program`.
-/// `cancel` is polled between steps; returns `None` when it says stop.
+/// Analyses tensor `tensor` of dtype `dtype` whose program is `program`; `context` is
+/// the base words a reference record's residual program is coded against
+/// ([`crate::dsl::execute_in`]), `None` for any other record. `cancel` is polled
+/// between steps; returns `None` when it says stop.
 ///
 /// # Errors
-/// When the program fails to run (a damaged record).
+/// When the program fails to run (a damaged record, or a residual coded against a
+/// base that is not given).
 pub fn inspect(
     tensor: usize,
     dtype: Dtype,
     program: Node,
+    context: Option<&Words>,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Option<Inspection>, String> {
     let report = size_report(&program);
     let total_bytes = program_len(&program);
     let mut nodes = Vec::with_capacity(report.len());
-    let mut stack: Vec<(&Node, Option<usize>, String)> =
-        vec![(&program, None, "the tensor".into())];
+    // Each node with the position of its first word in the context, where its words
+    // line up with the context's (as execute_in hands it down).
+    let mut stack: Vec<(&Node, Option<usize>, String, Option<usize>)> =
+        vec![(&program, None, "the tensor".into(), Some(0))];
     // Pre-order walk matching size_report's order.
-    while let Some((node, parent, role)) = stack.pop() {
+    while let Some((node, parent, role, start)) = stack.pop() {
         if cancel() {
             return Ok(None);
         }
         let i = nodes.len();
         let r = &report[i];
         let lit = match node.op() {
-            Op::Lit(l) => Some(lit_info(l, node.ty())),
+            Op::Lit(l) => {
+                let ctx = context
+                    .zip(start)
+                    .map(|(words, start)| codec::bucket::Context { words, start });
+                Some(lit_info(l, node.ty(), ctx))
+            }
             _ => None,
         };
         let roles = child_roles(node, &role, dtype, parent.is_none());
-        for (c, role) in node.children().iter().zip(roles).rev() {
-            stack.push((c, Some(i), role));
+        let mut starts = Vec::with_capacity(node.children().len());
+        let mut at = start;
+        for c in node.children() {
+            match node.op() {
+                Op::Concat(_) => {
+                    starts.push(at);
+                    at = at.map(|a| a + c.ty().len as usize);
+                }
+                Op::Map(..) | Op::Merge(..) => starts.push(start),
+                _ => starts.push(None),
+            }
+        }
+        for ((c, role), start) in node.children().iter().zip(roles).zip(starts).rev() {
+            stack.push((c, Some(i), role, start));
         }
         nodes.push(NodeInfo {
             depth: r.depth,
@@ -188,7 +211,8 @@ pub fn inspect(
     if cancel() {
         return Ok(None);
     }
-    let words = execute(&program, u64::MAX).map_err(|e| format!("program does not run: {e}"))?;
+    let words = crate::dsl::execute_in(&program, u64::MAX, context)
+        .map_err(|e| format!("program does not run: {e}"))?;
     if cancel() {
         return Ok(None);
     }
@@ -211,11 +235,11 @@ pub fn lit_node_bytes(body: u64) -> u64 {
     1 + uleb_len(body) + body
 }
 
-fn lit_info(lit: &Lit, ty: Ty) -> LitInfo {
+fn lit_info(lit: &Lit, ty: Ty, context: Option<codec::bucket::Context<'_>>) -> LitInfo {
     let table_bytes = usize::try_from(ty.len)
         .map(|n| codec::select::table_len(lit.codec, &lit.body, ty.width, n))
         .unwrap_or(lit.body.len() as u64);
-    match lit.decode(ty) {
+    match lit.decode_in(ty, context) {
         Ok(words) => {
             let sizes = codec::all_sizes(&words);
             let node_bytes = sizes.map(|s| s.map(lit_node_bytes));
@@ -992,7 +1016,7 @@ mod tests {
             &prior,
             regions,
         );
-        let ins = inspect(t, Dtype::BF16, s.program, &|| false)
+        let ins = inspect(t, Dtype::BF16, s.program, None, &|| false)
             .unwrap()
             .unwrap();
         let leaves: Vec<&str> = ins

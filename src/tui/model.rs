@@ -155,6 +155,13 @@ pub trait Source: Send + Sync {
     fn decode_record(&self, i: usize) -> Result<Vec<u8>, String> {
         self.decode(i)
     }
+    /// The base words tensor `i`'s residual program is coded against, for a tensor
+    /// coded against its base whose base is at hand (`None` otherwise): what
+    /// [`crate::dsl::execute_in`] takes.
+    fn context(&self, i: usize) -> Option<crate::tensor::Words> {
+        let _ = i;
+        None
+    }
     /// Decodes tensor `i` and compares it with its stored checksum.
     fn verify_tensor(&self, i: usize) -> Check;
     /// Decodes every region and checks it and the whole file against the stored
