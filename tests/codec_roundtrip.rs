@@ -139,6 +139,60 @@ proptest! {
     }
 }
 
+/// A context stream of F32-like words for `n` words from position 3: exponents from
+/// `seed`'s bytes.
+fn context_words(n: usize, seed: u64) -> Words {
+    Words::from_fn(32, n + 3, |i| {
+        let e = (seed.rotate_left(i as u32 % 64) & 0xff) | 0x70;
+        (e << 23) | (i as u64 * 2_654_435_761 & 0x7f_ffff)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The bucket codec round-trips every stream, plain or ZigZag, with and without a
+    /// context; a body with the context flag is refused without its context; every
+    /// strict prefix and an extra byte are refused; flipped bytes never panic.
+    #[test]
+    fn bucket_round_trips_and_refuses_damage(
+        words in stream(),
+        seed in any::<u64>(),
+        flips in prop::collection::vec((any::<usize>(), 1u8..=255), 1..4),
+    ) {
+        use codec::bucket::{self, Context, Field, Params};
+        let (width, n) = (words.width(), words.len());
+        let ctx_words = context_words(n, seed);
+        let ctx = Context { words: &ctx_words, start: 3 };
+        let field = Field { shift: 23, width: 8 };
+        for zigzag in [false, true] {
+            for with_ctx in [false, true] {
+                let params = Params { zigzag, context: with_ctx.then_some((ctx, field)) };
+                let body = bucket::encode(&words, params);
+                let back = codec::select::decode_in(CodecId::Bucket, &body, width, n, Some(ctx));
+                prop_assert_eq!(back.as_ref(), Ok(&words));
+                prop_assert!(select::table_len(CodecId::Bucket, &body, width, n) <= body.len() as u64);
+                let alone = codec::decode(CodecId::Bucket, &body, width, n);
+                prop_assert_eq!(alone.is_ok(), !with_ctx);
+                for cut in (0..body.len()).filter(|&c| c < 40 || c + 40 >= body.len()) {
+                    prop_assert!(bucket::decode(&body[..cut], width, n, Some(ctx)).is_err());
+                }
+                let mut longer = body.clone();
+                longer.push(0);
+                prop_assert!(bucket::decode(&longer, width, n, Some(ctx)).is_err());
+                let mut bad = body.clone();
+                for &(at, x) in &flips {
+                    let i = at % bad.len();
+                    bad[i] ^= x;
+                }
+                if let Ok(w) = bucket::decode(&bad, width, n, Some(ctx)) {
+                    prop_assert_eq!((w.width(), w.len()), (width, n));
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn every_bit_pattern_of_small_widths() {
     for width in 1..=12u32 {
@@ -167,6 +221,11 @@ fn huge_claims_are_refused_before_allocating() {
     // Bit packing and raw compare sizes first.
     assert!(codec::decode(CodecId::BitPack, &[8; 10], 8, 1 << 40).is_err());
     assert!(codec::decode(CodecId::Raw, &[8; 10], 8, 1 << 40).is_err());
+    // Buckets decode their symbols first (Huffman here, refused as above).
+    let mut b = vec![0, 2, CodecId::Huffman as u8];
+    b.extend_from_slice(&(h.body.len() as u32).to_le_bytes());
+    b.extend_from_slice(&h.body);
+    assert!(codec::decode(CodecId::Bucket, &b, 8, 1 << 40).is_err());
     // A bad width is an error, not a panic.
     assert!(codec::decode(CodecId::Raw, &[], 0, 0).is_err());
     assert!(codec::decode(CodecId::Rans, &[], 65, 0).is_err());

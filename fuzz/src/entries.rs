@@ -79,6 +79,38 @@ pub fn literal(codec: CodecId, data: &[u8]) {
     }
 }
 
+/// The bucket decoder on a fuzzed body, with a context stream (F32-like words cut from
+/// the input, cycled to the literal's length) when the first byte is odd, and none when
+/// it is even.
+pub fn literal_bucket(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let Some((ty, body)) = take_ty(rest) else {
+        return;
+    };
+    if ty.len > MAX_FUZZ_WORDS {
+        return;
+    }
+    let n = ty.len as usize;
+    let context = (sel & 1 == 1).then(|| {
+        brevis::Words::from_fn(32, n + usize::from(sel >> 1), |i| {
+            let b = body.get(i % body.len().max(1)).copied().unwrap_or(0);
+            u64::from(b) << 23 | i as u64 & 0x7f_ffff
+        })
+    });
+    let ctx = context
+        .as_ref()
+        .map(|words| brevis::codec::bucket::Context {
+            words,
+            start: usize::from(sel >> 1),
+        });
+    if let Ok(words) = brevis::codec::select::decode_in(CodecId::Bucket, body, ty.width, n, ctx) {
+        assert_eq!(words.len(), n, "bucket returned the wrong length");
+        assert_eq!(words.width(), ty.width, "bucket returned the wrong width");
+    }
+}
+
 /// Every literal decoder, chosen by the first byte.
 pub fn literal_any(data: &[u8]) {
     if let Some((&c, rest)) = data.split_first() {

@@ -271,11 +271,12 @@ pub fn decode(
     let (flags, sym_width, codec, end) = (h.flags, h.sym_width, h.codec, h.symbols.end);
     let symbols = super::decode(codec, &body[h.symbols], sym_width, n)?;
     let mut extra = BitReader::new(&body[end..], NAME);
-    let mut out = Words::with_capacity(width, n);
+    let mut out: Vec<u64> = super::table::try_with_capacity(n, NAME)?;
     let zig = flags & FLAG_ZIGZAG != 0;
-    for (i, s) in symbols.iter().enumerate() {
+    let offsets = offsets.map(|o| o.to_u64s());
+    for (i, s) in symbols.to_u64s().into_iter().enumerate() {
         let k = match &offsets {
-            Some(o) if s > 0 => s.checked_sub(o.get(i)).filter(|&k| k >= 1),
+            Some(o) if s > 0 => s.checked_sub(o[i]).filter(|&k| k >= 1),
             _ => Some(s),
         };
         let k = match k {
@@ -294,7 +295,7 @@ pub fn decode(
         out.push(if zig { unzigzag(z, width) } else { z });
     }
     extra.finish()?;
-    Ok(out)
+    Ok(Words::from_u64s(width, &out))
 }
 
 #[cfg(test)]
