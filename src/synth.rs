@@ -154,7 +154,9 @@ pub struct SearchStats {
     pub budget_exhausted: bool,
     /// Whether the result is the literal fallback `Lit(target)`.
     pub literal_fallback: bool,
-    /// Whether a proposal was skipped because open targets would exceed the memory limit.
+    /// Whether a proposal was skipped because open targets would exceed the memory limit
+    /// ([`SearchOptions::max_memory`]), or the search stopped at its most open states
+    /// ([`astar::MAX_OPEN_ITEMS`]).
     pub memory_limited: bool,
 }
 

@@ -446,10 +446,15 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
             })
         }
         Some(p) if p.extension().is_some_and(|e| e == "safetensors") => {
-            if let Some(a) = existing_archive(p) {
+            if let Some(a) = existing_archive(p, session_base().map(|b| b.as_ref())) {
+                let against = if session_base().is_some() {
+                    ", coded against this base"
+                } else {
+                    ""
+                };
                 let note = format!(
                     "opened {}, the existing archive of this file (same length and \
-                     checksum); `brevis compress` makes a new one",
+                     checksum{against}); `brevis compress` makes a new one",
                     a.path().display()
                 );
                 return Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), Some(note)));
@@ -468,7 +473,10 @@ fn plan(path: Option<&Path>) -> Result<Plan, (String, i32)> {
             }
             Ok(a)
         }) {
-            Ok(a) => Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), None)),
+            Ok(a) => {
+                let note = base_note(&a, session_base().is_some());
+                Ok(Plan::Open(Arc::new(ArchiveSource::new(a)), note))
+            }
             Err(e) => {
                 let code = if e.is_mismatch() {
                     EXIT_DAMAGE
@@ -523,11 +531,50 @@ fn folder_hint(dir: &Path) -> String {
     }
 }
 
+/// What to say at open about the archive's base: that tensors need a base not given
+/// (named, with how many), or that a base was given to an archive that uses none.
+pub fn base_note(a: &crate::Archive, base_given: bool) -> Option<String> {
+    use crate::archive::format::SourceRole;
+    let bases: Vec<usize> = (0..a.sources().len())
+        .filter(|&i| a.sources()[i].role == SourceRole::Base)
+        .collect();
+    if bases.is_empty() {
+        return base_given
+            .then(|| "this archive is not coded against a base: --base is not used".to_string());
+    }
+    let missing: Vec<usize> = bases
+        .into_iter()
+        .filter(|&i| a.attached(i).is_none())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let tensors = a
+        .tensors()
+        .iter()
+        .filter(|t| t.reference.is_some_and(|r| missing.contains(&r.source)))
+        .count();
+    let names: Vec<String> = missing
+        .iter()
+        .map(|&i| format!("{:?}", a.sources()[i].name))
+        .collect();
+    Some(format!(
+        "{tensors} tensor{} coded against the base {}: without --base they cannot be \
+         decoded (verify, why, search); the others can",
+        if tensors == 1 { " is" } else { "s are" },
+        names.join(", ")
+    ))
+}
+
 /// An archive next to `input` (`stem.brv`, `stem-1.brv`, ... as [`fresh_output`] names
 /// them, up to the first name not taken) that restores exactly `input`: the same
-/// original length and whole-file checksum. `None` when there is none (or `input`
-/// cannot be read: compressing it says why).
-pub fn existing_archive(input: &Path) -> Option<crate::Archive> {
+/// original length and whole-file checksum, coded against `base` when one is given
+/// (which is then attached) and against no base when none is. `None` when there is
+/// none (or `input` cannot be read: compressing it says why).
+pub fn existing_archive(
+    input: &Path,
+    base: Option<&crate::archive::base::BaseSet>,
+) -> Option<crate::Archive> {
     let len = std::fs::metadata(input).ok()?.len();
     let dir = match input.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -554,8 +601,17 @@ pub fn existing_archive(input: &Path) -> Option<crate::Archive> {
                 *checksum.insert(crate::hash::xxh3_64(&map))
             }
         };
-        if a.file_checksum() == sum {
-            return Some(a);
+        if a.file_checksum() != sum {
+            continue;
+        }
+        let needs_base = a
+            .sources()
+            .iter()
+            .any(|e| e.role == crate::archive::format::SourceRole::Base);
+        match base {
+            None if !needs_base => return Some(a),
+            Some(b) if needs_base && a.attach_base(b).is_ok() => return Some(a),
+            _ => {}
         }
     }
     None

@@ -275,15 +275,19 @@ fn a_group_program_is_replaced_whole() {
     let lit = brevis::dsl::Node::lit(&words);
     assert_eq!(lit.ty(), g.ty());
     let out = dir.path().join("g2.brv");
-    rewrite::rewrite_with_programs(&path, &out, &[(2, lit.clone())], false).unwrap();
+    rewrite::rewrite_with_programs(&path, &out, &[(2, lit.clone())], None, false).unwrap();
     let new = Archive::open(&out).unwrap();
     assert_eq!(new.program(0).unwrap(), lit);
     assert!(verify(&new, Some(1), &no_progress).unwrap().is_ok());
     // A program of the tensor's own type does not fit its group's record.
     let own =
         brevis::dsl::Node::lit(&brevis::tensor::Words::from_le_bytes(32, &tensors[2].3).unwrap());
-    assert!(
-        rewrite::rewrite_with_programs(&path, &dir.path().join("g3.brv"), &[(2, own)], false)
-            .is_err()
-    );
+    assert!(rewrite::rewrite_with_programs(
+        &path,
+        &dir.path().join("g3.brv"),
+        &[(2, own)],
+        None,
+        false
+    )
+    .is_err());
 }

@@ -321,3 +321,57 @@ fn every_bit_flip_of_a_reference_archive_is_refused_or_harmless() {
     eprintln!("{refused} flips refused, {exact} harmless");
     assert!(refused > good.len(), "{refused} refused");
 }
+
+/// `brevis-tui FT.safetensors [--base BASE]` reuses an archive of that file only when
+/// it was coded against the base given (or against none when none is), and says at open
+/// what an archive's base means for it.
+#[cfg(feature = "tui")]
+#[test]
+fn the_tui_reuses_an_archive_only_with_the_base_it_was_made_against() {
+    use brevis::tui::{base_note, existing_archive};
+    let dir = tempfile::tempdir().unwrap();
+    let base_path = Path::new(CORPUS).join("minilm-l6-v2-bf16-layer0.safetensors");
+    let base = finetune::tensors_of(&std::fs::read(&base_path).unwrap());
+    let src = dir.path().join("ft.safetensors");
+    write(&src, &finetune::head_only(&base));
+    let set = BaseSet::open(&base_path).unwrap();
+    compress_file(
+        &src,
+        &dir.path().join("ft.brv"),
+        &with_base(&base_path),
+        &no_progress,
+    )
+    .unwrap();
+    assert!(existing_archive(&src, None).is_none());
+    let with = existing_archive(&src, Some(&set)).unwrap();
+    assert_eq!(with.path(), dir.path().join("ft.brv"));
+    assert_eq!(base_note(&with, true), None);
+    let alone = Archive::open(&dir.path().join("ft.brv")).unwrap();
+    let refs = alone
+        .tensors()
+        .iter()
+        .filter(|t| t.reference.is_some())
+        .count();
+    assert!(refs > 0);
+    assert_eq!(
+        base_note(&alone, false).unwrap(),
+        format!(
+            "{refs} tensors are coded against the base \"minilm-l6-v2-bf16-layer0.safetensors\": \
+             without --base they cannot be decoded (verify, why, search); the others can"
+        )
+    );
+    compress_file(
+        &src,
+        &dir.path().join("ft-1.brv"),
+        &CompressOptions::default(),
+        &no_progress,
+    )
+    .unwrap();
+    let plain = existing_archive(&src, None).unwrap();
+    assert_eq!(plain.path(), dir.path().join("ft-1.brv"));
+    assert_eq!(
+        base_note(&plain, true).unwrap(),
+        "this archive is not coded against a base: --base is not used"
+    );
+    assert_eq!(base_note(&plain, false), None);
+}

@@ -144,7 +144,7 @@ proptest! {
 fn context_words(n: usize, seed: u64) -> Words {
     Words::from_fn(32, n + 3, |i| {
         let e = (seed.rotate_left(i as u32 % 64) & 0xff) | 0x70;
-        (e << 23) | (i as u64 * 2_654_435_761 & 0x7f_ffff)
+        (e << 23) | ((i as u64 * 2_654_435_761) & 0x7f_ffff)
     })
 }
 

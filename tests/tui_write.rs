@@ -102,8 +102,38 @@ fn w_writes_the_new_program_into_a_new_archive() {
     a.search.form.prior = PriorMode::Uniform;
     press(&mut a, KeyCode::Char('r'));
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
+    assert!(r.new.program.to_string().starts_with("lit "));
+    assert!(r.new.bytes > r.old.1);
+    // A larger program is not written.
+    press(&mut a, KeyCode::Char('w'));
+    assert!(a.search.prompt.is_none());
+    assert!(
+        a.status.starts_with("nothing written: the new program is ")
+            && a.status
+                .ends_with("bytes larger than the archive's (w writes only a program no larger)"),
+        "{}",
+        a.status
+    );
+
+    // The position ids at budget 32: `scan add 0` over `const 1`, smaller than the
+    // archive's budget-1 literal.
+    let t = original.find("embeddings.position_ids").unwrap();
+    press(&mut a, KeyCode::Char('1'));
+    while a.selected_tensor() != Some(t) {
+        press(&mut a, KeyCode::Up);
+    }
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('b'));
+    for _ in 0..3 {
+        press(&mut a, KeyCode::Backspace);
+    }
+    keys(&mut a, "32");
+    press(&mut a, KeyCode::Enter);
+    press(&mut a, KeyCode::Char('r'));
+    let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
     let new_text = r.new.program.to_string();
-    assert!(new_text.starts_with("lit "), "{new_text}");
+    assert!(new_text.starts_with("scan add 0"), "{new_text}");
+    assert!(r.new.bytes < r.old.1);
     let new_program_bytes = r.new.bytes;
 
     // w proposes a fresh name next to the archive; Enter writes it.
@@ -141,7 +171,16 @@ fn w_writes_the_new_program_into_a_new_archive() {
     );
     assert_eq!(new.program(t).unwrap().to_string(), new_text);
     assert_eq!(new.tensors()[t].program_bytes(), new_program_bytes);
-    assert_eq!(new.tensors()[t].root_op, "lit");
+    assert_eq!(new.tensors()[t].root_op, "scan");
+    // The record says what built it: the form's search, not the archive's.
+    let built = new.tensors()[t].settings.unwrap();
+    assert_eq!((built.budget, built.prior_digest), (32, 0));
+    assert_eq!(built.prior, brevis::archive::format::PriorKind::Uniform);
+    let other = usize::from(t == 0);
+    assert_eq!(
+        new.tensors()[other].settings,
+        original.tensors()[other].settings
+    );
     for i in (0..original.tensors().len()).filter(|&i| i != t) {
         assert_eq!(
             new.program(i).unwrap(),
@@ -153,10 +192,12 @@ fn w_writes_the_new_program_into_a_new_archive() {
             original.tensors()[i].archive_bytes()
         );
     }
+    // The record's change, plus the index's new settings entry: uleb budget 32,
+    // depth 4 and nodes 64 (a byte each), the prior's kind byte and its 8-byte digest.
     let diff = w.bytes as i64 - w.old_bytes as i64;
     assert_eq!(
         diff,
-        new.tensors()[t].archive_bytes() as i64 - original.tensors()[t].archive_bytes() as i64
+        new.tensors()[t].archive_bytes() as i64 - original.tensors()[t].archive_bytes() as i64 + 12
     );
     let text = screen_text(&mut a, 200, 20);
     assert!(
@@ -164,7 +205,11 @@ fn w_writes_the_new_program_into_a_new_archive() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("(+{} B against", thousands(diff.unsigned_abs()))),
+        text.contains(&format!(
+            "({}{} B against",
+            if diff < 0 { "−" } else { "+" },
+            thousands(diff.unsigned_abs())
+        )),
         "{text}"
     );
 
@@ -212,8 +257,13 @@ fn w_writes_the_new_program_into_a_new_archive() {
         std::fs::read(&brv).unwrap(),
         std::fs::read(&default).unwrap()
     );
-    assert_eq!(a.rows()[t].root_op, "lit");
+    assert_eq!(a.rows()[t].root_op, "scan");
     assert_eq!(a.source.as_ref().unwrap().file_sizes().1, w.bytes);
+    let text = screen_text(&mut a, 200, 30);
+    assert!(
+        text.contains("archive: built with budget 32 per region"),
+        "{text}"
+    );
 }
 
 fn thousands(n: u64) -> String {
@@ -358,4 +408,73 @@ fn leaving_the_demo_removes_only_its_own_files() {
         brevis::tui::remove_staged(dir.path(), &files),
         [dir.path().join("mine.brv")]
     );
+}
+
+/// A group's search is the compressor's: at the archive's own settings it finds the
+/// archive's program size again (it searched only the group's joined words, and came
+/// out 116 bytes larger). A second `r` asks before dropping a smaller unwritten result.
+#[test]
+fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let brv = demo_archive(dir.path());
+    let original = Archive::open(&brv).unwrap();
+    let mut a = App::new(Arc::new(ArchiveSource::open(&brv).unwrap()));
+    a.search.form.prior = PriorMode::Uniform;
+    let set_budget = |a: &mut App, b: &str| {
+        press(a, KeyCode::Char('6'));
+        press(a, KeyCode::Char('b'));
+        for _ in 0..3 {
+            press(a, KeyCode::Backspace);
+        }
+        keys(a, b);
+        press(a, KeyCode::Enter);
+    };
+    let select = |a: &mut App, name: &str| {
+        let t = original.find(name).unwrap();
+        press(a, KeyCode::Char('1'));
+        press(a, KeyCode::Home);
+        while a.selected_tensor() != Some(t) {
+            press(a, KeyCode::Down);
+        }
+        t
+    };
+
+    let g = select(&mut a, "embeddings.LayerNorm.bias");
+    assert!(original.tensors()[g].group.is_some());
+    set_budget(&mut a, "1");
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('r'));
+    let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(r.group, Some(2));
+    assert_eq!(r.new.bytes, r.old.1, "{} vs {}", r.new.program, r.old.0);
+
+    // A smaller result, not written: the next `r` asks, `n` keeps it, `y` searches.
+    select(&mut a, "embeddings.position_ids");
+    set_budget(&mut a, "32");
+    press(&mut a, KeyCode::Char('r'));
+    let gain = {
+        let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
+        r.old.1 - r.new.bytes
+    };
+    assert!(gain > 0);
+    press(&mut a, KeyCode::Char('r'));
+    let q = a.discard_question.clone().unwrap();
+    assert!(
+        q.starts_with("search again and drop the last result? (y/n) It is ")
+            && q.contains(&format!("{gain} bytes smaller for embeddings.position_ids")),
+        "{q}"
+    );
+    assert!(screen_text(&mut a, 200, 20).contains("search again and drop the last result?"));
+    press(&mut a, KeyCode::Char('n'));
+    assert!(a.discard_question.is_none());
+    assert_eq!(a.status, "kept the last result: w writes it");
+    assert!(a.search.result.as_ref().unwrap().is_ok());
+    press(&mut a, KeyCode::Char('r'));
+    press(&mut a, KeyCode::Char('y'));
+    assert!(a.discard_question.is_none());
+    let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(r.old.1 - r.new.bytes, gain);
+    // Quitting still asks.
+    press(&mut a, KeyCode::Char('q'));
+    assert!(a.quit_question.is_some() && !a.quit);
 }

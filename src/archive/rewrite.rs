@@ -28,7 +28,9 @@ use std::path::Path;
 ///
 /// Each new program is run first and must restore the record exactly (its type is the
 /// record's and its output matches the stored checksum); nothing is written otherwise.
-/// The archive keeps its format version and the settings its index lists.
+/// The archive keeps its format version. The index records `settings` as what built
+/// each replaced record when given (version 2 and later; version 1 records none), and
+/// keeps every other record's settings.
 /// The copy is written to a temporary file beside `dst`, synced and renamed into place.
 /// An existing `dst`, including `src` itself, is replaced only when `overwrite` is true
 /// (replacing `src` is safe: the old file is read through its own mapping until the
@@ -45,6 +47,7 @@ pub fn rewrite_with_programs(
     src: &Path,
     dst: &Path,
     replacements: &[(usize, Node)],
+    settings: Option<format::Settings>,
     overwrite: bool,
 ) -> Result<u64> {
     if let Ok(meta) = fs::metadata(dst) {
@@ -156,7 +159,7 @@ pub fn rewrite_with_programs(
         .zip(usize::try_from(index_len).ok())
         .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
         .ok_or_else(|| corrupt("index out of bounds".into()))?;
-    let (old_lens, old_records_checksum, v2) = if archive.version() >= 2 {
+    let (old_lens, old_records_checksum, mut v2) = if archive.version() >= 2 {
         let index = format::read_index_v2(index_bytes, archive.version()).map_err(corrupt)?;
         (
             index.record_lens.clone(),
@@ -179,7 +182,18 @@ pub fn rewrite_with_programs(
         w.write_all(&bytes[..format::FILE_HEADER_LEN])
             .map_err(write_err)?;
         let mut at = format::FILE_HEADER_LEN;
-        for &len in &old_lens {
+        // The settings entry of the replaced records, added to the index when new.
+        let new_settings = match (&mut v2, settings) {
+            (Some(index), Some(s)) => Some(match index.settings.iter().position(|&o| o == s) {
+                Some(k) => k as u64,
+                None => {
+                    index.settings.push(s);
+                    (index.settings.len() - 1) as u64
+                }
+            }),
+            _ => None,
+        };
+        for (k, &len) in old_lens.iter().enumerate() {
             let end = usize::try_from(len)
                 .ok()
                 .and_then(|l| at.checked_add(l))
@@ -188,7 +202,15 @@ pub fn rewrite_with_programs(
             let old = &bytes[at..end];
             old_hasher.update(old);
             let out: &[u8] = match new_records.get(&at) {
-                Some((old_end, record)) if *old_end == end => record,
+                Some((old_end, record)) if *old_end == end => {
+                    let entry = k
+                        .checked_sub(1)
+                        .and_then(|r| v2.as_mut()?.records.get_mut(r));
+                    if let (Some(entry), Some(s)) = (entry, new_settings) {
+                        entry.1 = s;
+                    }
+                    record
+                }
                 Some(_) => return Err(corrupt(format!("record at byte {at} has two lengths"))),
                 None => old,
             };
@@ -266,7 +288,7 @@ mod tests {
         let old = Archive::open(&brv).unwrap();
         let lit = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
         let out = dir.path().join("m.new.brv");
-        let len = rewrite_with_programs(&brv, &out, &[(0, lit.clone())], false).unwrap();
+        let len = rewrite_with_programs(&brv, &out, &[(0, lit.clone())], None, false).unwrap();
         let new = Archive::open(&out).unwrap();
         assert_eq!(new.archive_len(), len);
         assert_eq!(new.program(0).unwrap(), lit);
@@ -274,19 +296,52 @@ mod tests {
         assert!(verify(&new, Some(1), &no_progress).unwrap().is_ok());
         // Never over an existing file unless allowed, and never a wrong program.
         assert!(matches!(
-            rewrite_with_programs(&brv, &brv, &[(0, lit.clone())], false),
+            rewrite_with_programs(&brv, &brv, &[(0, lit.clone())], None, false),
             Err(Error::SameFile { .. })
         ));
         assert!(matches!(
-            rewrite_with_programs(&brv, &out, &[(0, lit)], false),
+            rewrite_with_programs(&brv, &out, &[(0, lit)], None, false),
             Err(Error::OutputExists { .. })
         ));
         let wrong = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 8]));
         let other = dir.path().join("bad.brv");
         assert!(matches!(
-            rewrite_with_programs(&brv, &other, &[(0, wrong)], false),
+            rewrite_with_programs(&brv, &other, &[(0, wrong)], None, false),
             Err(Error::Mismatch { .. })
         ));
         assert!(!other.exists());
+    }
+
+    /// The settings given are recorded for the replaced record only; a rewrite without
+    /// settings keeps every record's own.
+    #[test]
+    fn a_replaced_record_records_the_settings_that_built_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = br#"{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 9, 9]);
+        let input = dir.path().join("m.safetensors");
+        fs::write(&input, &file).unwrap();
+        let brv = dir.path().join("m.brv");
+        compress_file(&input, &brv, &CompressOptions::default(), &no_progress).unwrap();
+        let built = Archive::open(&brv).unwrap().tensors()[1].settings;
+        assert_eq!(built.map(|s| s.budget), Some(1));
+        let searched = format::Settings {
+            budget: 4096,
+            max_depth: 6,
+            max_nodes: 64,
+            prior: format::PriorKind::Given,
+            prior_digest: 0x0123_4567_89ab_cdef,
+        };
+        let lit = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
+        let out = dir.path().join("m.new.brv");
+        rewrite_with_programs(&brv, &out, &[(0, lit.clone())], Some(searched), false).unwrap();
+        let new = Archive::open(&out).unwrap();
+        assert_eq!(new.tensors()[0].settings, Some(searched));
+        assert_eq!(new.tensors()[1].settings, built);
+        let kept = dir.path().join("m.kept.brv");
+        rewrite_with_programs(&brv, &kept, &[(0, lit)], None, false).unwrap();
+        assert_eq!(Archive::open(&kept).unwrap().tensors()[0].settings, built);
     }
 }

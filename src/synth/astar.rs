@@ -471,6 +471,13 @@ enum Frontier {
 }
 
 impl Frontier {
+    fn len(&self) -> usize {
+        match self {
+            Frontier::AStar(q) => q.len(),
+            Frontier::Stack(v) => v.len(),
+        }
+    }
+
     fn pop(&mut self) -> Option<State> {
         match self {
             Frontier::AStar(q) => q.pop(),
@@ -502,6 +509,15 @@ struct Search<'a> {
 
 /// Holes of at most this many words are sized exactly; larger ones are estimated.
 const EXACT_WORDS: usize = 4096;
+
+/// Most open states plus holes one search holds: a search that reaches it stops as if
+/// its budget ran out, with [`SearchStats::memory_limited`] set. Each costs about a
+/// hundred bytes (the open state's partial tree, the hole's record; the holes' words are
+/// bounded apart, by [`SearchOptions::max_memory`]), so this bounds a search of any
+/// budget to a few hundred MB: before it, a budget of 2^40 grew a search by about
+/// 60 MB/s until the machine ran out of memory. A budget of 32 per region stays two
+/// orders of magnitude below it.
+pub const MAX_OPEN_ITEMS: usize = 1 << 21;
 
 impl Search<'_> {
     /// The target of hole `id`, computing it (and its siblings') on first use.
@@ -1285,6 +1301,12 @@ fn explore<'a>(
     while let Some(s) = queue.pop() {
         if search.stats.expansions >= opts.budget || search.first.is_some() {
             search.stats.budget_exhausted = search.first.is_none();
+            last = s;
+            break;
+        }
+        if queue.len() + search.holes.len() > MAX_OPEN_ITEMS {
+            search.stats.budget_exhausted = true;
+            search.stats.memory_limited = true;
             last = s;
             break;
         }

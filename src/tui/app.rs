@@ -6,10 +6,11 @@ use super::inspect::{inspect, thousands, Inspection};
 use super::learn::{self, Lesson};
 use super::model::{Check, Source, TensorRow, VerifyOutcome};
 use super::worker::{self, JobHandle, Msg, Outcome, SearchResult, Worker};
-use crate::dsl::program_len;
+use crate::archive::format::{PriorKind, Settings};
+use crate::dsl::{program_len, Node};
 use crate::synth::{synthesize_in_regions, Prior, SearchOptions};
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -258,6 +259,9 @@ pub struct App {
     /// Set while `q` asks whether to quit with a search result that is smaller than the
     /// archive and was not written: the question.
     pub quit_question: Option<String>,
+    /// Set while `r` asks whether to search again, dropping the last search's smaller
+    /// result that was not written: the question.
+    pub discard_question: Option<String>,
     /// The view shown.
     pub view: View,
     /// The view to go back to from help.
@@ -326,6 +330,7 @@ impl App {
             temp_dir: None,
             written_paths: Vec::new(),
             quit_question: None,
+            discard_question: None,
             view: View::Table,
             back_view: View::Table,
             quit: false,
@@ -430,6 +435,7 @@ impl App {
             search_editing: self.view == View::Search && self.search.editing.is_some(),
             prompt: match &self.search.prompt {
                 _ if self.quit_question.is_some() => super::event::Prompt::Quit,
+                _ if self.discard_question.is_some() => super::event::Prompt::Discard,
                 Some(p) if self.view == View::Search => {
                     if p.confirm.is_some() {
                         super::event::Prompt::Confirm
@@ -542,6 +548,16 @@ impl App {
                 }
                 // Any other key leaves the question on screen.
                 _ => self.quit_question = Some(q),
+            }
+            return;
+        }
+        if let Some(q) = self.discard_question.take() {
+            match action {
+                Action::Confirm(true) => self.run_search(),
+                Action::Confirm(false) => {
+                    self.status = "kept the last result: w writes it".into();
+                }
+                _ => self.discard_question = Some(q),
             }
             return;
         }
@@ -719,6 +735,17 @@ impl App {
         if self.search.writing.is_some() {
             return Some("the new archive is still being written: quit and lose it? (y/n)".into());
         }
+        let (name, gain) = self.unwritten_gain()?;
+        Some(format!(
+            "quit without writing the search's result? (y/n) It is {} bytes smaller for \
+             {name}; w in the Search view writes it",
+            thousands(gain)
+        ))
+    }
+
+    /// The tensor and bytes saved of the last search's result, when it is smaller than
+    /// the archive's program and was not written.
+    fn unwritten_gain(&self) -> Option<(String, u64)> {
         let Some(Ok(r)) = &self.search.result else {
             return None;
         };
@@ -731,11 +758,7 @@ impl App {
             .get(r.tensor)
             .map(|row| super::escape_name(&row.name).into_owned())
             .unwrap_or_default();
-        Some(format!(
-            "quit without writing the search's result? (y/n) It is {} bytes smaller for \
-             {name}; w in the Search view writes it",
-            thousands(r.old.1 - r.new.bytes)
-        ))
+        Some((name, r.old.1 - r.new.bytes))
     }
 
     /// Ctrl-U / Ctrl-W in the text being typed: the filter, the output path, the prior
@@ -1055,6 +1078,10 @@ impl App {
         }
     }
 
+    /// `r`: searches the selected tensor, after asking when that would drop the last
+    /// search's smaller result that was not written. A tensor coded against its base
+    /// is not searched: the search codes a tensor alone, which its reference record
+    /// already beats by choice (`compress --base` tried both).
     fn start_search(&mut self) {
         if self.search.running.is_some() {
             self.status = if self.search.stopping {
@@ -1064,6 +1091,50 @@ impl App {
             };
             return;
         }
+        let (Some(source), Some(t)) = (self.source.clone(), self.selected_tensor()) else {
+            self.status = "no tensor is selected (the filter matches none)".into();
+            return;
+        };
+        match source.record(t).map(|r| r.sharing) {
+            Some(super::model::Sharing::Reference { op, role, .. }) => {
+                self.search.form_error = Some(format!(
+                    "this tensor is coded against its {role} ({op} with the {role}'s tensor): \
+                     the search codes a tensor alone, which `compress --base` already \
+                     compared and found larger; nothing to search"
+                ));
+                return;
+            }
+            Some(super::model::Sharing::Copy { of }) => {
+                let name = self
+                    .rows()
+                    .get(of)
+                    .map(|r| super::escape_name(&r.name).into_owned())
+                    .unwrap_or_default();
+                self.search.form_error = Some(format!(
+                    "this tensor is a copy of {name}: its record is a back reference of a \
+                     few bytes, which no program beats; search {name} instead"
+                ));
+                return;
+            }
+            Some(super::model::Sharing::Empty) => {
+                self.search.form_error =
+                    Some("this tensor is empty: it has no record to search".into());
+                return;
+            }
+            _ => {}
+        }
+        if let Some((name, gain)) = self.unwritten_gain() {
+            self.discard_question = Some(format!(
+                "search again and drop the last result? (y/n) It is {} bytes smaller for \
+                 {name} and not written; n keeps it (w writes it)",
+                thousands(gain)
+            ));
+            return;
+        }
+        self.run_search();
+    }
+
+    fn run_search(&mut self) {
         let (Some(source), Some(t)) = (self.source.clone(), self.selected_tensor()) else {
             return;
         };
@@ -1091,27 +1162,31 @@ impl App {
         let handle = self.worker.spawn(move |ctx| {
             opts.control = crate::synth::SearchControl {
                 cancel: Some(ctx.cancel_flag()),
-                expansions: Some(expansions),
+                expansions: Some(expansions.clone()),
             };
             let r = (|| {
                 let row = &source.rows()[t];
                 let old = source.program(t)?;
                 let old_bytes = program_len(&old);
-                let (prior, prior_name) = match prior {
-                    PriorRequest::Uniform => (Arc::new(Prior::uniform()), "uniform".to_string()),
-                    PriorRequest::Given(p, path) => (p, format!("file {path}")),
+                let (prior, prior_name, prior_kind) = match prior {
+                    PriorRequest::Uniform => (
+                        Arc::new(Prior::uniform()),
+                        "uniform".to_string(),
+                        PriorKind::Uniform,
+                    ),
+                    PriorRequest::Given(p, path) => (p, format!("file {path}"), PriorKind::Given),
                     PriorRequest::Calibrate => {
                         ctx.progress(0, 0, "calibrating the prior on");
                         let p = calibrate_on(source.as_ref(), &|| ctx.cancelled())?;
-                        (Arc::new(p), "calibrated".to_string())
+                        (Arc::new(p), "calibrated".to_string(), PriorKind::Calibrated)
                     }
                 };
                 ctx.progress(0, 0, "decoding");
                 // The bytes the tensor's record restores: a group's program restores the
                 // whole group, so the search and `w` work on the group.
                 let bytes = source.decode_record(t)?;
-                let group = match source.record(t).map(|r| r.sharing) {
-                    Some(super::model::Sharing::Group { tensors, .. }) => Some(tensors),
+                let members = match source.record(t).map(|r| r.sharing) {
+                    Some(super::model::Sharing::Group { members, .. }) => Some(members),
                     _ => None,
                 };
                 let words = super::model::words_of(row.dtype, &bytes)
@@ -1119,24 +1194,83 @@ impl App {
                 if ctx.cancelled() {
                     return Err("cancelled".to_string());
                 }
-                // In regions, as `compress` searched it: each region gets the budget.
-                let region = crate::archive::writer::REGION_WORDS;
-                let regions = words.len().div_ceil(region).max(1) as u64;
-                ctx.progress(0, opts.budget.saturating_mul(regions), "searching");
-                let start = Instant::now();
                 // A whole matrix (not a group's stream) as `compress` searched it.
-                let rows = (group.is_none() && row.shape.len() >= 2).then(|| row.shape[0]);
-                let new =
+                let rows = (members.is_none() && row.shape.len() >= 2).then(|| row.shape[0]);
+                // In regions, as `compress` cut it: each region gets the budget.
+                let region = crate::archive::writer::REGION_WORDS;
+                let (per, _) = crate::synth::regions_of(words.len(), rows, region);
+                let regions = if words.len() <= region {
+                    1
+                } else {
+                    words.len().div_ceil(per) as u64
+                };
+                let searches = regions + members.as_ref().map_or(0, |m| m.len() as u64);
+                ctx.progress(0, opts.budget.saturating_mul(searches), "searching");
+                let start = Instant::now();
+                let mut new =
                     synthesize_in_regions(&words, Some(row.dtype), rows, &opts, &prior, region);
+                if let Some(members) = &members {
+                    // As `compress` codes a group: the smaller of one program for the
+                    // group's words and a concat of each tensor's own program.
+                    let mut kids = Vec::with_capacity(members.len());
+                    let mut stats = new.stats;
+                    let mut at = 0usize;
+                    for &m in members {
+                        let r = &source.rows()[m];
+                        let n = usize::try_from(r.elements()).unwrap_or(usize::MAX);
+                        let end = at.saturating_add(n).min(words.len());
+                        let part = words.slice(at, end);
+                        at = end;
+                        let rows = (r.shape.len() >= 2).then(|| r.shape[0]);
+                        let kid = synthesize_in_regions(
+                            &part,
+                            Some(r.dtype),
+                            rows,
+                            &opts,
+                            &prior,
+                            region,
+                        );
+                        stats.absorb(&kid.stats);
+                        kids.push(kid.program);
+                    }
+                    new.stats = stats;
+                    if at == words.len() {
+                        if let Ok(apart) = Node::concat(kids) {
+                            let bytes = program_len(&apart);
+                            if bytes < new.bytes {
+                                new.program = apart;
+                                new.bytes = bytes;
+                            }
+                        }
+                    }
+                }
                 // Stopped by `x`: as if the budget ran out, with the best program so far.
                 let cancelled = ctx.cancelled() && new.stats.budget_exhausted;
                 opts.control = crate::synth::SearchControl::default();
+                // What `w` records as the settings that built the program: a search
+                // stopped by `x` had the budget it used.
+                let budget = if cancelled {
+                    expansions.load(Ordering::Relaxed).div_ceil(searches.max(1))
+                } else {
+                    opts.budget
+                };
+                let settings = Settings {
+                    budget,
+                    max_depth: u64::from(opts.max_depth),
+                    max_nodes: u64::from(opts.max_nodes),
+                    prior: prior_kind,
+                    prior_digest: match prior_kind {
+                        PriorKind::Uniform => 0,
+                        _ => crate::hash::xxh3_64(prior.to_json().as_bytes()),
+                    },
+                };
                 Ok(Box::new(SearchResult {
                     tensor: t,
                     opts: opts.clone(),
                     regions,
-                    group,
+                    group: members.map(|m| m.len()),
                     prior: prior_name,
+                    settings,
                     old: (old, old_bytes),
                     new,
                     elapsed: start.elapsed(),
@@ -1165,6 +1299,14 @@ impl App {
                     .into();
                 return;
             }
+            if r.new.bytes > r.old.1 {
+                self.status = format!(
+                    "nothing written: the new program is {} bytes larger than the \
+                     archive's (w writes only a program no larger)",
+                    thousands(r.new.bytes - r.old.1)
+                );
+                return;
+            }
         }
         let Some(Ok(_)) = self.search_result() else {
             self.status = match (self.search.tensor, &self.search.result) {
@@ -1189,10 +1331,17 @@ impl App {
             .temp_dir
             .as_deref()
             .is_some_and(|t| path.parent().is_some_and(|p| same_file(p, t)));
+        // A shard of a folder archive (`ckpt.brv/model-00002-of-00002.brv`): a new
+        // file inside the folder is not named by its manifest and so never restored;
+        // propose beside the folder (replacing the shard in place still works).
+        let parent = path.parent().unwrap_or(std::path::Path::new(""));
+        let in_folder_archive = parent.is_dir() && parent.extension().is_some_and(|e| e == "brv");
         let dir = if in_temp {
             std::path::Path::new(".")
+        } else if in_folder_archive {
+            parent.parent().unwrap_or(std::path::Path::new(""))
         } else {
-            path.parent().unwrap_or(std::path::Path::new(""))
+            parent
         };
         let default = researched_path(dir, &path);
         self.search.prompt = Some(WritePrompt {
@@ -1255,14 +1404,14 @@ impl App {
             .path()
             .as_deref()
             .is_some_and(|o| same_file(o, &target));
-        let (tensor, program) = (r.tensor, r.new.program.clone());
+        let (tensor, program, settings) = (r.tensor, r.new.program.clone(), r.settings);
         let old_bytes = source.file_sizes().1;
         self.search.prompt = None;
         self.search.written = None;
         let handle = self.worker.spawn(move |ctx| {
             ctx.progress(0, 0, "writing");
             let r = source
-                .rewrite(&target, tensor, &program, overwrite)
+                .rewrite(&target, tensor, &program, settings, overwrite)
                 .and_then(|bytes| {
                     let reopened = if in_place {
                         Some(source.reopen()?)

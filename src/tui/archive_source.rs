@@ -70,10 +70,17 @@ impl Source for ArchiveSource {
         dst: &Path,
         i: usize,
         program: &Node,
+        settings: crate::archive::format::Settings,
         overwrite: bool,
     ) -> Result<u64, String> {
-        rewrite_with_programs(self.archive.path(), dst, &[(i, program.clone())], overwrite)
-            .map_err(|e| e.to_string())
+        rewrite_with_programs(
+            self.archive.path(),
+            dst,
+            &[(i, program.clone())],
+            Some(settings),
+            overwrite,
+        )
+        .map_err(|e| e.to_string())
     }
 
     fn record(&self, i: usize) -> Option<RecordInfo> {
@@ -86,6 +93,7 @@ impl Source for ArchiveSource {
         } else if let Some(g) = t.group.and_then(|g| self.archive.groups().get(g)) {
             let sharing = Sharing::Group {
                 tensors: g.tensors.len(),
+                members: g.tensors.clone().collect(),
                 share: t.archive_bytes(),
                 group_original: g.end - g.begin,
             };

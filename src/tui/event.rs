@@ -34,6 +34,9 @@ pub enum Prompt {
     Confirm,
     /// Asking whether to quit with a result that was not written (y/n).
     Quit,
+    /// Asking whether to search again, dropping a smaller result that was not written
+    /// (y/n).
+    Discard,
 }
 
 /// One line of the key bar: `(keys, what)`.
@@ -92,7 +95,7 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
                 _ => None,
             }
         }
-        Prompt::Confirm | Prompt::Quit => {
+        Prompt::Confirm | Prompt::Quit | Prompt::Discard => {
             return match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Confirm(true)),
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
@@ -209,6 +212,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
         }
         Prompt::Confirm => return &[("y", "replace"), ("n/Esc", "keep the file")],
         Prompt::Quit => return &[("y", "quit without writing"), ("n/Esc", "stay")],
+        Prompt::Discard => return &[("y", "search, dropping it"), ("n/Esc", "keep it")],
         Prompt::None => {}
     }
     if ctx.search_editing {

@@ -732,6 +732,7 @@ pub fn record_sentences(rec: &RecordInfo, original: u64, copied: Option<&str>) -
             tensors,
             share,
             group_original,
+            ..
         } => {
             let mut v = vec![format!(
                 "it shares a group record with {} other tensor{} of its dtype, coded as one \

@@ -86,6 +86,9 @@ pub enum Sharing {
     Group {
         /// Tensors in the group, this one included.
         tensors: usize,
+        /// The group's tensors (indices into the rows), in the order its program
+        /// restores them.
+        members: Vec<usize>,
         /// Bytes of the record counted for this tensor (in proportion to its original
         /// bytes).
         share: u64,
@@ -181,9 +184,9 @@ pub trait Source: Send + Sync {
         let _ = i;
         None
     }
-    /// Writes a copy of the archive to `dst` in which tensor `i` holds `program`, never
-    /// replacing an existing file unless `overwrite`; returns the new archive's length
-    /// in bytes.
+    /// Writes a copy of the archive to `dst` in which tensor `i` holds `program`, built
+    /// with `settings` (recorded for that record), never replacing an existing file
+    /// unless `overwrite`; returns the new archive's length in bytes.
     ///
     /// # Errors
     /// When the source is not a file, the program does not restore the tensor, or the
@@ -193,9 +196,10 @@ pub trait Source: Send + Sync {
         dst: &std::path::Path,
         i: usize,
         program: &Node,
+        settings: crate::archive::format::Settings,
         overwrite: bool,
     ) -> Result<u64, String> {
-        let _ = (dst, i, program, overwrite);
+        let _ = (dst, i, program, settings, overwrite);
         Err("this archive is not a file; nothing can be written".into())
     }
     /// Opens the archive's file again (after it was replaced in place).

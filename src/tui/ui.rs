@@ -162,7 +162,7 @@ fn spinner(tick: u64) -> &'static str {
 }
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
-    if let Some(q) = &app.quit_question {
+    if let Some(q) = app.quit_question.as_ref().or(app.discard_question.as_ref()) {
         let line = Line::styled(
             fit_end(&format!("⚠ {q}"), usize::from(area.width)),
             Style::default().fg(Color::Black).bg(Color::Yellow).bold(),

@@ -124,6 +124,9 @@ pub struct SearchResult {
     pub group: Option<usize>,
     /// The prior used: `uniform`, `calibrated` or `file PATH`.
     pub prior: String,
+    /// The settings that built `new`, which `w` records for the rewritten record (a
+    /// search stopped by `x` records the expansions per region it used as its budget).
+    pub settings: crate::archive::format::Settings,
     /// The archive's program and its size in bytes.
     pub old: (Node, u64),
     /// What the search found.

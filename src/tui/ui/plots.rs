@@ -16,6 +16,20 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     };
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area);
+    // A reference record's program restores the residual against the other file's
+    // tensor: its statistics are the residual's, and the title says so.
+    let name = match app
+        .selected_tensor()
+        .and_then(|t| app.source.as_ref()?.record(t))
+    {
+        Some(r) => match r.sharing {
+            super::super::model::Sharing::Reference { op, role, .. } => {
+                format!("{name} (residual: {op} with the {role}'s tensor)")
+            }
+            _ => name,
+        },
+        None => name,
+    };
     histogram(frame, left, &ins.hist, &name);
     node_bytes(frame, right, &ins);
 }

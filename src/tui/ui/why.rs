@@ -99,12 +99,21 @@ fn lines(
         Some(Sharing::Reference { .. }) => "the residual's program",
         _ => "program",
     };
+    // Whose words the statistics below describe: a group's program restores all its
+    // tensors, a reference record's the residual against the other file's tensor.
+    let words_of = match record.map(|r| &r.sharing) {
+        Some(Sharing::Group { tensors, .. }) => format!(" in its group of {tensors} tensors"),
+        Some(Sharing::Reference { op, role, .. }) => {
+            format!(" of the residual ({op} with the {role}'s tensor)")
+        }
+        _ => String::new(),
+    };
     let scale = f64::from(w.width.max(1)).max(w.achieved_bits);
     let mut out = vec![
         Line::from(vec![
             Span::styled(name.to_string(), Style::default().fg(ACCENT).bold()),
             Span::raw(format!(
-                "  {} word{} of {}, {whose} {} byte{}",
+                "  {} word{} of {}{words_of}, {whose} {} byte{}",
                 thousands(w.words),
                 if w.words == 1 { "" } else { "s" },
                 super::super::inspect::bits(u64::from(w.width)),
