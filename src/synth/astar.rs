@@ -511,13 +511,14 @@ struct Search<'a> {
 const EXACT_WORDS: usize = 4096;
 
 /// Most open states plus holes one search holds: a search that reaches it stops as if
-/// its budget ran out, with [`SearchStats::memory_limited`] set. Each costs about a
-/// hundred bytes (the open state's partial tree, the hole's record; the holes' words are
-/// bounded apart, by [`SearchOptions::max_memory`]), so this bounds a search of any
-/// budget to a few hundred MB: before it, a budget of 2^40 grew a search by about
-/// 60 MB/s until the machine ran out of memory. A budget of 32 per region stays two
-/// orders of magnitude below it.
-pub const MAX_OPEN_ITEMS: usize = 1 << 21;
+/// its budget ran out, with [`SearchStats::memory_limited`] set. Each costs about 1 KB
+/// (the open state's partial tree and hole list, the hole's record and features; the
+/// holes' words are bounded apart, by [`SearchOptions::max_memory`]), so this bounds a
+/// search of any budget to about 0.5 GB: before it, a budget of 2^40 on the demo's
+/// position ids grew by about 60 MB/s until the machine ran out of memory (at 2 Mi items
+/// it stopped at 2 GB, after 683,535 expansions). An expansion adds about three items, so
+/// budgets up to about 150,000 per region never meet it.
+pub const MAX_OPEN_ITEMS: usize = 1 << 19;
 
 impl Search<'_> {
     /// The target of hole `id`, computing it (and its siblings') on first use.
