@@ -478,3 +478,41 @@ fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_re
     press(&mut a, KeyCode::Char('q'));
     assert!(a.quit_question.is_some() && !a.quit);
 }
+
+/// `q` while a search runs asks first: quitting would lose what it found.
+#[test]
+fn quitting_during_a_search_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let brv = demo_archive(dir.path());
+    let mut a = App::new(Arc::new(ArchiveSource::open(&brv).unwrap()));
+    a.search.form.prior = PriorMode::Uniform;
+    press(&mut a, KeyCode::Char('6'));
+    press(&mut a, KeyCode::Char('b'));
+    for _ in 0..3 {
+        press(&mut a, KeyCode::Backspace);
+    }
+    keys(&mut a, "99999999");
+    press(&mut a, KeyCode::Enter);
+    let apply = |a: &mut App, c: char| {
+        let k = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        if let Some(act) = map_key(a.key_context(), k) {
+            a.apply(act);
+        }
+    };
+    apply(&mut a, 'r');
+    assert!(a.search.running.is_some());
+    apply(&mut a, 'q');
+    assert!(!a.quit);
+    assert!(
+        a.quit_question
+            .as_deref()
+            .is_some_and(|q| q.starts_with("a search is running: quit and lose what it found?")),
+        "{:?}",
+        a.quit_question
+    );
+    apply(&mut a, 'n');
+    assert!(!a.quit && a.quit_question.is_none());
+    apply(&mut a, 'x');
+    assert!(a.settle(Duration::from_secs(120)));
+    assert!(a.search.running.is_none() && !a.quit);
+}

@@ -209,7 +209,9 @@ impl PriorKind {
 
 /// The search settings that built a record (version 2 keeps them in the index): the
 /// expansion budget per region, the depth and node limits, and which prior ordered the
-/// search, by the xxh3-64 of its JSON ([`crate::synth::Prior::to_json`]; 0 for uniform).
+/// search, by the xxh3-64 of its JSON without its `source` note
+/// ([`crate::synth::Prior::digest`]; 0 for uniform; archives written before 2026-12-03
+/// hashed the note too, so theirs named the path the prior was learned from).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Settings {
     /// Expansions per region (`--budget`).
@@ -220,7 +222,7 @@ pub struct Settings {
     pub max_nodes: u64,
     /// How the prior was chosen.
     pub prior: PriorKind,
-    /// xxh3-64 of the prior's JSON text; 0 for a uniform prior.
+    /// [`crate::synth::Prior::digest`] of the prior; 0 for a uniform prior.
     pub prior_digest: u64,
 }
 

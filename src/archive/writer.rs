@@ -441,9 +441,7 @@ fn write_archive_releasing<W: Write>(
         max_nodes: u64::from(opts.search.max_nodes),
         prior: prior_kind,
         prior_digest: match &opts.prior {
-            PriorChoice::Given(p) if prior_kind != format::PriorKind::Uniform => {
-                xxh3_64(p.to_json().as_bytes())
-            }
+            PriorChoice::Given(p) if prior_kind != format::PriorKind::Uniform => p.digest(),
             _ => 0,
         },
     };

@@ -335,6 +335,19 @@ impl Prior {
         serde_json::to_string_pretty(self).expect("a prior always serializes")
     }
 
+    /// The xxh3-64 of the prior's JSON ([`Prior::to_json`]) without its `source` note:
+    /// what an archive records of the prior that built a record
+    /// ([`crate::archive::format::Settings::prior_digest`]). The same counts give the
+    /// same digest whatever file or path they were learned from, so compressing one
+    /// input twice gives the same bytes.
+    pub fn digest(&self) -> u64 {
+        let bare = Prior {
+            source: String::new(),
+            ..self.clone()
+        };
+        crate::hash::xxh3_64(bare.to_json().as_bytes())
+    }
+
     /// Reads and checks the prior file at `path`: a regular file (a pipe or a device is
     /// refused before it is opened, so nothing blocks or reads forever) of at most
     /// [`MAX_PRIOR_FILE_BYTES`], UTF-8 text, and a prior ([`Prior::from_json`]).

@@ -729,11 +729,18 @@ impl App {
     }
 
     /// The question to ask before quitting, when quitting would lose work: the last
-    /// search's program is smaller than the archive's and was not written, or the new
-    /// archive is still being written.
+    /// search's program is smaller than the archive's and was not written, a search is
+    /// running, or the new archive is still being written.
     pub fn unsaved(&self) -> Option<String> {
         if self.search.writing.is_some() {
             return Some("the new archive is still being written: quit and lose it? (y/n)".into());
+        }
+        if self.search.running.is_some() {
+            return Some(
+                "a search is running: quit and lose what it found? (y/n) x stops it and \
+                 shows its best program so far"
+                    .into(),
+            );
         }
         let (name, gain) = self.unwritten_gain()?;
         Some(format!(
@@ -1261,7 +1268,7 @@ impl App {
                     prior: prior_kind,
                     prior_digest: match prior_kind {
                         PriorKind::Uniform => 0,
-                        _ => crate::hash::xxh3_64(prior.to_json().as_bytes()),
+                        _ => prior.digest(),
                     },
                 };
                 Ok(Box::new(SearchResult {
