@@ -604,13 +604,9 @@ pub fn existing_archive(
         if a.file_checksum() != sum {
             continue;
         }
-        let needs_base = a
-            .sources()
-            .iter()
-            .any(|e| e.role == crate::archive::format::SourceRole::Base);
         match base {
-            None if !needs_base => return Some(a),
-            Some(b) if needs_base && a.attach_base(b).is_ok() => return Some(a),
+            None if !a.needs_base() => return Some(a),
+            Some(b) if a.needs_base() && a.attach_base(b).is_ok() => return Some(a),
             _ => {}
         }
     }

@@ -58,6 +58,17 @@ fn screen_text(app: &mut App, w: u16, h: u16) -> String {
     s
 }
 
+/// Types `budget` into the Search form's budget field.
+fn set_budget(app: &mut App, budget: &str) {
+    press(app, KeyCode::Char('6'));
+    press(app, KeyCode::Char('b'));
+    for _ in 0..3 {
+        press(app, KeyCode::Backspace);
+    }
+    keys(app, budget);
+    press(app, KeyCode::Enter);
+}
+
 /// Replaces the text of the write prompt with `path`.
 fn type_path(app: &mut App, path: &Path) {
     let n = app.search.prompt.as_ref().unwrap().path.chars().count();
@@ -93,12 +104,7 @@ fn w_writes_the_new_program_into_a_new_archive() {
     }
     press(&mut a, KeyCode::Char('r'));
     assert_eq!(a.view, View::Search);
-    press(&mut a, KeyCode::Char('b'));
-    for _ in 0..3 {
-        press(&mut a, KeyCode::Backspace);
-    }
-    keys(&mut a, "0");
-    press(&mut a, KeyCode::Enter);
+    set_budget(&mut a, "0");
     a.search.form.prior = PriorMode::Uniform;
     press(&mut a, KeyCode::Char('r'));
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
@@ -122,13 +128,7 @@ fn w_writes_the_new_program_into_a_new_archive() {
     while a.selected_tensor() != Some(t) {
         press(&mut a, KeyCode::Up);
     }
-    press(&mut a, KeyCode::Char('6'));
-    press(&mut a, KeyCode::Char('b'));
-    for _ in 0..3 {
-        press(&mut a, KeyCode::Backspace);
-    }
-    keys(&mut a, "32");
-    press(&mut a, KeyCode::Enter);
+    set_budget(&mut a, "32");
     press(&mut a, KeyCode::Char('r'));
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
     let new_text = r.new.program.to_string();
@@ -420,15 +420,6 @@ fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_re
     let original = Archive::open(&brv).unwrap();
     let mut a = App::new(Arc::new(ArchiveSource::open(&brv).unwrap()));
     a.search.form.prior = PriorMode::Uniform;
-    let set_budget = |a: &mut App, b: &str| {
-        press(a, KeyCode::Char('6'));
-        press(a, KeyCode::Char('b'));
-        for _ in 0..3 {
-            press(a, KeyCode::Backspace);
-        }
-        keys(a, b);
-        press(a, KeyCode::Enter);
-    };
     let select = |a: &mut App, name: &str| {
         let t = original.find(name).unwrap();
         press(a, KeyCode::Char('1'));
@@ -442,7 +433,6 @@ fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_re
     let g = select(&mut a, "embeddings.LayerNorm.bias");
     assert!(original.tensors()[g].group.is_some());
     set_budget(&mut a, "1");
-    press(&mut a, KeyCode::Char('6'));
     press(&mut a, KeyCode::Char('r'));
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.group, Some(2));
@@ -486,13 +476,7 @@ fn quitting_during_a_search_asks_first() {
     let brv = demo_archive(dir.path());
     let mut a = App::new(Arc::new(ArchiveSource::open(&brv).unwrap()));
     a.search.form.prior = PriorMode::Uniform;
-    press(&mut a, KeyCode::Char('6'));
-    press(&mut a, KeyCode::Char('b'));
-    for _ in 0..3 {
-        press(&mut a, KeyCode::Backspace);
-    }
-    keys(&mut a, "99999999");
-    press(&mut a, KeyCode::Enter);
+    set_budget(&mut a, "99999999");
     let apply = |a: &mut App, c: char| {
         let k = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
         if let Some(act) = map_key(a.key_context(), k) {

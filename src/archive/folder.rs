@@ -1269,7 +1269,7 @@ impl Folder {
     /// the other shards it takes tensors from (each opened from this folder, with the
     /// base attached too).
     fn link(&self, a: &Archive) -> Result<()> {
-        let needs_base = a.sources().iter().any(|e| e.role == SourceRole::Base);
+        let needs_base = a.needs_base();
         if let (true, Some(b)) = (needs_base, &self.base) {
             a.attach_base(b)?;
         }
@@ -1291,7 +1291,7 @@ impl Folder {
             };
             let sibling = Archive::open(&self.stored_path(f))?;
             if let Some(b) = &self.base {
-                if sibling.sources().iter().any(|e| e.role == SourceRole::Base) {
+                if sibling.needs_base() {
                     sibling.attach_base(b)?;
                 }
             }

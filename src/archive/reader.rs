@@ -496,6 +496,12 @@ impl Archive {
         Ok(())
     }
 
+    /// Whether the archive lists a base checkpoint among its sources (role
+    /// [`SourceRole::Base`]): its reference records need that base attached.
+    pub fn needs_base(&self) -> bool {
+        self.sources.iter().any(|e| e.role == SourceRole::Base)
+    }
+
     /// Attaches the files of `base` to the archive's base sources: each to the base file
     /// of the same length and checksum (the name may differ).
     ///

@@ -273,18 +273,24 @@ mod tests {
     use crate::archive::{compress_file, no_progress, verify, CompressOptions};
     use crate::tensor::Words;
 
-    #[test]
-    fn a_replaced_program_round_trips_and_other_records_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        // Two tensors of two dtypes (records of their own): a ramp and a constant.
+    /// `dir/m.brv`, compressed with the defaults from two tensors of two dtypes (records
+    /// of their own): `a`, a U8 ramp 0..8, and `b`, four I8 nines.
+    fn two_tensor_archive(dir: &Path) -> std::path::PathBuf {
         let header = br#"{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]}}"#;
         let mut file = (header.len() as u64).to_le_bytes().to_vec();
         file.extend_from_slice(header);
         file.extend_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 9, 9]);
-        let input = dir.path().join("m.safetensors");
+        let input = dir.join("m.safetensors");
         fs::write(&input, &file).unwrap();
-        let brv = dir.path().join("m.brv");
+        let brv = dir.join("m.brv");
         compress_file(&input, &brv, &CompressOptions::default(), &no_progress).unwrap();
+        brv
+    }
+
+    #[test]
+    fn a_replaced_program_round_trips_and_other_records_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let brv = two_tensor_archive(dir.path());
         let old = Archive::open(&brv).unwrap();
         let lit = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
         let out = dir.path().join("m.new.brv");
@@ -317,14 +323,7 @@ mod tests {
     #[test]
     fn a_replaced_record_records_the_settings_that_built_it() {
         let dir = tempfile::tempdir().unwrap();
-        let header = br#"{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]}}"#;
-        let mut file = (header.len() as u64).to_le_bytes().to_vec();
-        file.extend_from_slice(header);
-        file.extend_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 9, 9]);
-        let input = dir.path().join("m.safetensors");
-        fs::write(&input, &file).unwrap();
-        let brv = dir.path().join("m.brv");
-        compress_file(&input, &brv, &CompressOptions::default(), &no_progress).unwrap();
+        let brv = two_tensor_archive(dir.path());
         let built = Archive::open(&brv).unwrap().tensors()[1].settings;
         assert_eq!(built.map(|s| s.budget), Some(1));
         let searched = format::Settings {
