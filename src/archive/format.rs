@@ -114,12 +114,13 @@ pub const MAGIC: [u8; 8] = *b"BREVIS\0\0";
 pub const END_MAGIC: [u8; 8] = *b"BRVINDEX";
 
 /// Newest layout this build writes and reads (it reads [`FIRST_VERSION`] to this one).
-/// An archive with no sources ([`SourceEntry`]) is written as [`PLAIN_VERSION`], which
-/// readers of version 2 read; one coded against sources (a base checkpoint, or other
-/// shards of its folder) as version 3.
-pub const FORMAT_VERSION: u16 = 3;
+/// Every archive is written as version 4: the file header under a checksum, records
+/// that can be found and checked without the index, a checksum per region of a large
+/// tensor.
+pub const FORMAT_VERSION: u16 = 4;
 
-/// The version of an archive with no sources: 2.
+/// The version of an archive with no sources written by builds before format 4: 2
+/// (version 3 had sources). Kept to build such archives in tests.
 pub const PLAIN_VERSION: u16 = 2;
 
 /// Oldest layout this build reads.
@@ -143,16 +144,26 @@ pub const KIND_DATA: u8 = 1;
 pub const KIND_COPY: u8 = 2;
 /// A reference record (version 3): a tensor coded against a tensor of a source.
 pub const KIND_REF: u8 = 3;
+/// A data record with a checksum per region (version 4): a large tensor (or gap) whose
+/// program is a root `concat` of its regions.
+pub const KIND_REGIONS: u8 = 4;
 
-/// The 16-byte file header this build writes for an archive without sources (format
-/// [`PLAIN_VERSION`], program wire [`crate::dsl::wire::PLAIN_WIRE_VERSION`]: such an
-/// archive holds no bucket literal).
+/// The high four bits of a version-4 record's first byte (its low four bits are the
+/// kind): what a reader walking the records without the index checks that it stands on
+/// a record.
+pub const RECORD_MARKER: u8 = 0xB0;
+
+/// The 16-byte file header of format 2 (program wire
+/// [`crate::dsl::wire::PLAIN_WIRE_VERSION`]), what builds before format 4 wrote for an
+/// archive without sources: to build version-2 archives in tests.
 pub fn file_header() -> [u8; FILE_HEADER_LEN] {
     file_header_version(PLAIN_VERSION)
 }
 
-/// The 16-byte file header of format `version` (2 or 3): format 3, whose reference
-/// records may hold bucket literals, at this build's wire version; format 2 at
+/// The 16-byte file header of format `version`: format 4 ([`FORMAT_VERSION`], what
+/// this build writes) at this build's wire version, its fields under the checksum at
+/// bytes 12..16 ([`header_check`]); format 3, whose reference records may hold bucket
+/// literals, at this build's wire version; format 2 at
 /// [`crate::dsl::wire::PLAIN_WIRE_VERSION`].
 pub fn file_header_version(version: u16) -> [u8; FILE_HEADER_LEN] {
     let wire = if version >= 3 {
@@ -169,12 +180,29 @@ pub fn file_header_v1() -> [u8; FILE_HEADER_LEN] {
     file_header_of(1, 1)
 }
 
-fn file_header_of(version: u16, wire: u16) -> [u8; FILE_HEADER_LEN] {
+/// The file header of format `version` and program wire version `wire`: from version 4
+/// on with [`header_check`] at bytes 12..16 (flags 0 before).
+pub fn file_header_of(version: u16, wire: u16) -> [u8; FILE_HEADER_LEN] {
     let mut h = [0u8; FILE_HEADER_LEN];
     h[..8].copy_from_slice(&MAGIC);
     h[8..10].copy_from_slice(&version.to_le_bytes());
     h[10..12].copy_from_slice(&wire.to_le_bytes());
+    if version >= 4 {
+        let check = header_check(&h[..12]);
+        h[12..16].copy_from_slice(&check.to_le_bytes());
+    }
     h
+}
+
+/// The checksum of a version-4 file header, stored at its bytes 12..16 (where earlier
+/// versions had flags that had to be 0): the low 32 bits of the xxh3-64 of its bytes
+/// 0..12 (magic, format version, wire version), never 0 (a 0 is stored as 1), so that
+/// no damaged version-4 header reads as a sound header of an earlier version.
+pub fn header_check(first12: &[u8]) -> u32 {
+    match crate::hash::xxh3_64(first12) as u32 {
+        0 => 1,
+        c => c,
+    }
 }
 
 /// How the production prior of a search was chosen ([`Settings`]).
@@ -250,6 +278,16 @@ pub enum RecordV2 {
     Data {
         /// xxh3-64 of the bytes.
         checksum: u64,
+        /// Program bytes, relative to the record start.
+        program: std::ops::Range<usize>,
+    },
+    /// Bytes of the data region whose program is a root `concat` of regions, each with
+    /// its own checksum (version 4).
+    Regions {
+        /// xxh3-64 of all the bytes.
+        checksum: u64,
+        /// Its regions, in order: the children of the program's root `concat`.
+        regions: Vec<RegionHead>,
         /// Program bytes, relative to the record start.
         program: std::ops::Range<usize>,
     },
@@ -477,12 +515,9 @@ pub fn write_index_v2(out: &mut Vec<u8>, index: &IndexV2) {
     out.put_uleb(index.file_name.len() as u64);
     out.extend_from_slice(index.file_name.as_bytes());
     out.put_uleb(index.settings.len() as u64);
+    let version = if index.sources.is_empty() { 2 } else { 3 };
     for s in &index.settings {
-        out.put_uleb(s.budget);
-        out.put_uleb(s.max_depth);
-        out.put_uleb(s.max_nodes);
-        out.push(s.prior as u8);
-        out.extend_from_slice(&s.prior_digest.to_le_bytes());
+        write_settings(out, s, version);
     }
     if !index.sources.is_empty() {
         out.put_uleb(index.sources.len() as u64);
@@ -527,22 +562,10 @@ pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
         }
     };
     let s = c.uleb()?;
-    let s = bounded(&c, s, "settings", 12)?;
+    let s = bounded(&c, s, "settings", SETTINGS_MIN_BYTES)?;
     let mut settings = Vec::with_capacity(s);
     for _ in 0..s {
-        let budget = c.uleb()?;
-        let max_depth = c.uleb()?;
-        let max_nodes = c.uleb()?;
-        let kind = c.u8()?;
-        let prior = PriorKind::from_u8(kind).ok_or_else(|| format!("unknown prior kind {kind}"))?;
-        let prior_digest = c.u64()?;
-        settings.push(Settings {
-            budget,
-            max_depth,
-            max_nodes,
-            prior,
-            prior_digest,
-        });
+        settings.push(read_settings(&mut c, version)?);
     }
     let mut sources = Vec::new();
     if version >= 3 {
@@ -602,6 +625,489 @@ pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
         sources,
         record_lens,
         records,
+    })
+}
+
+/// Fewest bytes one settings entry of an index takes (three one-byte integers, the
+/// prior kind and its 8-byte digest): bounds a count read from an index before anything
+/// is allocated.
+pub const SETTINGS_MIN_BYTES: u64 = 12;
+
+/// Appends one settings entry of the index of a format-`version` archive ([`Settings`]):
+/// `uleb` budget, `uleb` depth limit, `uleb` node limit, `u8` prior kind, `u64` prior
+/// digest. The one function that writes an entry ([`read_settings`] reads it).
+pub fn write_settings(out: &mut Vec<u8>, s: &Settings, version: u16) {
+    let _ = version;
+    out.put_uleb(s.budget);
+    out.put_uleb(s.max_depth);
+    out.put_uleb(s.max_nodes);
+    out.push(s.prior as u8);
+    out.extend_from_slice(&s.prior_digest.to_le_bytes());
+}
+
+/// Reads one settings entry of the index of a format-`version` archive, as
+/// [`write_settings`] writes it.
+///
+/// # Errors
+/// A sentence if the entry is cut short or names an unknown prior kind.
+pub fn read_settings(c: &mut Cursor<'_>, version: u16) -> Result<Settings, String> {
+    let _ = version;
+    let budget = c.uleb()?;
+    let max_depth = c.uleb()?;
+    let max_nodes = c.uleb()?;
+    let kind = c.u8()?;
+    let prior = PriorKind::from_u8(kind).ok_or_else(|| format!("unknown prior kind {kind}"))?;
+    let prior_digest = c.u64()?;
+    Ok(Settings {
+        budget,
+        max_depth,
+        max_nodes,
+        prior,
+        prior_digest,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Version 4.
+
+/// One region of a version-4 regions record ([`KIND_REGIONS`]): the child of the
+/// record's root `concat` that restores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegionHead {
+    /// Words the region holds (the child's length).
+    pub words: u64,
+    /// Bytes of the child's program in the record.
+    pub program_len: u64,
+    /// xxh3-64 of the original bytes the region restores.
+    pub checksum: u64,
+}
+
+/// Fewest bytes a [`RegionHead`] takes in a record.
+const REGION_HEAD_MIN_BYTES: u64 = 10;
+
+/// The fields of a version-4 header record (record 0) before its program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeaderV4 {
+    /// Length of the source's JSON header in bytes (its 8-byte length field's value).
+    pub header_len: u64,
+    /// xxh3-64 of the JSON header.
+    pub checksum: u64,
+    /// Length of the original file in bytes.
+    pub original_len: u64,
+    /// The source's file name (no folders; empty if not known).
+    pub file_name: String,
+    /// The sources reference records take tensors from (empty for none).
+    pub sources: Vec<SourceEntry>,
+}
+
+/// The fields of a version-4 record before its program, by kind (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeadV4<'a> {
+    /// Record 0.
+    Header(&'a HeaderV4),
+    /// A data record.
+    Data {
+        /// Items it covers (>= 1).
+        items: u64,
+        /// xxh3-64 of the bytes it restores.
+        checksum: u64,
+    },
+    /// A data record whose program is a root `concat` of its regions, each checked
+    /// alone.
+    Regions {
+        /// Items it covers (>= 1).
+        items: u64,
+        /// xxh3-64 of all the bytes it restores.
+        checksum: u64,
+        /// Its regions, in order (at least two).
+        regions: &'a [RegionHead],
+    },
+    /// A copy of an earlier data record (no program).
+    Copy {
+        /// Items it covers (>= 1).
+        items: u64,
+        /// Index of the record it copies.
+        of: u64,
+    },
+    /// A tensor coded against a source tensor ([`RecordV2::Ref`]).
+    Ref {
+        /// Items it covers (1).
+        items: u64,
+        /// xxh3-64 of the bytes it restores.
+        checksum: u64,
+        /// Index of the source (into [`HeaderV4::sources`]), position of its tensor,
+        /// and that tensor's xxh3-64.
+        source: (u64, u64, u64),
+        /// How the residual combines with the source's words.
+        op: RefOp,
+    },
+}
+
+fn put_source(out: &mut Vec<u8>, s: &SourceEntry) {
+    out.push(s.role as u8);
+    out.put_uleb(s.name.len() as u64);
+    out.extend_from_slice(s.name.as_bytes());
+    out.put_uleb(s.original_len);
+    out.extend_from_slice(&s.checksum.to_le_bytes());
+}
+
+fn read_source(c: &mut Cursor<'_>) -> Result<SourceEntry, String> {
+    let role = c.u8()?;
+    let role = SourceRole::from_u8(role).ok_or_else(|| format!("unknown source role {role}"))?;
+    let len = c.uleb()?;
+    let name = std::str::from_utf8(c.take(len)?)
+        .map_err(|_| "a source's name is not UTF-8".to_string())?
+        .to_string();
+    let original_len = c.uleb()?;
+    let checksum = c.u64()?;
+    Ok(SourceEntry {
+        role,
+        name,
+        original_len,
+        checksum,
+    })
+}
+
+/// Appends a version-4 record's frame and fields: everything but its program of
+/// `program_len` bytes, which follows to the record's end.
+pub fn record_head_v4(out: &mut Vec<u8>, head: &HeadV4<'_>, program_len: u64) {
+    let mut f = Vec::new();
+    let kind = match head {
+        HeadV4::Header(h) => {
+            f.put_uleb(h.header_len);
+            f.extend_from_slice(&h.checksum.to_le_bytes());
+            f.put_uleb(h.original_len);
+            f.put_uleb(h.file_name.len() as u64);
+            f.extend_from_slice(h.file_name.as_bytes());
+            f.put_uleb(h.sources.len() as u64);
+            for s in &h.sources {
+                put_source(&mut f, s);
+            }
+            KIND_HEADER
+        }
+        HeadV4::Data { items, checksum } => {
+            f.put_uleb(*items);
+            f.extend_from_slice(&checksum.to_le_bytes());
+            KIND_DATA
+        }
+        HeadV4::Regions {
+            items,
+            checksum,
+            regions,
+        } => {
+            f.put_uleb(*items);
+            f.extend_from_slice(&checksum.to_le_bytes());
+            f.put_uleb(regions.len() as u64);
+            for r in *regions {
+                f.put_uleb(r.words);
+                f.put_uleb(r.program_len);
+                f.extend_from_slice(&r.checksum.to_le_bytes());
+            }
+            KIND_REGIONS
+        }
+        HeadV4::Copy { items, of } => {
+            f.put_uleb(*items);
+            f.put_uleb(*of);
+            KIND_COPY
+        }
+        HeadV4::Ref {
+            items,
+            checksum,
+            source: (source, tensor, source_checksum),
+            op,
+        } => {
+            f.put_uleb(*items);
+            f.extend_from_slice(&checksum.to_le_bytes());
+            f.put_uleb(*source);
+            f.put_uleb(*tensor);
+            f.extend_from_slice(&source_checksum.to_le_bytes());
+            f.push(*op as u8);
+            KIND_REF
+        }
+    };
+    out.push(RECORD_MARKER | kind);
+    out.put_uleb(f.len() as u64 + program_len);
+    out.extend_from_slice(&f);
+}
+
+/// A version-4 record's frame, read from its first bytes: its kind and its length in
+/// bytes (from its first byte to its last).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameV4 {
+    /// Its kind ([`KIND_HEADER`], [`KIND_DATA`], [`KIND_COPY`], [`KIND_REF`],
+    /// [`KIND_REGIONS`]).
+    pub kind: u8,
+    /// Its length in bytes, frame included.
+    pub len: u64,
+}
+
+/// Reads the frame of the version-4 record that starts `bytes` (which may go on past
+/// it): the marker and kind byte, then the `uleb` length of the rest.
+///
+/// # Errors
+/// A sentence if the first byte is not a record marker of a known kind, or the bytes
+/// end inside the frame.
+pub fn read_frame_v4(bytes: &[u8]) -> Result<FrameV4, String> {
+    let mut c = Cursor::new(bytes, "record frame");
+    let b = c.u8()?;
+    let kind = b & 0x0f;
+    if b & 0xf0 != RECORD_MARKER || kind > KIND_REGIONS {
+        return Err(format!(
+            "byte {b:#04x} is not a record marker (0xb0 to 0xb4)"
+        ));
+    }
+    let rest = c.uleb()?;
+    let len = rest
+        .checked_add(c.pos() as u64)
+        .ok_or_else(|| format!("record length {rest} overflows"))?;
+    Ok(FrameV4 { kind, len })
+}
+
+/// At most how many of the first bytes of a version-4 record whose first bytes are
+/// `first` hold its frame, its fields and the first byte of its program, when that may be
+/// more than a few dozen: for a regions record, whose table grows with its region count,
+/// a bound from that count. `None` for any other record, or when `first` does not hold
+/// the count.
+pub fn head_bound_v4(first: &[u8]) -> Option<u64> {
+    let frame = read_frame_v4(first).ok()?;
+    if frame.kind != KIND_REGIONS {
+        return None;
+    }
+    let mut c = Cursor::new(first, "record");
+    c.u8().ok()?;
+    c.uleb().ok()?;
+    c.uleb().ok()?;
+    c.u64().ok()?;
+    let k = c.uleb().ok()?;
+    // Each region: two LEB128 integers of at most 10 bytes and a checksum.
+    let bound = k.saturating_mul(28).saturating_add(c.pos() as u64 + 1);
+    Some(bound.min(frame.len))
+}
+
+/// A version-4 record read from exactly its bytes, without decoding its program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordV4 {
+    /// Record 0.
+    Header {
+        /// Its fields.
+        head: HeaderV4,
+        /// Program bytes, relative to the record start.
+        program: std::ops::Range<usize>,
+    },
+    /// Any other record.
+    Other {
+        /// Items it covers (>= 1).
+        items: u64,
+        /// What it holds ([`RecordV2::Header`] never).
+        record: RecordV2,
+    },
+}
+
+/// Reads one version-4 record from exactly its bytes (`bytes` is the whole record). Every
+/// count is bounded by the bytes left before anything is allocated.
+///
+/// # Errors
+/// A sentence if the frame is not a record's, its length is not the record's, or a field
+/// is cut short or out of range.
+pub fn read_record_v4(bytes: &[u8]) -> Result<RecordV4, String> {
+    let frame = read_frame_v4(bytes)?;
+    if frame.len != bytes.len() as u64 {
+        return Err(format!(
+            "its frame says {} bytes, the index {}",
+            frame.len,
+            bytes.len()
+        ));
+    }
+    let mut c = Cursor::new(bytes, "record");
+    c.u8()?;
+    c.uleb()?;
+    let rest = |c: &Cursor<'_>| c.pos()..bytes.len();
+    if frame.kind == KIND_HEADER {
+        let header_len = c.uleb()?;
+        let checksum = c.u64()?;
+        let original_len = c.uleb()?;
+        let name_len = c.uleb()?;
+        let file_name = std::str::from_utf8(c.take(name_len)?)
+            .map_err(|_| "the file name is not UTF-8".to_string())?
+            .to_string();
+        let n = c.uleb()?;
+        if n.saturating_mul(11) > c.remaining() as u64 {
+            return Err(format!(
+                "the header record claims {n} sources but has {} bytes left",
+                c.remaining()
+            ));
+        }
+        let mut sources = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            sources.push(read_source(&mut c)?);
+        }
+        return Ok(RecordV4::Header {
+            head: HeaderV4 {
+                header_len,
+                checksum,
+                original_len,
+                file_name,
+                sources,
+            },
+            program: rest(&c),
+        });
+    }
+    let items = c.uleb()?;
+    let record = match frame.kind {
+        KIND_DATA => {
+            let checksum = c.u64()?;
+            RecordV2::Data {
+                checksum,
+                program: rest(&c),
+            }
+        }
+        KIND_REGIONS => {
+            let checksum = c.u64()?;
+            let k = c.uleb()?;
+            if k < 2 || k.saturating_mul(REGION_HEAD_MIN_BYTES) > c.remaining() as u64 {
+                return Err(format!(
+                    "a regions record claims {k} regions with {} bytes left",
+                    c.remaining()
+                ));
+            }
+            let mut regions = Vec::with_capacity(k as usize);
+            let mut total = 0u64;
+            for _ in 0..k {
+                let words = c.uleb()?;
+                let program_len = c.uleb()?;
+                let checksum = c.u64()?;
+                total = total.saturating_add(program_len);
+                regions.push(RegionHead {
+                    words,
+                    program_len,
+                    checksum,
+                });
+            }
+            let program = rest(&c);
+            // The regions' programs are the children of the root `concat`, at its end.
+            if total >= program.len() as u64 {
+                return Err(format!(
+                    "its regions' programs take {total} bytes of a program of {}",
+                    program.len()
+                ));
+            }
+            RecordV2::Regions {
+                checksum,
+                regions,
+                program,
+            }
+        }
+        KIND_COPY => {
+            let of = c.uleb()?;
+            c.finish()?;
+            RecordV2::Copy { of }
+        }
+        KIND_REF => {
+            let checksum = c.u64()?;
+            let source = c.uleb()?;
+            let tensor = c.uleb()?;
+            let source_checksum = c.u64()?;
+            let op = c.u8()?;
+            let op = RefOp::from_u8(op).ok_or_else(|| format!("unknown reference op {op}"))?;
+            RecordV2::Ref {
+                checksum,
+                source,
+                tensor,
+                source_checksum,
+                op,
+                program: rest(&c),
+            }
+        }
+        k => return Err(format!("unknown record kind {k}")),
+    };
+    Ok(RecordV4::Other { items, record })
+}
+
+/// The index of a version-4 archive (the original length, file name and sources are in
+/// the header record, [`HeaderV4`]; what each record covers, in its frame).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexV4 {
+    /// xxh3-64 of the whole original file.
+    pub file_checksum: u64,
+    /// xxh3-64 of the archive's record bytes (from byte 16 to the index).
+    pub records_checksum: u64,
+    /// The search settings the records refer to.
+    pub settings: Vec<Settings>,
+    /// Length in bytes of every record, in order (record 0 is the header record).
+    pub record_lens: Vec<u64>,
+    /// For records `1..`: which settings built it (an index into `settings`).
+    pub record_settings: Vec<u64>,
+}
+
+/// Appends the bytes of a version-4 index.
+///
+/// # Panics
+/// If `index.record_settings` does not have one entry per record after the first.
+pub fn write_index_v4(out: &mut Vec<u8>, index: &IndexV4) {
+    assert_eq!(index.record_settings.len() + 1, index.record_lens.len());
+    out.put_uleb(index.record_lens.len() as u64);
+    out.extend_from_slice(&index.file_checksum.to_le_bytes());
+    out.extend_from_slice(&index.records_checksum.to_le_bytes());
+    out.put_uleb(index.settings.len() as u64);
+    for s in &index.settings {
+        write_settings(out, s, 4);
+    }
+    for &l in &index.record_lens {
+        out.put_uleb(l);
+    }
+    for &s in &index.record_settings {
+        out.put_uleb(s);
+    }
+}
+
+/// Reads a version-4 index from exactly its bytes. Every count is bounded by the bytes
+/// left before anything is allocated.
+///
+/// # Errors
+/// A sentence if it is cut short, has bytes left over, or a count exceeds its bytes.
+pub fn read_index_v4(bytes: &[u8]) -> Result<IndexV4, String> {
+    let mut c = Cursor::new(bytes, "index");
+    let count = c.uleb()?;
+    let file_checksum = c.u64()?;
+    let records_checksum = c.u64()?;
+    let s = c.uleb()?;
+    if s.saturating_mul(SETTINGS_MIN_BYTES) > c.remaining() as u64 {
+        return Err(format!(
+            "index claims {s} settings but has {} bytes left",
+            c.remaining()
+        ));
+    }
+    let mut settings = Vec::with_capacity(s as usize);
+    for _ in 0..s {
+        settings.push(read_settings(&mut c, 4)?);
+    }
+    if count == 0 {
+        return Err("index lists no records".into());
+    }
+    // Each record takes at least two bytes (its length, its settings), the header
+    // record one.
+    if count.saturating_mul(2) - 1 > c.remaining() as u64 {
+        return Err(format!(
+            "index claims {count} records but has {} bytes left",
+            c.remaining()
+        ));
+    }
+    let n = count as usize;
+    let mut record_lens = Vec::with_capacity(n);
+    for _ in 0..n {
+        record_lens.push(c.uleb()?);
+    }
+    let mut record_settings = Vec::with_capacity(n - 1);
+    for _ in 1..n {
+        record_settings.push(c.uleb()?);
+    }
+    c.finish()?;
+    Ok(IndexV4 {
+        file_checksum,
+        records_checksum,
+        settings,
+        record_lens,
+        record_settings,
     })
 }
 

@@ -9,7 +9,7 @@
 //! with the stored xxh3-64 checksum.
 
 use super::base::{BaseSet, OpenedSource};
-use super::format::{self, Record, RecordV2, RefOp, Settings, SourceEntry, SourceRole};
+use super::format::{self, Record, RecordV2, RecordV4, RefOp, Settings, SourceEntry, SourceRole};
 use super::stream::{self, Decoded};
 use super::writer::{check_output, open_direct, persist, temp_beside, SyncAhead, Target};
 use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
@@ -17,6 +17,7 @@ use crate::dsl::{execute, read_program, wire_version_of, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
 use crate::hash::{xxh3_64, Xxh3};
 use crate::tensor::Dtype;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::ops::{Deref, Range};
@@ -166,12 +167,42 @@ pub struct GapEntry {
 }
 
 /// A region in record order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Item {
     Header,
     Tensor(usize),
     Gap(usize),
     Group(usize),
+    /// A tensor or gap whose record was not found: an archive opened without its index
+    /// ([`Archive::open_for_salvage`]) cut or damaged before it.
+    Lost(usize),
+}
+
+/// One region of a large tensor (or gap) stored with a checksum of its own (a regions
+/// record, format 4): the child of the record's root `concat` that restores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionSpan {
+    /// Words it restores.
+    pub words: u64,
+    /// Where its bytes start among the record's restored bytes, in bytes.
+    pub offset: u64,
+    /// Byte range of its program (the `concat`'s child) in the archive.
+    pub program: Range<usize>,
+    /// xxh3-64 of the original bytes it restores.
+    pub checksum: u64,
+}
+
+/// A tensor or gap of an archive opened without its index whose record was not found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LostEntry {
+    /// Start of its bytes in the data region.
+    begin: u64,
+    /// End (exclusive).
+    end: u64,
+    /// The tensor (an index into [`Archive::tensors`]), or `None` for a gap.
+    tensor: Option<usize>,
+    /// Why its record was not found.
+    why: String,
 }
 
 enum Backing {
@@ -269,6 +300,13 @@ pub struct Archive {
     gaps: Vec<GapEntry>,
     groups: Vec<GroupEntry>,
     items: Vec<Item>,
+    /// The regions of each item stored in a regions record (format 4).
+    regions: HashMap<Item, Arc<[RegionSpan]>>,
+    /// The items of an archive opened without its index whose records were not found.
+    lost: Vec<LostEntry>,
+    /// For an archive opened without its index ([`Archive::open_for_salvage`]): what is
+    /// wrong with it, and where the records found end.
+    indexless: Option<String>,
 }
 
 impl std::fmt::Debug for Archive {
@@ -341,31 +379,102 @@ impl Archive {
         }
     }
 
+    /// Opens the archive at `path` for `decompress --salvage`: as [`Archive::open`], or,
+    /// for a format-4 archive whose trailer or index cannot be read (the file cut short,
+    /// say by an interrupted download, or the index damaged), by walking its records
+    /// from byte 16 (each record's frame gives its kind and length): every record that
+    /// is whole and reads is used, and the tensors and gaps after the last one are
+    /// restored by none ([`Archive::missing_index`] says so; salvage zero-fills and names
+    /// them). The header record must be whole and restore the source's header, which
+    /// names every tensor.
+    ///
+    /// # Errors
+    /// As [`Archive::open`] when the archive is not of format 4 or its damage is not in
+    /// its trailer or index; [`Error::Archive`] saying that nothing can be salvaged when
+    /// the header record is cut or damaged too.
+    pub fn open_for_salvage(path: &Path) -> Result<Archive> {
+        let e = match Archive::open(path) {
+            Ok(a) => return Ok(a),
+            Err(e) => e,
+        };
+        let Error::Archive {
+            source: ArchiveError::Corrupt { what },
+            ..
+        } = &e
+        else {
+            return Err(e);
+        };
+        let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+        let bytes =
+            Backing::Map(super::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?);
+        Archive::walk(path.to_path_buf(), bytes, what).unwrap_or(Err(e))
+    }
+
+    /// [`Archive::open_for_salvage`] of an archive held in memory; `path` only labels
+    /// errors.
+    ///
+    /// # Errors
+    /// As [`Archive::open_for_salvage`].
+    pub fn from_bytes_for_salvage(bytes: Vec<u8>, path: impl Into<PathBuf>) -> Result<Archive> {
+        let path = path.into();
+        let e = match parse_structure(&bytes) {
+            Ok(s) => return Ok(Archive::from_structure(path, Backing::Owned(bytes), s)),
+            Err(e) => e,
+        };
+        let ArchiveError::Corrupt { what } = &e else {
+            return Err(Error::archive(&path, e));
+        };
+        let what = what.clone();
+        Archive::walk(path.clone(), Backing::Owned(bytes), &what)
+            .unwrap_or_else(|| Err(Error::archive(&path, e)))
+    }
+
+    /// The archive in `bytes` opened by walking its records ([`parse_walk`]), its index
+    /// being unreadable for `why`; `None` when it is not a format-4 archive.
+    fn walk(path: PathBuf, bytes: Backing, why: &str) -> Option<Result<Archive>> {
+        if bytes.get(..8) != Some(&format::MAGIC[..])
+            || bytes.get(8..10) != Some(&4u16.to_le_bytes()[..])
+        {
+            return None;
+        }
+        Some(match parse_walk(&bytes, why) {
+            Ok(s) => Ok(Archive::from_structure(path, bytes, s)),
+            Err(e) => Err(Error::archive(&path, e)),
+        })
+    }
+
     fn validate(path: PathBuf, bytes: Backing) -> Result<Archive> {
         match parse_structure(&bytes) {
-            Ok(s) => Ok(Archive {
-                path,
-                bytes,
-                header_len: s.header_len,
-                header_checksum: s.header_checksum,
-                header_record: s.header_record,
-                header_program: s.header_program,
-                original_len: s.original_len,
-                file_checksum: s.file_checksum,
-                records_checksum: s.records_checksum,
-                records_end: s.records_end,
-                version: s.version,
-                wire: s.wire,
-                file_name: s.file_name,
-                settings: s.settings,
-                links: s.sources.iter().map(|_| OnceLock::new()).collect(),
-                sources: s.sources,
-                tensors: s.tensors,
-                gaps: s.gaps,
-                groups: s.groups,
-                items: s.items,
-            }),
+            Ok(s) => Ok(Archive::from_structure(path, bytes, s)),
             Err(e) => Err(Error::archive(&path, e)),
+        }
+    }
+
+    fn from_structure(path: PathBuf, bytes: Backing, s: Structure) -> Archive {
+        Archive {
+            path,
+            bytes,
+            header_len: s.header_len,
+            header_checksum: s.header_checksum,
+            header_record: s.header_record,
+            header_program: s.header_program,
+            original_len: s.original_len,
+            file_checksum: s.file_checksum,
+            records_checksum: s.records_checksum,
+            records_end: s.records_end,
+            version: s.version,
+            wire: s.wire,
+            file_name: s.file_name,
+            settings: s.settings,
+            links: s.sources.iter().map(|_| OnceLock::new()).collect(),
+            sources: s.sources,
+            tensors: s.tensors,
+            gaps: s.gaps,
+            groups: s.groups,
+            items: s.items,
+            regions: s.regions,
+            lost: s.lost,
+            indexless: s.indexless,
         }
     }
 
@@ -894,6 +1003,13 @@ impl Archive {
                     self.tensors[g.tensors.end - 1].name
                 )
             }
+            Item::Lost(k) => {
+                let l = &self.lost[k];
+                match l.tensor {
+                    Some(t) => format!("tensor {:?}", self.tensors[t].name),
+                    None => format!("gap at data bytes [{}, {})", l.begin, l.end),
+                }
+            }
         }
     }
 
@@ -905,6 +1021,10 @@ impl Archive {
             Item::Tensor(i) => &self.tensors[i].name,
             Item::Gap(_) => "(gap)",
             Item::Group(k) => &self.tensors[self.groups[k].tensors.start].name,
+            Item::Lost(k) => match self.lost[k].tensor {
+                Some(t) => &self.tensors[t].name,
+                None => "(gap)",
+            },
         }
     }
 
@@ -915,6 +1035,7 @@ impl Archive {
             Item::Tensor(i) => self.tensors[i].original_bytes(),
             Item::Gap(g) => self.gaps[g].end - self.gaps[g].begin,
             Item::Group(k) => self.groups[k].end - self.groups[k].begin,
+            Item::Lost(k) => self.lost[k].end - self.lost[k].begin,
         }
     }
 
@@ -924,7 +1045,39 @@ impl Archive {
             Item::Tensor(i) => self.tensors[i].checksum,
             Item::Gap(g) => self.gaps[g].checksum,
             Item::Group(k) => self.groups[k].checksum,
+            // Never decoded: nothing is compared with it.
+            Item::Lost(_) => 0,
         }
+    }
+
+    /// Why a lost item's record was not found (`None` for any other item).
+    pub(crate) fn lost_reason(&self, item: Item) -> Option<&str> {
+        match item {
+            Item::Lost(k) => Some(&self.lost[k].why),
+            _ => None,
+        }
+    }
+
+    /// The regions of `item` with checksums of their own (a regions record, format 4;
+    /// `None` for any other item).
+    pub(crate) fn item_regions(&self, item: Item) -> Option<&Arc<[RegionSpan]>> {
+        self.regions.get(&item)
+    }
+
+    /// The regions of tensor `i` stored with a checksum each (a tensor of more than
+    /// [`super::writer::REGION_WORDS`] words in a format-4 archive), in order; empty for
+    /// any other tensor.
+    pub fn tensor_regions(&self, i: usize) -> &[RegionSpan] {
+        self.regions
+            .get(&Item::Tensor(i))
+            .map_or(&[], |r| r.as_ref())
+    }
+
+    /// For an archive opened without its index ([`Archive::open_for_salvage`]): what is
+    /// wrong with it and where the records found end; `None` for an archive opened
+    /// through its index.
+    pub fn missing_index(&self) -> Option<&str> {
+        self.indexless.as_deref()
     }
 
     fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
@@ -960,6 +1113,14 @@ impl Archive {
                 (g.program.clone(), Ty::new(8, g.end - g.begin))
             }
             Item::Group(k) => (self.groups[k].program.clone(), self.groups[k].ty()),
+            Item::Lost(k) => {
+                let l = &self.lost[k];
+                let width = l.tensor.map_or(8, |t| self.tensors[t].dtype.word_bits());
+                (
+                    0..0,
+                    Ty::new(width, (l.end - l.begin) * 8 / u64::from(width)),
+                )
+            }
         }
     }
 
@@ -1279,6 +1440,14 @@ impl Archive {
             }
             Ok(())
         };
+        // The unit being restored when it is one region of a regions record (format 4),
+        // checked alone: its hash, bytes seen and why it is damaged; and whether a region
+        // of the current item was found damaged (then the item's own checksum, which
+        // covers that region, is not reported again).
+        let mut unit_hash = Xxh3::new();
+        let mut unit_seen = 0u64;
+        let mut unit_why: Option<String> = None;
+        let mut region_damaged = false;
         stream::decode_all_with_progress(
             self,
             resolve_jobs(jobs),
@@ -1295,6 +1464,7 @@ impl Archive {
                     held.clear();
                     why = None;
                     seen = 0;
+                    region_damaged = false;
                     len = self.item_original_bytes(u.item);
                     if u.item == Item::Header {
                         let field = self.header_len.to_le_bytes();
@@ -1304,6 +1474,11 @@ impl Archive {
                         len -= 8;
                     }
                     start = pos;
+                }
+                if unit.is_some_and(|u| u.check.is_some()) && !is_end {
+                    unit_hash.reset();
+                    unit_seen = 0;
+                    unit_why = None;
                 }
                 match d {
                     Decoded::Begin(_) => {}
@@ -1315,7 +1490,9 @@ impl Archive {
                         }
                         let b = &b[..room];
                         region.update(b);
+                        unit_hash.update(b);
                         seen += room as u64;
+                        unit_seen += room as u64;
                         match mode {
                             Salvage::Hold => held.extend_from_slice(b),
                             Salvage::Mark => {
@@ -1328,14 +1505,62 @@ impl Archive {
                         if u.item == Item::Header {
                             return Err(header_failed(e));
                         }
-                        if why.is_none() {
-                            why = Some(e.to_string());
+                        let reason = match self.lost_reason(u.item) {
+                            Some(lost) => lost.to_string(),
+                            None => e.to_string(),
+                        };
+                        if u.check.is_some() {
+                            unit_why.get_or_insert(reason);
+                        } else if why.is_none() {
+                            why = Some(reason);
                         }
                         let n = u.bytes.min(len - seen);
                         zeros(out, n, &mut held)?;
                         seen += n;
+                        unit_seen += n;
                     }
                     Decoded::End(_) => {}
+                }
+                // A region checked alone, at its end.
+                if let Some(u) = unit.filter(|_| !is_begin) {
+                    if let Some(c) = u.check {
+                        if unit_why.is_none() && unit_seen < u.bytes {
+                            unit_why =
+                                Some(format!("decodes to {unit_seen} of its {} bytes", u.bytes));
+                        }
+                        let actual = unit_hash.digest();
+                        if unit_why.is_none() && actual != c.checksum {
+                            unit_why = Some(format!(
+                                "checksum mismatch: stored {:016x}, decoded {actual:016x}",
+                                c.checksum
+                            ));
+                        }
+                        if let Some(reason) = unit_why.take() {
+                            region_damaged = true;
+                            let words = u.bytes
+                                / crate::tensor::container_bytes(self.item_program(u.item).1.width)
+                                    as u64;
+                            damaged.push(DamagedRegion {
+                                region: format!(
+                                    "{}, region {} of {} (words [{}, {}))",
+                                    self.item_region(u.item),
+                                    c.index + 1,
+                                    c.count,
+                                    c.first_word,
+                                    c.first_word + words
+                                ),
+                                tensors: self.item_tensors(u.item),
+                                offset: start + c.offset,
+                                bytes: u.bytes,
+                                reason,
+                            });
+                            if mode == Salvage::Hold {
+                                let at = c.offset as usize;
+                                let end = (at + u.bytes as usize).min(held.len());
+                                held[at.min(end)..end].fill(0);
+                            }
+                        }
+                    }
                 }
                 let Some(u) = unit.filter(|u| u.last && !is_begin) else {
                     return Ok(());
@@ -1347,7 +1572,7 @@ impl Archive {
                     zeros(out, len - seen, &mut held)?;
                 }
                 let (expected, actual) = (self.item_checksum(u.item), region.digest());
-                if why.is_none() && actual != expected {
+                if why.is_none() && !region_damaged && actual != expected {
                     if u.item == Item::Header {
                         return Err(Error::Mismatch {
                             path: self.path.clone(),
@@ -1362,6 +1587,9 @@ impl Archive {
                     ));
                 }
                 if let Some(reason) = why.take() {
+                    // Damage found in the item as a whole: all of it is zero-filled
+                    // (what its regions reported is part of it).
+                    damaged.retain(|d: &DamagedRegion| d.offset < start || d.offset >= start + len);
                     damaged.push(DamagedRegion {
                         region: self.item_region(u.item),
                         tensors: self.item_tensors(u.item),
@@ -1385,7 +1613,8 @@ impl Archive {
             &|| false,
         )?;
         let actual = hasher.digest();
-        if damaged.is_empty() && actual != self.file_checksum {
+        // An archive opened without its index has no whole-file checksum to check.
+        if damaged.is_empty() && self.indexless.is_none() && actual != self.file_checksum {
             return Err(Error::Mismatch {
                 path: self.path.clone(),
                 region: "whole file".to_string(),
@@ -1401,6 +1630,11 @@ impl Archive {
         match item {
             Item::Header | Item::Gap(_) => Vec::new(),
             Item::Tensor(i) => vec![self.tensors[i].name.clone()],
+            Item::Lost(k) => self.lost[k]
+                .tensor
+                .map(|t| self.tensors[t].name.clone())
+                .into_iter()
+                .collect(),
             Item::Group(k) => self.tensors[self.groups[k].tensors.clone()]
                 .iter()
                 .map(|t| t.name.clone())
@@ -1480,6 +1714,9 @@ struct Structure {
     gaps: Vec<GapEntry>,
     groups: Vec<GroupEntry>,
     items: Vec<Item>,
+    regions: HashMap<Item, Arc<[RegionSpan]>>,
+    lost: Vec<LostEntry>,
+    indexless: Option<String>,
 }
 
 /// Bytes before the end of an archive searched for its trailer when the file does not end
@@ -1623,10 +1860,22 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         });
     }
     let flags = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
-    if flags != 0 {
-        return Err(corrupt(format!(
-            "unknown flags {flags:#x} in the file header"
-        )));
+    if version >= 4 {
+        check_header_v4(bytes)?;
+    } else if flags != 0 {
+        // A version-4 header checksum there means a damaged version field.
+        let what =
+            if format::header_check(&[&bytes[..8], &4u16.to_le_bytes(), &bytes[10..12]].concat())
+                == flags
+            {
+                format!(
+                    "the file header is damaged: it says format version {version}, but its \
+                 bytes 12..16 hold the checksum of a version-4 header"
+                )
+            } else {
+                format!("unknown flags {flags:#x} in the file header")
+            };
+        return Err(corrupt(what));
     }
 
     let trailer_start = len - format::TRAILER_LEN;
@@ -1687,6 +1936,9 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         return Err(corrupt(format!(
             "index checksum mismatch: stored {index_sum:016x}, computed {actual:016x}"
         )));
+    }
+    if version >= 4 {
+        return parse_v4(bytes, index_bytes, index_offset, wire);
     }
     if version >= 2 {
         return parse_v2(bytes, index_bytes, index_offset, version, wire);
@@ -1847,6 +2099,9 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         gaps,
         groups: Vec::new(),
         items,
+        regions: HashMap::new(),
+        lost: Vec::new(),
+        indexless: None,
     })
 }
 
@@ -1912,9 +2167,9 @@ fn decode_header_v2(
     Ok(header)
 }
 
-/// The rest of [`parse_structure`] for format version 2 (see [`format`]): the index, the
-/// header record (decoded: it says what every other record holds), then every record's
-/// items, groups and copies.
+/// The rest of [`parse_structure`] for format versions 2 and 3 (see [`format`]): the
+/// index, the header record (decoded: it says what every other record holds), then every
+/// record's items, groups and copies.
 fn parse_v2(
     bytes: &[u8],
     index_bytes: &[u8],
@@ -1922,7 +2177,6 @@ fn parse_v2(
     version: u16,
     wire: u16,
 ) -> Result<Structure, ArchiveError> {
-    use super::safetensors::Region;
     let index = format::read_index_v2(index_bytes, version).map_err(corrupt)?;
     let ranges = record_ranges(&index.record_lens, index_offset)?;
     let rec = |i: usize| -> Result<RecordV2, ArchiveError> {
@@ -1940,106 +2194,446 @@ fn parse_v2(
         return Err(damaged_record("record 0 is not the header record"));
     };
     let header_program = abs(0, program);
+    let parsed = header_layout(
+        bytes,
+        &header_program,
+        header_len,
+        header_checksum,
+        index.original_len,
+        wire,
+    )?;
+    let mut assign = Assign::new(bytes, version, &parsed, index.sources.len());
+    for (r, &(count, set)) in (1..).zip(&index.records) {
+        let settings = settings_of(&index.settings, r, set)?;
+        let record = rec(r)?;
+        assign.place(
+            r,
+            RecIn {
+                range: ranges[r].clone(),
+                items: count,
+                settings: Some(settings),
+                record,
+            },
+        )?;
+    }
+    assign.finish()?;
+    Ok(assign.into_structure(Head {
+        header_len,
+        header_checksum,
+        header_record: ranges[0].clone(),
+        header_program,
+        original_len: index.original_len,
+        file_checksum: index.file_checksum,
+        records_checksum: index.records_checksum,
+        records_end: index_offset as usize,
+        version,
+        wire,
+        file_name: (!index.file_name.is_empty()).then_some(index.file_name),
+        settings: index.settings,
+        sources: index.sources,
+        indexless: None,
+    }))
+}
+
+/// The settings entry `id` of `settings`, which record `r` names.
+fn settings_of(settings: &[Settings], r: usize, id: u64) -> Result<Settings, ArchiveError> {
+    usize::try_from(id)
+        .ok()
+        .and_then(|k| settings.get(k).copied())
+        .ok_or_else(|| {
+            damaged_record(format!(
+                "record {r}: settings #{id}, but the index has {}",
+                settings.len()
+            ))
+        })
+}
+
+/// The source header a version-2 or later archive stores in its header record
+/// (`program`, absolute), decoded, checked against `checksum` and parsed for an original
+/// file of `original_len` bytes: the tensors and gaps every other record restores.
+fn header_layout(
+    bytes: &[u8],
+    program: &Range<usize>,
+    header_len: u64,
+    checksum: u64,
+    original_len: u64,
+    wire: u16,
+) -> Result<super::safetensors::ParsedHeader, ArchiveError> {
     let max_header = super::safetensors::MAX_HEADER_LEN;
-    let data_len = index
-        .original_len
+    let data_len = original_len
         .checked_sub(8)
         .and_then(|r| r.checked_sub(header_len))
         .filter(|_| header_len > 0 && header_len <= max_header)
         .ok_or_else(|| {
             damaged_record(format!(
-                "header of {header_len} bytes does not fit an original file of {} bytes \
-                 (or the limit of {max_header})",
-                index.original_len
+                "header of {header_len} bytes does not fit an original file of \
+                 {original_len} bytes (or the limit of {max_header})"
             ))
         })?;
-    let header = decode_header_v2(
-        &bytes[header_program.clone()],
-        header_len,
-        header_checksum,
-        wire,
-    )?;
-    let parsed = super::safetensors::parse_header(&header, data_len).map_err(|e| {
+    let header = decode_header_v2(&bytes[program.clone()], header_len, checksum, wire)?;
+    super::safetensors::parse_header(&header, data_len).map_err(|e| {
         damaged_record(format!(
             "record 0 (the header): the restored header is not a valid .safetensors header: {e}"
         ))
-    })?;
+    })
+}
 
-    // Tensors in data order (empty ones at their offset), and the items: non-empty
-    // tensors (by position in `tensors`) and gaps.
-    enum It {
-        Tensor(usize),
-        Gap(u64, u64),
+/// The rest of [`parse_structure`] for format version 4 (see [`format`]): as version 2,
+/// with the original length, file name and sources in the header record, and what each
+/// record covers in its frame.
+fn parse_v4(
+    bytes: &[u8],
+    index_bytes: &[u8],
+    index_offset: u64,
+    wire: u16,
+) -> Result<Structure, ArchiveError> {
+    let index = format::read_index_v4(index_bytes).map_err(corrupt)?;
+    let ranges = record_ranges(&index.record_lens, index_offset)?;
+    let rec = |i: usize| -> Result<RecordV4, ArchiveError> {
+        format::read_record_v4(&bytes[ranges[i].clone()])
+            .map_err(|e| damaged_record(format!("record {i} at byte {}: {e}", ranges[i].start)))
+    };
+    let RecordV4::Header { head, program } = rec(0)? else {
+        return Err(damaged_record("record 0 is not the header record"));
+    };
+    let header_program = ranges[0].start + program.start..ranges[0].start + program.end;
+    let parsed = header_layout(
+        bytes,
+        &header_program,
+        head.header_len,
+        head.checksum,
+        head.original_len,
+        wire,
+    )?;
+    let mut assign = Assign::new(bytes, 4, &parsed, head.sources.len());
+    for r in 1..ranges.len() {
+        let settings = settings_of(&index.settings, r, index.record_settings[r - 1])?;
+        let RecordV4::Other { items, record } = rec(r)? else {
+            return Err(damaged_record(format!(
+                "record {r} at byte {}: a second header record",
+                ranges[r].start
+            )));
+        };
+        assign.place(
+            r,
+            RecIn {
+                range: ranges[r].clone(),
+                items,
+                settings: Some(settings),
+                record,
+            },
+        )?;
     }
-    let mut tensors: Vec<TensorEntry> = Vec::with_capacity(parsed.tensors.len());
-    let mut its = Vec::with_capacity(parsed.regions.len());
-    for r in &parsed.regions {
-        match *r {
-            Region::Tensor(t) => {
-                let info = &parsed.tensors[t];
-                if info.begin != info.end {
-                    its.push(It::Tensor(tensors.len()));
-                }
-                tensors.push(TensorEntry {
-                    name: info.name.clone(),
-                    dtype: info.dtype,
-                    shape: info.shape.clone(),
-                    header_index: info.header_index as u64,
-                    begin: info.begin,
-                    end: info.end,
-                    checksum: xxh3_64(&[]),
-                    record: 0..0,
-                    program: 0..0,
-                    root_op: "lit",
-                    group: None,
-                    copy_of: None,
+    assign.finish()?;
+    Ok(assign.into_structure(Head {
+        header_len: head.header_len,
+        header_checksum: head.checksum,
+        header_record: ranges[0].clone(),
+        header_program,
+        original_len: head.original_len,
+        file_checksum: index.file_checksum,
+        records_checksum: index.records_checksum,
+        records_end: index_offset as usize,
+        version: 4,
+        wire,
+        file_name: (!head.file_name.is_empty()).then_some(head.file_name),
+        settings: index.settings,
+        sources: head.sources,
+        indexless: None,
+    }))
+}
+
+/// Checks the 16-byte file header of a version-4 archive: magic, version 4, a wire
+/// version this build reads, and the header checksum. Returns the wire version.
+fn file_header_v4(bytes: &[u8]) -> Result<u16, ArchiveError> {
+    let head = bytes
+        .get(..format::FILE_HEADER_LEN)
+        .ok_or_else(|| corrupt("cut inside its 16-byte file header"))?;
+    if !head.starts_with(&format::MAGIC) {
+        return Err(ArchiveError::NotArchive {
+            what: describe_foreign(bytes),
+        });
+    }
+    let version = u16::from_le_bytes([head[8], head[9]]);
+    if version != 4 {
+        return Err(ArchiveError::Version {
+            what: "format",
+            found: version.into(),
+            first: 4,
+            supported: format::FORMAT_VERSION.into(),
+        });
+    }
+    check_header_v4(head)?;
+    let wire = u16::from_le_bytes([head[10], head[11]]);
+    if !(1..=crate::dsl::wire::WIRE_VERSION).contains(&u32::from(wire)) {
+        return Err(ArchiveError::Version {
+            what: "program wire",
+            found: wire.into(),
+            first: 1,
+            supported: crate::dsl::wire::WIRE_VERSION.into(),
+        });
+    }
+    Ok(wire)
+}
+
+/// Refuses a version-4 file header whose checksum (bytes 12..16) does not match its
+/// first 12 bytes.
+fn check_header_v4(head: &[u8]) -> Result<(), ArchiveError> {
+    let stored = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+    let computed = format::header_check(&head[..12]);
+    if stored != computed {
+        return Err(corrupt(format!(
+            "the file header is damaged: its checksum is {stored:08x}, its bytes hash to \
+             {computed:08x} (format version {}, wire version {})",
+            u16::from_le_bytes([head[8], head[9]]),
+            u16::from_le_bytes([head[10], head[11]])
+        )));
+    }
+    Ok(())
+}
+
+/// The records of a version-4 archive whose trailer or index cannot be read (cut short,
+/// damaged), found by walking their frames from byte 16 ([`Archive::open_for_salvage`]):
+/// the header record must be whole and sound; every record after it is taken while it
+/// is whole and its frame and fields read, and the items no record found covers are
+/// [`Item::Lost`]. `why` says what is wrong with the index.
+fn parse_walk(bytes: &[u8], why: &str) -> Result<Structure, ArchiveError> {
+    let wire = file_header_v4(bytes)?;
+    let len = bytes.len();
+    let start = format::FILE_HEADER_LEN;
+    let whole = |at: usize| -> Result<Range<usize>, String> {
+        let frame = format::read_frame_v4(&bytes[at..])?;
+        let end = usize::try_from(frame.len)
+            .ok()
+            .and_then(|l| at.checked_add(l))
+            .filter(|&e| e <= len)
+            .ok_or_else(|| {
+                format!(
+                    "the archive ends at byte {len}, inside the record of {} bytes at byte {at}",
+                    frame.len
+                )
+            })?;
+        Ok(at..end)
+    };
+    let cant = |what: String| {
+        damaged_record(format!(
+            "{why}, and {what}: the header record, which names every tensor, cannot be \
+             read, so nothing can be salvaged"
+        ))
+    };
+    let range0 = whole(start).map_err(cant)?;
+    let RecordV4::Header { head, program } =
+        format::read_record_v4(&bytes[range0.clone()]).map_err(cant)?
+    else {
+        return Err(cant("record 0 is not the header record".to_string()));
+    };
+    let header_program = range0.start + program.start..range0.start + program.end;
+    let parsed = header_layout(
+        bytes,
+        &header_program,
+        head.header_len,
+        head.checksum,
+        head.original_len,
+        wire,
+    )?;
+    let mut assign = Assign::new(bytes, 4, &parsed, head.sources.len());
+    let mut at = range0.end;
+    let mut r = 1usize;
+    let stop = loop {
+        if assign.next == assign.its.len() {
+            break None;
+        }
+        if at >= len {
+            break Some(format!("the archive ends at byte {len}, before record {r}"));
+        }
+        let range = match whole(at) {
+            Ok(range) => range,
+            Err(e) => break Some(format!("record {r} at byte {at}: {e}")),
+        };
+        let placed = match format::read_record_v4(&bytes[range.clone()]) {
+            Ok(RecordV4::Other { items, record }) => assign.place(
+                r,
+                RecIn {
+                    range: range.clone(),
+                    items,
                     settings: None,
-                    reference: None,
-                    share: 0,
-                    program_share: 0,
-                });
+                    record,
+                },
+            ),
+            Ok(RecordV4::Header { .. }) => Err(damaged_record("a second header record")),
+            Err(e) => Err(damaged_record(e)),
+        };
+        if let Err(e) = placed {
+            break Some(format!("record {r} at byte {at}: {e}"));
+        }
+        at = range.end;
+        r += 1;
+    };
+    let lost_because = match &stop {
+        Some(s) => format!("its record is lost ({why}; {s})"),
+        None => String::new(),
+    };
+    assign.lose_rest(&lost_because);
+    Ok(assign.into_structure(Head {
+        header_len: head.header_len,
+        header_checksum: head.checksum,
+        header_record: range0,
+        header_program,
+        original_len: head.original_len,
+        file_checksum: 0,
+        records_checksum: 0,
+        records_end: at,
+        version: 4,
+        wire,
+        file_name: (!head.file_name.is_empty()).then_some(head.file_name),
+        settings: Vec::new(),
+        sources: head.sources,
+        indexless: Some(match stop {
+            Some(s) => format!("{why}; the records found end at byte {at} ({s})"),
+            None => format!("{why}; every record was found before byte {at}"),
+        }),
+    }))
+}
+
+/// The fields of a [`Structure`] that do not come from laying records over items.
+struct Head {
+    header_len: u64,
+    header_checksum: u64,
+    header_record: Range<usize>,
+    header_program: Range<usize>,
+    original_len: u64,
+    file_checksum: u64,
+    records_checksum: u64,
+    records_end: usize,
+    version: u16,
+    wire: u16,
+    file_name: Option<String>,
+    settings: Vec<Settings>,
+    sources: Vec<SourceEntry>,
+    indexless: Option<String>,
+}
+
+/// A record as [`Assign::place`] takes it.
+struct RecIn {
+    /// Its bytes in the archive.
+    range: Range<usize>,
+    /// Items it covers.
+    items: u64,
+    /// The settings that built it (`None`: not known, the index being lost).
+    settings: Option<Settings>,
+    /// What it holds (never the header).
+    record: RecordV2,
+}
+
+/// What a data record restores, for the copies that name it: its type, checksum,
+/// program range, first tensor and regions.
+struct Stored {
+    ty: Ty,
+    checksum: u64,
+    program: Range<usize>,
+    tensor: Option<usize>,
+    regions: Option<Arc<[RegionSpan]>>,
+}
+
+/// An item of the data region: a non-empty tensor (by position in the tensors) or a gap.
+enum It {
+    Tensor(usize),
+    Gap(u64, u64),
+}
+
+/// Lays the records of a version-2 or later archive over the items of the data region
+/// its header lays out, in order, checking each against what it covers.
+struct Assign<'b> {
+    bytes: &'b [u8],
+    version: u16,
+    sources: usize,
+    tensors: Vec<TensorEntry>,
+    its: Vec<It>,
+    next: usize,
+    stored: Vec<Option<Stored>>,
+    gaps: Vec<GapEntry>,
+    groups: Vec<GroupEntry>,
+    items: Vec<Item>,
+    regions: HashMap<Item, Arc<[RegionSpan]>>,
+    lost: Vec<LostEntry>,
+}
+
+impl<'b> Assign<'b> {
+    /// Tensors in data order (empty ones at their offset), and the items: non-empty
+    /// tensors (by position in `tensors`) and gaps.
+    fn new(
+        bytes: &'b [u8],
+        version: u16,
+        parsed: &super::safetensors::ParsedHeader,
+        sources: usize,
+    ) -> Assign<'b> {
+        use super::safetensors::Region;
+        let mut tensors: Vec<TensorEntry> = Vec::with_capacity(parsed.tensors.len());
+        let mut its = Vec::with_capacity(parsed.regions.len());
+        for r in &parsed.regions {
+            match *r {
+                Region::Tensor(t) => {
+                    let info = &parsed.tensors[t];
+                    if info.begin != info.end {
+                        its.push(It::Tensor(tensors.len()));
+                    }
+                    tensors.push(TensorEntry {
+                        name: info.name.clone(),
+                        dtype: info.dtype,
+                        shape: info.shape.clone(),
+                        header_index: info.header_index as u64,
+                        begin: info.begin,
+                        end: info.end,
+                        checksum: xxh3_64(&[]),
+                        record: 0..0,
+                        program: 0..0,
+                        root_op: "lit",
+                        group: None,
+                        copy_of: None,
+                        settings: None,
+                        reference: None,
+                        share: 0,
+                        program_share: 0,
+                    });
+                }
+                Region::Gap { begin, end } => its.push(It::Gap(begin, end)),
             }
-            Region::Gap { begin, end } => its.push(It::Gap(begin, end)),
+        }
+        let items = vec![Item::Header];
+        Assign {
+            bytes,
+            version,
+            sources,
+            tensors,
+            its,
+            next: 0,
+            stored: vec![None],
+            gaps: Vec::new(),
+            groups: Vec::new(),
+            items,
+            regions: HashMap::new(),
+            lost: Vec::new(),
         }
     }
 
-    let settings_of = |r: usize, id: u64| {
-        usize::try_from(id)
-            .ok()
-            .and_then(|k| index.settings.get(k).copied())
-            .ok_or_else(|| {
-                damaged_record(format!(
-                    "record {r}: settings #{id}, but the index has {}",
-                    index.settings.len()
-                ))
-            })
-    };
-    // What each data record restores (for copies): its type, checksum, program range
-    // and first tensor.
-    struct Stored {
-        ty: Ty,
-        checksum: u64,
-        program: Range<usize>,
-        tensor: Option<usize>,
-    }
-    let mut stored: Vec<Option<Stored>> = vec![None];
-    let mut gaps = Vec::new();
-    let mut groups = Vec::new();
-    let mut items = Vec::with_capacity(ranges.len());
-    items.push(Item::Header);
-    let mut next = 0usize;
-    for (r, &(count, set)) in (1..).zip(&index.records) {
-        let settings = settings_of(r, set)?;
-        let bad = |what: String| {
-            damaged_record(format!("record {r} at byte {}: {what}", ranges[r].start))
-        };
-        let left = its.len() - next;
+    /// Lays record `r` over the next items. Changes nothing when it fails.
+    fn place(&mut self, r: usize, rec: RecIn) -> Result<(), ArchiveError> {
+        let RecIn {
+            range,
+            items: count,
+            settings,
+            record,
+        } = rec;
+        let bad =
+            |what: String| damaged_record(format!("record {r} at byte {}: {what}", range.start));
+        let abs = |p: Range<usize>| range.start + p.start..range.start + p.end;
+        let tensors = &self.tensors;
+        let left = self.its.len() - self.next;
         let count = usize::try_from(count)
             .ok()
             .filter(|&c| c >= 1 && c <= left)
             .ok_or_else(|| bad(format!("covers {count} items, {left} are left")))?;
-        let mine = &its[next..next + count];
-        next += count;
+        let mine = &self.its[self.next..self.next + count];
         // The record's type, and what it restores.
         let (ty, first_tensor, kind) = match mine {
             [It::Gap(b, e)] => (Ty::new(8, e - b), None, 0),
@@ -2063,9 +2657,19 @@ fn parse_v2(
             }
         };
         let mut reference = None;
-        let (checksum, program, copy_of) = match rec(r)? {
+        let mut regions = None;
+        let (checksum, program, copy_of) = match record {
             RecordV2::Header { .. } => return Err(bad("a second header record".to_string())),
-            RecordV2::Data { checksum, program } => (checksum, abs(r, program), None),
+            RecordV2::Data { checksum, program } => (checksum, abs(program), None),
+            RecordV2::Regions {
+                checksum,
+                regions: heads,
+                program,
+            } => {
+                let program = abs(program);
+                regions = Some(region_spans(&heads, &program, ty).map_err(bad)?);
+                (checksum, program, None)
+            }
             RecordV2::Ref {
                 checksum,
                 source,
@@ -2081,11 +2685,11 @@ fn parse_v2(
                 }
                 let source = usize::try_from(source)
                     .ok()
-                    .filter(|&s| s < index.sources.len())
+                    .filter(|&s| s < self.sources)
                     .ok_or_else(|| {
                         bad(format!(
-                            "coded against source #{source}, but the index has {}",
-                            index.sources.len()
+                            "coded against source #{source}, but the archive lists {}",
+                            self.sources
                         ))
                     })?;
                 reference = Some(Reference {
@@ -2094,19 +2698,19 @@ fn parse_v2(
                     source_checksum,
                     op,
                 });
-                (checksum, abs(r, program), None)
+                (checksum, abs(program), None)
             }
             RecordV2::Copy { of } => {
                 let target = usize::try_from(of)
                     .ok()
                     .filter(|&j| (1..r).contains(&j))
-                    .and_then(|j| stored[j].as_ref())
+                    .and_then(|j| self.stored.get(j)?.as_ref())
                     .ok_or_else(|| {
                         bad(format!(
                             "copies record {of}, which is not an earlier data record"
                         ))
                     })?;
-                if !format::copy_allowed(version, target.ty, ty) {
+                if !format::copy_allowed(self.version, target.ty, ty) {
                     let named = first_tensor
                         .map(|t| format!(" (tensor {:?})", tensors[t].name))
                         .unwrap_or_default();
@@ -2115,31 +2719,39 @@ fn parse_v2(
                         target.ty
                     )));
                 }
+                regions = target.regions.clone();
                 (target.checksum, target.program.clone(), target.tensor)
             }
         };
-        stored.push((copy_of.is_none() && reference.is_none()).then(|| Stored {
+        // Checked: from here on nothing fails.
+        self.next += count;
+        let stored = (copy_of.is_none() && reference.is_none()).then(|| Stored {
             ty,
             checksum,
             program: program.clone(),
             tensor: first_tensor,
-        }));
-        let root_op = format::root_op_name(&bytes[program.clone()]);
-        let record = ranges[r].clone();
-        match (kind, mine) {
+            regions: regions.clone(),
+        });
+        while self.stored.len() < r {
+            self.stored.push(None);
+        }
+        self.stored.push(stored);
+        let root_op = format::root_op_name(&self.bytes[program.clone()]);
+        let record = range;
+        let item = match (kind, mine) {
             (0, [It::Gap(begin, end)]) => {
-                items.push(Item::Gap(gaps.len()));
-                gaps.push(GapEntry {
+                let item = Item::Gap(self.gaps.len());
+                self.gaps.push(GapEntry {
                     begin: *begin,
                     end: *end,
                     checksum,
                     record,
                     program,
                 });
+                item
             }
             (1, [It::Tensor(t)]) => {
-                items.push(Item::Tensor(*t));
-                let e = &mut tensors[*t];
+                let e = &mut self.tensors[*t];
                 e.checksum = checksum;
                 e.share = record.len() as u64;
                 e.program_share = if copy_of.is_some() {
@@ -2151,8 +2763,9 @@ fn parse_v2(
                 e.program = program;
                 e.root_op = root_op;
                 e.copy_of = copy_of;
-                e.settings = Some(settings);
+                e.settings = settings;
                 e.reference = reference;
+                Item::Tensor(*t)
             }
             _ => {
                 let ts: Vec<usize> = mine
@@ -2163,8 +2776,8 @@ fn parse_v2(
                     })
                     .collect();
                 let (lo, hi) = (ts[0], ts[ts.len() - 1] + 1);
-                let k = groups.len();
-                items.push(Item::Group(k));
+                let k = self.groups.len();
+                let tensors = &mut self.tensors;
                 let total: u64 = ts.iter().map(|&t| tensors[t].original_bytes()).sum();
                 // Shares of the record and program in proportion to the original bytes,
                 // the rounding put on the last one, so that they add up exactly.
@@ -2185,12 +2798,12 @@ fn parse_v2(
                     e.root_op = root_op;
                     e.group = Some(k);
                     e.copy_of = copy_of;
-                    e.settings = Some(settings);
+                    e.settings = settings;
                     e.share = share.0 - done.0;
                     e.program_share = share.1 - done.1;
                     done = share;
                 }
-                groups.push(GroupEntry {
+                self.groups.push(GroupEntry {
                     tensors: lo..hi,
                     begin: tensors[lo].begin,
                     end: tensors[hi - 1].end,
@@ -2198,36 +2811,113 @@ fn parse_v2(
                     checksum,
                     record,
                     program,
-                    settings: Some(settings),
+                    settings,
                 });
+                Item::Group(k)
             }
+        };
+        self.items.push(item);
+        if let Some(spans) = regions {
+            self.regions.insert(item, spans);
+        }
+        Ok(())
+    }
+
+    /// Refuses records that do not cover every item.
+    fn finish(&self) -> Result<(), ArchiveError> {
+        if self.next != self.its.len() {
+            return Err(damaged_record(format!(
+                "the records cover {} of the {} tensors and gaps the header lays out",
+                self.next,
+                self.its.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Makes every item no record covered a lost one, lost for `why`.
+    fn lose_rest(&mut self, why: &str) {
+        for it in &self.its[self.next..] {
+            let (begin, end, tensor) = match *it {
+                It::Tensor(t) => (self.tensors[t].begin, self.tensors[t].end, Some(t)),
+                It::Gap(b, e) => (b, e, None),
+            };
+            self.items.push(Item::Lost(self.lost.len()));
+            self.lost.push(LostEntry {
+                begin,
+                end,
+                tensor,
+                why: why.to_string(),
+            });
+        }
+        self.next = self.its.len();
+    }
+
+    fn into_structure(self, h: Head) -> Structure {
+        Structure {
+            header_len: h.header_len,
+            header_checksum: h.header_checksum,
+            header_record: h.header_record,
+            header_program: h.header_program,
+            original_len: h.original_len,
+            file_checksum: h.file_checksum,
+            records_checksum: h.records_checksum,
+            records_end: h.records_end,
+            version: h.version,
+            wire: h.wire,
+            file_name: h.file_name,
+            settings: h.settings,
+            sources: h.sources,
+            tensors: self.tensors,
+            gaps: self.gaps,
+            groups: self.groups,
+            items: self.items,
+            regions: self.regions,
+            lost: self.lost,
+            indexless: h.indexless,
         }
     }
-    if next != its.len() {
-        return Err(damaged_record(format!(
-            "the records cover {next} of the {} tensors and gaps the header lays out",
-            its.len()
-        )));
+}
+
+/// The regions of a regions record whose program (absolute range `program`) restores
+/// `ty`: each child of the root `concat` at the program's end, with its words, its
+/// byte offset in the record's bytes and its checksum.
+fn region_spans(
+    heads: &[format::RegionHead],
+    program: &Range<usize>,
+    ty: Ty,
+) -> Result<Arc<[RegionSpan]>, String> {
+    let words: u64 = heads
+        .iter()
+        .try_fold(0u64, |a, h| a.checked_add(h.words).filter(|_| h.words >= 1))
+        .ok_or_else(|| "a region of no words".to_string())?;
+    if words != ty.len {
+        return Err(format!(
+            "its regions hold {words} words, its items {}",
+            ty.len
+        ));
     }
-    Ok(Structure {
-        header_len,
-        header_checksum,
-        header_record: ranges[0].clone(),
-        header_program,
-        original_len: index.original_len,
-        file_checksum: index.file_checksum,
-        records_checksum: index.records_checksum,
-        records_end: index_offset as usize,
-        version,
-        wire,
-        file_name: (!index.file_name.is_empty()).then_some(index.file_name),
-        settings: index.settings,
-        sources: index.sources,
-        tensors,
-        gaps,
-        groups,
-        items,
-    })
+    let total: u64 = heads.iter().map(|h| h.program_len).sum();
+    // `read_record_v4` checked that the regions' programs fit the program.
+    let mut at = program.end - total as usize;
+    let word_bytes = u64::from(crate::tensor::container_bytes(ty.width) as u32);
+    let mut offset = 0u64;
+    let mut spans = Vec::with_capacity(heads.len());
+    for h in heads {
+        if h.program_len == 0 {
+            return Err("a region with an empty program".to_string());
+        }
+        let end = at + h.program_len as usize;
+        spans.push(RegionSpan {
+            words: h.words,
+            offset,
+            program: at..end,
+            checksum: h.checksum,
+        });
+        offset += h.words * word_bytes;
+        at = end;
+    }
+    Ok(spans.into())
 }
 
 #[cfg(test)]
@@ -2444,9 +3134,15 @@ mod tests {
         );
         let node = a.program(i).unwrap();
         assert_eq!(wire_version_of(&node), 2, "{node:?}");
-        // The same archive declaring wire version 1 opens, but the tensor is refused.
+        // The wire version is under the file header's checksum: changed alone, the
+        // header is refused as damaged.
         let mut old = good;
         old[10..12].copy_from_slice(&1u16.to_le_bytes());
+        let e = Archive::from_bytes(old.clone(), "mem").unwrap_err().to_string();
+        assert!(e.contains("the file header is damaged"), "{e}");
+        // The same archive with a sound header declaring wire version 1 opens, but the
+        // tensor is refused.
+        old[..format::FILE_HEADER_LEN].copy_from_slice(&format::file_header_of(4, 1));
         let a = Archive::from_bytes(old, "mem").unwrap();
         let e = a.decode_tensor(i).unwrap_err().to_string();
         assert!(
@@ -2474,14 +3170,10 @@ mod tests {
                 let Ok(a) = Archive::from_bytes(bad, "t") else {
                     continue;
                 };
-                // Every byte but the wire version is covered by a checksum: verification
-                // must fail. The wire version may become another this reader reads, which
-                // changes nothing while the programs hold no newer operator (below).
+                // Every byte is covered by a checksum (the file header's own since format
+                // 4): verification must fail.
                 let report = verify(&a, Some(1), &no_progress).unwrap();
-                assert!(
-                    !report.is_ok() || (10..12).contains(&pos),
-                    "byte {pos} ^ {flip:#x} went unnoticed"
-                );
+                assert!(!report.is_ok(), "byte {pos} ^ {flip:#x} went unnoticed");
                 // Restoring checks the original bytes only: it either fails or is exact.
                 let mut out = Vec::new();
                 let restored = a.write_original(&mut out, Some(1), &no_progress, Path::new("o"));

@@ -410,10 +410,13 @@ impl Ranged {
             // Version 2 and later: the record lengths from the index; record heads and
             // the whole header record. Anything else (version 1, a damaged index) is
             // read whole, and the parser says what is wrong.
-            let lens = (version >= 2)
-                .then(|| format::read_index_v2(index, version).ok())
-                .flatten()
-                .map(|i| i.record_lens);
+            let lens = match version {
+                4.. => format::read_index_v4(index).ok().map(|i| i.record_lens),
+                2 | 3 => format::read_index_v2(index, version)
+                    .ok()
+                    .map(|i| i.record_lens),
+                _ => None,
+            };
             let mut wanted: Vec<Range<u64>> = Vec::new();
             match lens {
                 Some(lens) => {
@@ -443,6 +446,30 @@ impl Ranged {
                 let at = r.start as usize;
                 image[at..at + b.len()].copy_from_slice(&b);
                 read += b.len() as u64;
+            }
+            // A regions record's table of regions (format 4) may run past its first
+            // bytes: the rest of it too.
+            let more: Vec<Range<u64>> = records
+                .iter()
+                .skip(1)
+                .filter_map(|r| {
+                    let have = r.end.min(r.start + HEAD_BYTES);
+                    let bound = format::head_bound_v4(&image[r.start..have])?;
+                    let need = (r.start as u64 + bound).min(r.end as u64);
+                    (need > have as u64).then_some(have as u64..need)
+                })
+                .collect();
+            if !more.is_empty() {
+                let more = coalesce(more);
+                let parts = location.block(
+                    "cannot read",
+                    location.store.get_ranges(&location.key, &more),
+                )?;
+                for (r, b) in more.iter().zip(parts) {
+                    let at = r.start as usize;
+                    image[at..at + b.len()].copy_from_slice(&b);
+                    read += b.len() as u64;
+                }
             }
         }
         let fetched = records.iter().map(|_| OnceLock::new()).collect();

@@ -116,7 +116,8 @@ pub fn rewrite_with_programs(
             )));
         }
         let words = execute(program, ty.len).map_err(|e| internal(format!("fails: {e}")))?;
-        let actual = xxh3_64(&words_into_le_bytes(words));
+        let restored = words_into_le_bytes(words);
+        let actual = xxh3_64(&restored);
         if actual != t.checksum {
             return Err(Error::Mismatch {
                 path: src.to_path_buf(),
@@ -127,7 +128,23 @@ pub fn rewrite_with_programs(
         }
         let body = program_bytes(program);
         let mut record = Vec::new();
-        if archive.version() >= 2 {
+        if archive.version() >= 4 {
+            let items = group.map_or(1, |g| g.tensors.len() as u64);
+            let regions = region_heads(program, &restored);
+            let head = match &regions {
+                Some(regions) => format::HeadV4::Regions {
+                    items,
+                    checksum: t.checksum,
+                    regions,
+                },
+                None => format::HeadV4::Data {
+                    items,
+                    checksum: t.checksum,
+                },
+            };
+            format::record_head_v4(&mut record, &head, body.len() as u64);
+            record.extend_from_slice(&body);
+        } else if archive.version() >= 2 {
             format::data_record_head(&mut record, t.checksum);
             record.extend_from_slice(&body);
         } else {
@@ -159,7 +176,14 @@ pub fn rewrite_with_programs(
         .zip(usize::try_from(index_len).ok())
         .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
         .ok_or_else(|| corrupt("index out of bounds".into()))?;
-    let (old_lens, old_records_checksum, mut v2) = if archive.version() >= 2 {
+    let mut v4 = if archive.version() >= 4 {
+        Some(format::read_index_v4(index_bytes).map_err(corrupt)?)
+    } else {
+        None
+    };
+    let (old_lens, old_records_checksum, mut v2) = if let Some(index) = &v4 {
+        (index.record_lens.clone(), index.records_checksum, None)
+    } else if archive.version() >= 2 {
         let index = format::read_index_v2(index_bytes, archive.version()).map_err(corrupt)?;
         (
             index.record_lens.clone(),
@@ -183,12 +207,17 @@ pub fn rewrite_with_programs(
             .map_err(write_err)?;
         let mut at = format::FILE_HEADER_LEN;
         // The settings entry of the replaced records, added to the index when new.
-        let new_settings = match (&mut v2, settings) {
-            (Some(index), Some(s)) => Some(match index.settings.iter().position(|&o| o == s) {
+        let list = match (&mut v2, &mut v4) {
+            (Some(index), _) => Some(&mut index.settings),
+            (_, Some(index)) => Some(&mut index.settings),
+            _ => None,
+        };
+        let new_settings = match (list, settings) {
+            (Some(list), Some(s)) => Some(match list.iter().position(|&o| o == s) {
                 Some(k) => k as u64,
                 None => {
-                    index.settings.push(s);
-                    (index.settings.len() - 1) as u64
+                    list.push(s);
+                    (list.len() - 1) as u64
                 }
             }),
             _ => None,
@@ -203,11 +232,14 @@ pub fn rewrite_with_programs(
             old_hasher.update(old);
             let out: &[u8] = match new_records.get(&at) {
                 Some((old_end, record)) if *old_end == end => {
-                    let entry = k
-                        .checked_sub(1)
-                        .and_then(|r| v2.as_mut()?.records.get_mut(r));
-                    if let (Some(entry), Some(s)) = (entry, new_settings) {
-                        entry.1 = s;
+                    if let (Some(r), Some(s)) = (k.checked_sub(1), new_settings) {
+                        if let Some(entry) = v2.as_mut().and_then(|i| i.records.get_mut(r)) {
+                            entry.1 = s;
+                        }
+                        if let Some(entry) = v4.as_mut().and_then(|i| i.record_settings.get_mut(r))
+                        {
+                            *entry = s;
+                        }
                     }
                     record
                 }
@@ -226,8 +258,16 @@ pub fn rewrite_with_programs(
             ));
         }
         let mut tail = Vec::new();
-        match v2 {
-            Some(old) => format::write_index_v2(
+        match (v2, v4) {
+            (_, Some(old)) => format::write_index_v4(
+                &mut tail,
+                &format::IndexV4 {
+                    records_checksum: new_hasher.digest(),
+                    record_lens,
+                    ..old
+                },
+            ),
+            (Some(old), _) => format::write_index_v2(
                 &mut tail,
                 &format::IndexV2 {
                     records_checksum: new_hasher.digest(),
@@ -235,7 +275,7 @@ pub fn rewrite_with_programs(
                     ..old
                 },
             ),
-            None => {
+            (None, None) => {
                 let old = format::read_index(index_bytes).map_err(corrupt)?;
                 format::write_index(
                     &mut tail,
@@ -258,6 +298,29 @@ pub fn rewrite_with_programs(
         .map_err(|e| Error::io(dst, "cannot sync", e))?;
     persist(tmp, dst, overwrite)?;
     Ok(offset)
+}
+
+/// The regions table of a regions record (format 4) for `program`, a root `concat`
+/// restoring `restored` (little-endian bytes): each child's words, program bytes and the
+/// checksum of its bytes, so that a damaged child costs its own bytes only. `None` for a
+/// program of another root.
+fn region_heads(program: &Node, restored: &[u8]) -> Option<Vec<format::RegionHead>> {
+    let crate::dsl::Op::Concat(children) = program.op() else {
+        return None;
+    };
+    let word_bytes = crate::tensor::container_bytes(program.ty().width);
+    let mut at = 0usize;
+    let mut out = Vec::with_capacity(children.len());
+    for c in children {
+        let n = c.ty().len as usize * word_bytes;
+        out.push(format::RegionHead {
+            words: c.ty().len,
+            program_len: crate::dsl::program_len(c),
+            checksum: xxh3_64(restored.get(at..at + n)?),
+        });
+        at += n;
+    }
+    Some(out)
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -21,7 +21,7 @@
 //! whose decoding then reports the error exactly as for an unsplit region.
 
 use super::format::Cursor;
-use super::reader::{Archive, Item};
+use super::reader::{Archive, Item, RegionSpan};
 use super::{build_pool, ProgressEvent};
 use crate::dsl::{execute, program_end, Ty};
 use crate::error::{Error, Result};
@@ -72,6 +72,9 @@ struct Split {
     /// Words of every child.
     lens: Vec<u64>,
     groups: Vec<Group>,
+    /// A regions record's regions (format 4): each child's program bytes, where its
+    /// bytes start in the region and its checksum; one unit each.
+    regions: Option<std::sync::Arc<[RegionSpan]>>,
 }
 
 /// What a worker decodes.
@@ -93,6 +96,24 @@ pub(crate) struct Unit {
     pub first: bool,
     /// Last unit of its region.
     pub last: bool,
+    /// For one region of a regions record (format 4), checked alone: which of how many,
+    /// where its bytes start in the item's bytes, and its checksum.
+    pub check: Option<UnitCheck>,
+}
+
+/// What a unit that is one region of a regions record is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UnitCheck {
+    /// Its position among the record's regions.
+    pub index: usize,
+    /// How many regions the record has.
+    pub count: usize,
+    /// Its first word among the record's words.
+    pub first_word: u64,
+    /// Where its bytes start among the item's bytes.
+    pub offset: u64,
+    /// xxh3-64 of its bytes.
+    pub checksum: u64,
 }
 
 /// The children of a root `Concat` of type `ty`, from its program bytes: where the
@@ -123,13 +144,33 @@ fn concat_header(program: &[u8], ty: Ty) -> Option<(usize, Vec<u64>)> {
 
 fn plan(archive: &Archive, item: Item) -> Plan {
     let whole = Plan { item, split: None };
-    let Item::Tensor(_) = item else {
-        return whole;
-    };
     // A tensor coded against a source is combined with the source's bytes whole.
     if archive.is_reference(item) {
         return whole;
     }
+    if let Some(regions) = archive.item_regions(item) {
+        // Each region is a unit, checked against its own checksum: damage in one costs
+        // that region only.
+        let groups = (0..regions.len())
+            .map(|c| Group {
+                first: c,
+                end: c + 1,
+                words: regions[c].words,
+            })
+            .collect();
+        return Plan {
+            item,
+            split: Some(Split {
+                children_start: regions[0].program.start,
+                lens: regions.iter().map(|r| r.words).collect(),
+                groups,
+                regions: Some(regions.clone()),
+            }),
+        };
+    }
+    let Item::Tensor(_) = item else {
+        return whole;
+    };
     let (program, ty) = archive.item_program(item);
     let word_bytes = container_bytes(ty.width) as u64;
     let bytes = archive.item_original_bytes(item);
@@ -163,6 +204,7 @@ fn plan(archive: &Archive, item: Item) -> Plan {
             children_start: program.start + header,
             lens,
             groups,
+            regions: None,
         }),
     }
 }
@@ -197,6 +239,7 @@ impl Units<'_> {
             bytes: self.archive.item_original_bytes(item),
             first,
             last: true,
+            check: None,
         }
     }
 
@@ -207,6 +250,30 @@ impl Units<'_> {
         let group = &split.groups[g];
         let (program, ty) = self.archive.item_program(item);
         let mut children = Vec::with_capacity(group.end - group.first);
+        let last = g + 1 == split.groups.len();
+        if let Some(regions) = &split.regions {
+            // A regions record: the table says where each child is.
+            let r = &regions[g];
+            children.push((r.program.clone(), Ty::new(ty.width, r.words)));
+            if !last {
+                self.current = Some((plan.clone(), g + 1, 0));
+            }
+            let first_word: u64 = regions[..g].iter().map(|r| r.words).sum();
+            return Unit {
+                item,
+                work: Work::Children(children),
+                bytes: r.words * container_bytes(ty.width) as u64,
+                first: g == 0,
+                last,
+                check: Some(UnitCheck {
+                    index: g,
+                    count: regions.len(),
+                    first_word,
+                    offset: r.offset,
+                    checksum: r.checksum,
+                }),
+            };
+        }
         for c in group.first..group.end {
             let child_ty = Ty::new(ty.width, split.lens[c]);
             let end = if c + 1 == split.lens.len() {
@@ -227,7 +294,6 @@ impl Units<'_> {
             at = end;
         }
         let bytes = group.words * container_bytes(ty.width) as u64;
-        let last = g + 1 == split.groups.len();
         if !last {
             self.current = Some((plan, g + 1, at));
         }
@@ -237,6 +303,7 @@ impl Units<'_> {
             bytes,
             first: g == 0,
             last,
+            check: None,
         }
     }
 }
@@ -244,6 +311,14 @@ impl Units<'_> {
 /// Decodes a unit's words (one stream per child, or one for the whole region). Checks
 /// the output size first and releases the program's mapped pages once it is read.
 fn decode_unit(archive: &Archive, unit: &Unit) -> Result<Vec<Words>> {
+    if let Some(why) = archive.lost_reason(unit.item) {
+        return Err(Error::archive(
+            archive.path(),
+            crate::error::ArchiveError::DamagedRecord {
+                what: format!("{}: {why}", archive.item_region(unit.item)),
+            },
+        ));
+    }
     match &unit.work {
         Work::Whole => {
             let (program, ty) = archive.item_program(unit.item);
@@ -555,14 +630,26 @@ mod tests {
         let big = a.find("big").unwrap();
         assert_eq!(a.tensors()[big].root_op, "concat");
 
-        // The big tensor (twenty 1 MiB regions) is three units of 8, 8 and 4 MiB whose
-        // children tile its program; others are whole.
+        // The big tensor (twenty 1 MiB regions, a regions record) is twenty units of one
+        // region each, checked against its own checksum, whose children tile its
+        // program; others are whole.
         let all = units(&a);
         let parts: Vec<&Unit> = all.iter().filter(|u| u.item == Item::Tensor(big)).collect();
         let sizes: Vec<u64> = parts.iter().map(|u| u.bytes).collect();
-        assert_eq!(sizes, vec![8 << 20, 8 << 20, 4 << 20]);
+        assert_eq!(sizes, vec![1 << 20; 20]);
         let ends: Vec<(bool, bool)> = parts.iter().map(|u| (u.first, u.last)).collect();
-        assert_eq!(ends, vec![(true, false), (false, false), (false, true)]);
+        assert_eq!(ends[0], (true, false));
+        assert_eq!(ends[1], (false, false));
+        assert_eq!(ends[19], (false, true));
+        let checks: Vec<UnitCheck> = parts.iter().map(|u| u.check.unwrap()).collect();
+        assert_eq!(checks[3].index, 3);
+        assert_eq!(checks[3].count, 20);
+        assert_eq!(checks[3].offset, 3 << 20);
+        let big_bytes = &src[src.len() - 8 - (20 << 20)..src.len() - 8];
+        assert_eq!(
+            checks[3].checksum,
+            crate::hash::xxh3_64(&big_bytes[3 << 20..4 << 20])
+        );
         let program = a.tensors()[big].program.clone();
         let ranges: Vec<Range<usize>> = parts
             .iter()
@@ -574,7 +661,7 @@ mod tests {
         assert!(ranges[0].start > program.start);
         assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
         assert_eq!(ranges.last().unwrap().end, program.end);
-        assert_eq!(all.len(), a.items().len() + 2);
+        assert_eq!(all.len(), a.items().len() + 19);
 
         for jobs in [1, 2, 3] {
             let mut out = Vec::new();
@@ -586,9 +673,9 @@ mod tests {
         assert!(report.is_ok());
         assert_eq!(report.regions.len(), a.items().len());
 
-        // Damage in the second child's bytes, then in the first child's first byte (its
-        // unit cannot be cut: the region is decoded whole and fails): restoring fails,
-        // verifying reports the tensor once, and nothing panics.
+        // Damage in the last child's bytes, then in the first child's first byte (its
+        // unit fails alone): restoring fails, verifying reports the tensor once, and
+        // nothing panics.
         for pos in [program.end - 1, ranges[0].start] {
             let mut bad = bytes.clone();
             bad[pos] ^= 0x5a;

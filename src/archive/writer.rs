@@ -8,7 +8,7 @@
 //! source and the search options, never on the number of threads.
 
 use super::base::{BaseSet, Counterpart, OpenedSource};
-use super::format::{self, RefOp, SourceEntry, SourceRole};
+use super::format::{self, HeadV4, HeaderV4, RefOp, RegionHead, SourceEntry, SourceRole};
 use super::safetensors::{parse, Region, SourceFile};
 use super::{build_pool, ordered_pipeline_bounded, resolve_jobs, ProgressEvent};
 use crate::codec::CodecId;
@@ -524,16 +524,12 @@ fn write_archive_releasing<W: Write>(
     let count = plan.len();
     let write_err = |e: io::Error| Error::io(name, "cannot write", e);
 
-    let version = if linked.sources.is_empty() {
-        format::PLAIN_VERSION
-    } else {
-        format::FORMAT_VERSION
-    };
+    let version = format::FORMAT_VERSION;
     out.write_all(&format::file_header_version(version))
         .map_err(write_err)?;
     let mut offset = format::FILE_HEADER_LEN as u64;
     let mut record_lens = Vec::with_capacity(count);
-    let mut covers = Vec::with_capacity(count);
+    let mut record_settings = Vec::with_capacity(count);
     let mut stats = Vec::with_capacity(src.regions().len() + 1);
     let mut warnings = Vec::new();
     let mut hasher = Xxh3::new();
@@ -623,26 +619,53 @@ fn write_archive_releasing<W: Write>(
                 (_, program) => Encoded { program, ..enc },
             };
             let mut head = Vec::new();
+            let items = rec.items.len() as u64;
+            let program_bytes = match (copy, &enc.program) {
+                (None, Some(p)) => program_len(p),
+                _ => 0,
+            };
             let len = match (copy, &enc.program) {
                 (Some(j), _) => {
-                    format::copy_record(&mut head, j as u64);
+                    let copy = HeadV4::Copy {
+                        items,
+                        of: j as u64,
+                    };
+                    format::record_head_v4(&mut head, &copy, 0);
                     records_hasher.update(&head);
                     out.write_all(&head).map_err(write_err)?;
                     head.len() as u64
                 }
                 (None, Some(program)) => {
-                    match (rec.kind, enc.reference) {
-                        (RecordKind::Header, _) => {
-                            format::header_record_head_v2(&mut head, src.header_len(), enc.checksum)
+                    let regions = region_heads(program, enc.regions.as_deref());
+                    let header;
+                    let fields = match (rec.kind, enc.reference, &regions) {
+                        (RecordKind::Header, _, _) => {
+                            header = HeaderV4 {
+                                header_len: src.header_len(),
+                                checksum: enc.checksum,
+                                original_len: src.bytes().len() as u64,
+                                file_name: opts.file_name.clone().unwrap_or_default(),
+                                sources: linked.sources.iter().map(|(e, _)| e.clone()).collect(),
+                            };
+                            HeadV4::Header(&header)
                         }
-                        (_, Some(r)) => format::ref_record_head(
-                            &mut head,
-                            enc.checksum,
-                            (r.source as u64, r.tensor as u64, r.source_checksum),
-                            r.op,
-                        ),
-                        _ => format::data_record_head(&mut head, enc.checksum),
-                    }
+                        (_, Some(r), _) => HeadV4::Ref {
+                            items,
+                            checksum: enc.checksum,
+                            source: (r.source as u64, r.tensor as u64, r.source_checksum),
+                            op: r.op,
+                        },
+                        (_, None, Some(regions)) => HeadV4::Regions {
+                            items,
+                            checksum: enc.checksum,
+                            regions,
+                        },
+                        (_, None, None) => HeadV4::Data {
+                            items,
+                            checksum: enc.checksum,
+                        },
+                    };
+                    format::record_head_v4(&mut head, &fields, program_bytes);
                     // Copies are of data records only.
                     if rec.copyable() && enc.reference.is_none() {
                         written_by_sum.entry(key).or_insert(i);
@@ -669,12 +692,8 @@ fn write_archive_releasing<W: Write>(
             offset += len;
             record_lens.push(len);
             if i > 0 {
-                covers.push((rec.items.len() as u64, 0));
+                record_settings.push(0);
             }
-            let program_bytes = match (copy, &enc.program) {
-                (None, Some(p)) => program_len(p),
-                _ => 0,
-            };
             let root_op = match (copy, &enc.program) {
                 (Some(j), _) => roots[j],
                 (None, Some(p)) => p.op_name(),
@@ -727,18 +746,15 @@ fn write_archive_releasing<W: Write>(
         stats.push(RegionStat::empty(&src.tensors()[t]));
     }
 
-    let index = format::IndexV2 {
-        original_len: src.bytes().len() as u64,
+    let index = format::IndexV4 {
         file_checksum: hasher.digest(),
         records_checksum: records_hasher.digest(),
-        file_name: opts.file_name.clone().unwrap_or_default(),
         settings: vec![settings],
-        sources: linked.sources.iter().map(|(e, _)| e.clone()).collect(),
         record_lens,
-        records: covers,
+        record_settings,
     };
     let mut tail = Vec::new();
-    format::write_index_v2(&mut tail, &index);
+    format::write_index_v4(&mut tail, &index);
     let trailer = format::trailer(offset, &tail);
     tail.extend_from_slice(&trailer);
     out.write_all(&tail).map_err(write_err)?;
@@ -749,6 +765,30 @@ fn write_archive_releasing<W: Write>(
         warnings,
         sources: linked.sources.iter().map(|(_, s)| s.clone()).collect(),
     })
+}
+
+/// The regions table of a regions record (format 4) for `program`, when it is a root
+/// `concat` of `regions` (the record's regions, [`program_in_regions`]): each region's
+/// words, the bytes of its program (the `concat`'s child) and its checksum.
+fn region_heads(program: &Node, regions: Option<&[RegionSum]>) -> Option<Vec<RegionHead>> {
+    let regions = regions?;
+    let crate::dsl::Op::Concat(children) = program.op() else {
+        return None;
+    };
+    if children.len() != regions.len() {
+        return None;
+    }
+    children
+        .iter()
+        .zip(regions)
+        .map(|(c, r)| {
+            (c.ty().len == r.words).then(|| RegionHead {
+                words: r.words,
+                program_len: program_len(c),
+                checksum: r.checksum,
+            })
+        })
+        .collect()
 }
 
 /// A fault the writer injects for tests of the check `compress` runs on what it wrote
@@ -1095,6 +1135,8 @@ struct Encoded {
     program: Option<Node>,
     /// Set when `program` is a residual against a source tensor.
     reference: Option<Chosen>,
+    /// Set when `program` is a root `concat` of the record's regions, in order.
+    regions: Option<Vec<RegionSum>>,
     search: SearchStats,
     warning: Option<Warning>,
 }
@@ -1128,6 +1170,7 @@ fn encode_item(
                 checksum,
                 program: None,
                 reference: None,
+                regions: None,
                 search: SearchStats::default(),
                 warning: None,
             };
@@ -1305,6 +1348,7 @@ fn encode_linked(
             checksum,
             program: Some(Node::constant(ty, 0).expect("a tensor's type is valid")),
             reference: Some(chosen(RefOp::Xor)),
+            regions: None,
             search: SearchStats::default(),
             warning: None,
         };
@@ -1320,7 +1364,7 @@ fn encode_linked(
     let mut best_len = best.program.as_ref().map_or(u64::MAX, program_len);
     for op in [RefOp::Xor, RefOp::Sub] {
         let residual = super::base::residual(bytes, &base, op, wb);
-        let (node, search, warning) = program_in_regions(
+        let (node, search, warning, _) = program_in_regions(
             &residual,
             REGION_WORDS,
             usize::MAX,
@@ -1343,6 +1387,7 @@ fn encode_linked(
                 checksum,
                 program: Some(node),
                 reference: Some(chosen(op)),
+                regions: None,
                 search,
                 warning,
             };
@@ -1453,7 +1498,7 @@ fn encode_item_whole(
         RecordKind::Tensor(t) => rows_of(t),
         _ => None,
     };
-    let (mut node, mut search, mut warning) = program_in_regions(
+    let (mut node, mut search, mut warning, mut regions) = program_in_regions(
         bytes,
         REGION_WORDS,
         EARLY_RELEASE_BYTES,
@@ -1483,12 +1528,14 @@ fn encode_item_whole(
         if program_len(&apart) < program_len(&node) {
             node = apart;
             warning = each_warning;
+            regions = None;
         }
     }
     Encoded {
         checksum,
         program: Some(node),
         reference: None,
+        regions,
         search,
         warning,
     }
@@ -1521,7 +1568,8 @@ pub const EARLY_RELEASE_BYTES: usize = 64 << 20;
 /// The program of a region's `bytes` read as words of `width` bits: one synthesized
 /// program (of a matrix of `rows` rows, when given), or for more than `region_words`
 /// ([`REGION_WORDS`]) words a `Concat` of one per region (each worker holds one
-/// region's words at a time). Warnings of the regions
+/// region's words at a time), with each region's words and the xxh3-64 of its bytes
+/// (what a regions record stores, format 4). Warnings of the regions
 /// are joined. The regions of at least `early_release` ([`EARLY_RELEASE_BYTES`]) bytes
 /// are passed to `release` as they are read.
 #[allow(clippy::too_many_arguments)]
@@ -1533,7 +1581,7 @@ fn program_in_regions(
     opts: &CompressOptions,
     region: impl Fn() -> String + Sync,
     release: &(dyn Fn(&[u8]) + Sync),
-) -> (Node, SearchStats, Option<Warning>) {
+) -> (Node, SearchStats, Option<Warning>, Option<Vec<RegionSum>>) {
     let word_bytes = width.div_ceil(8) as usize;
     let words_of = |b: &[u8]| {
         Words::from_le_bytes(width, b)
@@ -1541,7 +1589,9 @@ fn program_in_regions(
     };
     let n = bytes.len() / word_bytes.max(1);
     if n <= region_words {
-        return program_for(Arc::new(words_of(bytes)), dtype, rows, opts, region);
+        let (node, stats, warning) =
+            program_for(Arc::new(words_of(bytes)), dtype, rows, opts, region);
+        return (node, stats, warning, None);
     }
     let (region_words, cols) = crate::synth::regions_of(n, rows, region_words);
     // Regions are synthesized in parallel (on the caller's pool); each holds only its
@@ -1549,33 +1599,49 @@ fn program_in_regions(
     // read; a smaller one's stay for the writer, which hashes and then releases them
     // (released here, they were faulted in again there: see `EARLY_RELEASE_BYTES`).
     let early = bytes.len() >= early_release;
-    let parts: Vec<(Node, SearchStats, Option<Warning>)> = bytes
+    let parts: Vec<(Node, SearchStats, Option<Warning>, RegionSum)> = bytes
         .par_chunks(region_words * word_bytes)
         .enumerate()
         .map(|(k, chunk)| {
+            let checksum = xxh3_64(chunk);
             let words = Arc::new(words_of(chunk));
             if early {
                 release(chunk);
             }
             let (at, len) = (k * region_words, words.len());
             let rows = cols.map(|c| (len / c) as u64);
-            program_for(words, dtype, rows, opts, || {
+            let (node, stats, warning) = program_for(words, dtype, rows, opts, || {
                 format!("{}, words [{at}, {})", region(), at + len)
-            })
+            });
+            let r = RegionSum {
+                words: len as u64,
+                checksum,
+            };
+            (node, stats, warning, r)
         })
         .collect();
     let mut children = Vec::with_capacity(parts.len());
+    let mut regions = Vec::with_capacity(parts.len());
     let mut stats = SearchStats::default();
     let mut warning: Option<Warning> = None;
-    for (node, s, w) in parts {
+    for (node, s, w, r) in parts {
         stats.absorb(&s);
         if warning.is_none() {
             warning = w;
         }
         children.push(node);
+        regions.push(r);
     }
     let node = Node::concat(children).expect("regions share the width and are not empty");
-    (node, stats, warning)
+    (node, stats, warning, Some(regions))
+}
+
+/// One region of a record whose program is a `concat` of regions: its words and the
+/// xxh3-64 of its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RegionSum {
+    words: u64,
+    checksum: u64,
 }
 
 /// Calibrates a prior on the tensors of `src` with the paper's defaults
@@ -2480,8 +2546,14 @@ mod tests {
             )
         };
         let regions = |region_words: usize| regions_releasing(region_words, 0);
-        let (node, _, warning) = regions(300);
+        let (node, _, warning, sums) = regions(300);
         assert!(warning.is_none());
+        // Each region's words and the checksum of its bytes, for its record's table.
+        let sums = sums.expect("four regions");
+        let lens: Vec<u64> = sums.iter().map(|r| r.words).collect();
+        assert_eq!(lens, [300, 300, 300, 100]);
+        assert_eq!(sums[1].checksum, xxh3_64(&bytes[600..1200]));
+        assert_eq!(sums[3].checksum, xxh3_64(&bytes[1800..]));
         match node.op() {
             Op::Concat(children) => assert_eq!(children.len(), 4),
             op => panic!("expected concat, got {op:?}"),
@@ -2490,13 +2562,14 @@ mod tests {
         let mut parts = std::mem::take(&mut *released.lock().unwrap());
         parts.sort_unstable();
         assert_eq!(parts, vec![(0, 600), (600, 600), (1200, 600), (1800, 200)]);
-        let (single, _, _) = regions(1000);
+        let (single, _, _, none) = regions(1000);
+        assert_eq!(none, None);
         // A single region is released by the caller, not here.
         assert!(released.lock().unwrap().is_empty());
         assert!(!matches!(single.op(), Op::Concat(_)));
         // Nor are the regions of a tensor smaller than the early-release size: the same
         // program, its pages left to the caller.
-        let (kept, _, _) = regions_releasing(300, bytes.len() + 1);
+        let (kept, _, _, _) = regions_releasing(300, bytes.len() + 1);
         assert!(released.lock().unwrap().is_empty());
         assert_eq!(kept, node);
     }
