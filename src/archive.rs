@@ -329,11 +329,88 @@ pub fn resolve_jobs(jobs: Option<usize>) -> usize {
     }
 }
 
-pub(crate) fn build_pool(jobs: usize) -> Result<rayon::ThreadPool, String> {
+/// The worker threads a job runs on: a pool of its own, or the rayon pool the calling
+/// thread already works in when that pool has exactly the threads asked for (a job run
+/// from inside a pool, such as the fuzz targets' single-threaded one, starts no thread).
+pub(crate) enum Pool {
+    /// A pool made for the job, whose threads end with it.
+    Own(rayon::ThreadPool),
+    /// The pool the calling thread is a worker of.
+    Current,
+}
+
+impl Pool {
+    /// Runs `op` on the pool.
+    pub(crate) fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        match self {
+            Pool::Own(p) => p.install(op),
+            Pool::Current => op(),
+        }
+    }
+
+    /// A scope of the pool whose owner is the calling thread ([`rayon::in_place_scope`]).
+    pub(crate) fn in_place_scope<'scope, R>(
+        &self,
+        op: impl FnOnce(&rayon::Scope<'scope>) -> R,
+    ) -> R {
+        match self {
+            Pool::Own(p) => p.in_place_scope(op),
+            Pool::Current => rayon::in_place_scope(op),
+        }
+    }
+
+    /// Receives the next message of `rx`, sent by jobs spawned on the pool. A thread
+    /// outside the pool just waits; on [`Pool::Current`] the calling thread, a worker of
+    /// the pool, runs the pool's pending jobs meanwhile, as the jobs it waits for may be
+    /// queued behind it (on a pool of one thread, only it can run them).
+    pub(crate) fn recv<T>(
+        &self,
+        rx: &std::sync::mpsc::Receiver<T>,
+    ) -> Result<T, std::sync::mpsc::RecvError> {
+        use std::sync::mpsc::{RecvError, RecvTimeoutError, TryRecvError};
+        if let Pool::Own(_) = self {
+            return rx.recv();
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(v) => return Ok(v),
+                Err(TryRecvError::Disconnected) => return Err(RecvError),
+                Err(TryRecvError::Empty) => {}
+            }
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                // Nothing queued here: the jobs run on other threads of the pool.
+                match rx.recv_timeout(std::time::Duration::from_micros(200)) {
+                    Ok(v) => return Ok(v),
+                    Err(RecvTimeoutError::Disconnected) => return Err(RecvError),
+                    Err(RecvTimeoutError::Timeout) => {}
+                }
+            }
+        }
+    }
+
+    /// Its number of threads.
+    pub(crate) fn current_num_threads(&self) -> usize {
+        match self {
+            Pool::Own(p) => p.current_num_threads(),
+            Pool::Current => rayon::current_num_threads(),
+        }
+    }
+}
+
+/// The pool of `jobs` threads for a job: the calling thread's own rayon pool when it
+/// works in one of exactly `jobs` threads ([`Pool::Current`]), else a new one.
+///
+/// # Errors
+/// A sentence if the threads cannot be started.
+pub(crate) fn build_pool(jobs: usize) -> Result<Pool, String> {
+    if rayon::current_thread_index().is_some() && rayon::current_num_threads() == jobs {
+        return Ok(Pool::Current);
+    }
     rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .thread_name(|i| format!("brevis-{i}"))
         .build()
+        .map(Pool::Own)
         .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))
 }
 
@@ -350,7 +427,7 @@ const WINDOW_PER_THREAD: usize = 256;
 /// first error (of `work` or `sink`); a panic in `work` becomes `panicked(i)`.
 #[cfg(test)]
 pub(crate) fn ordered_pipeline<T: Send, E: Send>(
-    pool: &rayon::ThreadPool,
+    pool: &Pool,
     count: usize,
     work: impl Fn(usize) -> Result<T, E> + Sync,
     sink: impl FnMut(usize, T) -> Result<(), E>,
@@ -364,7 +441,7 @@ pub(crate) fn ordered_pipeline<T: Send, E: Send>(
 /// started and not yet handed to `sink` weigh at most `budget` bytes with it (an item
 /// heavier than that starts alone).
 pub(crate) fn ordered_pipeline_bounded<T: Send, E: Send>(
-    pool: &rayon::ThreadPool,
+    pool: &Pool,
     count: usize,
     cost: impl Fn(usize) -> u64,
     budget: u64,
@@ -406,7 +483,7 @@ pub(crate) fn ordered_pipeline_bounded<T: Send, E: Send>(
                 }
                 // A sender lives in this frame, so `recv` only returns a message; every
                 // spawned task sends exactly one.
-                let Ok((i, r)) = rx.recv() else {
+                let Ok((i, r)) = pool.recv(&rx) else {
                     return Err(panicked(next_sink));
                 };
                 ready.insert(i, r);

@@ -12,7 +12,7 @@ use std::path::Path;
 type Target = (&'static str, fn(&[u8]));
 
 /// Every fuzz target and its entry point.
-const TARGETS: [Target; 10] = [
+const TARGETS: [Target; 11] = [
     ("program", entries::program),
     ("lit_raw", |d| {
         entries::literal(brevis::codec::CodecId::Raw, d)
@@ -33,6 +33,7 @@ const TARGETS: [Target; 10] = [
     ("archive", entries::archive),
     ("safetensors", entries::safetensors),
     ("roundtrip", entries::roundtrip),
+    ("writer", entries::writer),
 ];
 
 #[test]

@@ -40,10 +40,11 @@ pub struct SourceTensor {
     pub bytes: u64,
 }
 
-/// A file's bytes, memory-mapped (an empty file held as no bytes).
+/// A file's bytes, memory-mapped (an empty file held as no bytes), or held in memory.
 enum FileBytes {
     Map(memmap2::Mmap),
     Empty,
+    Owned(Vec<u8>),
 }
 
 impl std::ops::Deref for FileBytes {
@@ -52,6 +53,7 @@ impl std::ops::Deref for FileBytes {
         match self {
             FileBytes::Map(m) => m,
             FileBytes::Empty => &[],
+            FileBytes::Owned(v) => v,
         }
     }
 }
@@ -131,8 +133,20 @@ impl OpenedSource {
             }
             return Ok(OpenedSource::from_archive(a, name));
         }
-        let map = FileBytes::open(path)?;
-        let src = parse(&map).map_err(|e| Error::source(path, e))?;
+        OpenedSource::of_file(path.to_path_buf(), name, FileBytes::open(path)?)
+    }
+
+    /// A `.safetensors` file held in memory as a source named `name` (`path` labels
+    /// errors): what a test or fuzz target codes against without writing a file.
+    ///
+    /// # Errors
+    /// [`Error::Source`] if `bytes` is not a valid `.safetensors` file.
+    pub fn from_bytes(bytes: Vec<u8>, name: &str, path: &Path) -> Result<OpenedSource> {
+        OpenedSource::of_file(path.to_path_buf(), name.to_string(), FileBytes::Owned(bytes))
+    }
+
+    fn of_file(path: PathBuf, name: String, map: FileBytes) -> Result<OpenedSource> {
+        let src = parse(&map).map_err(|e| Error::source(&path, e))?;
         let data = src.data_start();
         let mut tensors = Vec::with_capacity(src.tensors().len());
         let mut ranges = Vec::with_capacity(src.tensors().len());
@@ -152,7 +166,7 @@ impl OpenedSource {
         let original_len = map.len() as u64;
         drop(src);
         Ok(OpenedSource {
-            path: path.to_path_buf(),
+            path,
             name,
             original_len,
             checksum,
@@ -330,6 +344,15 @@ impl BaseSet {
             sources,
             path: path.to_path_buf(),
         })
+    }
+
+    /// A base of the given sources (in memory, say: [`OpenedSource::from_bytes`]);
+    /// `path` labels it in messages.
+    pub fn from_sources(sources: Vec<OpenedSource>, path: &Path) -> BaseSet {
+        BaseSet {
+            sources: sources.into_iter().map(Arc::new).collect(),
+            path: path.to_path_buf(),
+        }
     }
 
     /// The path `--base` named.

@@ -1381,6 +1381,27 @@ impl Archive {
         })
     }
 
+    /// Writes what can be restored of a damaged archive to `out`, as `decompress
+    /// --salvage` does ([`DecompressOptions::salvage`]): every region whose bytes match
+    /// their checksum, and zeros for every other one (a tensor, group, gap or region of
+    /// a large tensor that does not decode or does not match, or whose record an archive
+    /// opened without its index lacks), each held in memory until it is checked. Returns
+    /// the regions zero-filled, in file order (empty when the whole file restored).
+    ///
+    /// # Errors
+    /// As [`Archive::write_salvaged`]: the header record does not restore (it names
+    /// every tensor), `out` fails, or a source is not attached.
+    pub fn salvage_to<W: Write>(
+        &self,
+        out: &mut W,
+        jobs: Option<usize>,
+        progress: &dyn Fn(ProgressEvent<'_>),
+        name: &Path,
+    ) -> Result<Vec<DamagedRegion>> {
+        self.require_sources()?;
+        self.write_salvaged(out, jobs, progress, name, Salvage::Hold)
+    }
+
     /// [`Archive::write_original`] that goes on past damage: a region (tensor, group or
     /// gap) whose program does not decode, or whose bytes do not match its checksum,
     /// is written as zeros of its length and returned as a [`DamagedRegion`]. With

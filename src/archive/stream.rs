@@ -496,7 +496,7 @@ pub(crate) fn decode_all(
                 }
                 // A sender lives in this frame, so `recv` only returns a message; every
                 // spawned task sends exactly one.
-                let Ok((seq, r)) = rx.recv() else {
+                let Ok((seq, r)) = pool.recv(&rx) else {
                     return Err(internal("worker channel closed".to_string()));
                 };
                 ready.insert(seq, r);
