@@ -846,8 +846,9 @@ fn unsalvageable(e: Error) -> Error {
         e.kind(),
         format!(
             "{e}; --salvage cannot help: it restores the tensors around damaged tensor \
-             records, and needs the header record (which names every tensor), the index \
-             and the trailer intact; nothing was written"
+             records, and needs the header record (which names every tensor) intact (and \
+             for an archive of format 3 or earlier the index and the trailer too); nothing \
+             was written"
         ),
     )
 }
@@ -855,14 +856,18 @@ fn unsalvageable(e: Error) -> Error {
 /// [`decompress`] into any [`Destination`]: for an archive file, an existing folder
 /// gets the file under the name the archive records, a character device and standard
 /// output are written directly; a compressed folder restores a folder, so only to a
-/// path. With [`DecompressOptions::salvage`] (archive files only), damaged regions are
-/// zero-filled and listed in the report's `damaged` instead of failing the job.
+/// path. With [`DecompressOptions::salvage`], damaged regions are zero-filled and listed
+/// in the report's `damaged` instead of failing the job: for an archive file, through
+/// [`Archive::open_for_salvage`] (a format-4 archive cut short or whose index is damaged
+/// is read through its records, and the tensors whose records are missing are named);
+/// for a compressed folder, every file, each with the damage in it
+/// ([`folder::Folder::decompress_to`]).
 ///
 /// # Errors
 /// As [`decompress`]; [`Error::Refused`] of kind `usage` for a compressed folder to
-/// standard output or with salvage; with salvage, an archive that cannot be opened or
-/// whose header does not restore is [`Error::Refused`] of that error's kind, saying
-/// that nothing can be salvaged.
+/// standard output; with salvage, an archive that cannot be opened or whose header does
+/// not restore is [`Error::Refused`] of that error's kind, saying that nothing can be
+/// salvaged.
 pub fn decompress_into(
     input: &Path,
     dest: Destination<'_>,
@@ -870,16 +875,6 @@ pub fn decompress_into(
     obs: &dyn Observer,
 ) -> Result<DecompressReport> {
     if let Some(dir) = folder::compressed_folder(input) {
-        if opts.salvage {
-            return Err(refused(
-                "usage",
-                format!(
-                    "{}: --salvage is not supported for folder archives yet; salvage each \
-                     shard archive in it (brevis decompress --salvage SHARD.brv -o OUT)",
-                    shown_path(&dir)
-                ),
-            ));
-        }
         let output = match dest {
             Destination::Default => None,
             Destination::Path(p) => Some(p),
@@ -912,8 +907,9 @@ pub fn decompress_into(
             obs.warning(&w);
             warnings.push(w);
         }
+        let intact = restored.damaged.is_empty();
         return Ok(DecompressReport {
-            ok: true,
+            ok: intact,
             input: dir,
             output,
             original_bytes: restored.original_bytes,
@@ -921,14 +917,23 @@ pub fn decompress_into(
                 files: f.files().len(),
             },
             seconds,
-            checksums_ok: true,
+            checksums_ok: intact,
             records_intact: restored.damaged_records.is_empty(),
-            damaged: Vec::new(),
+            damaged: restored.damaged,
             warnings,
         });
     }
-    let archive =
-        open_archive(input).map_err(|e| if opts.salvage { unsalvageable(e) } else { e })?;
+    let archive = if opts.salvage {
+        // An archive of format 4 whose index is cut off or damaged is read through its
+        // records.
+        match folder::not_an_archive(input) {
+            Some(e) => Err(e),
+            None => Archive::open_for_salvage(input),
+        }
+        .map_err(unsalvageable)?
+    } else {
+        open_archive(input)?
+    };
     let target = file_target(
         dest,
         || default_restored_name(input),
@@ -949,9 +954,18 @@ pub fn decompress_into(
             }
         })?;
     let seconds = start.elapsed().as_secs_f64();
-    // The restored bytes are proved by the per-tensor and whole-file checksums; damage
-    // to names or shapes in the records does not change them but is worth saying.
-    if !s.records_intact && s.damaged.is_empty() {
+    if let Some(missing) = archive.missing_index() {
+        let w = format!(
+            "{}: restored without its index ({missing}); every tensor written was checked \
+             against its own checksum, the whole file could not be",
+            shown_path(input)
+        );
+        obs.warning(&w);
+        warnings.push(w);
+    } else if !s.records_intact && s.damaged.is_empty() {
+        // The restored bytes are proved by the per-tensor and whole-file checksums;
+        // damage to names or shapes in the records does not change them but is worth
+        // saying.
         let w = format!(
             "{}: the archive's records (names, shapes, programs) do not match \
              their stored checksum; the restored file matches its whole-file checksum",

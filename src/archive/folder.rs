@@ -39,7 +39,7 @@
 
 use super::base::{BaseSet, OpenedSource};
 use super::format::SourceRole;
-use super::reader::{Archive, DecompressOptions};
+use super::reader::{Archive, DamagedRegion, DecompressOptions};
 use super::safetensors::{looks_like_safetensors, parse};
 use super::verify::{verify, verify_against, CompareReport, VerifyReport};
 use super::writer::{
@@ -1269,6 +1269,13 @@ impl Folder {
     /// the other shards it takes tensors from (each opened from this folder, with the
     /// base attached too).
     fn link(&self, a: &Archive) -> Result<()> {
+        self.link_as(a, false)
+    }
+
+    /// [`Folder::link`]; for a salvage (`salvage`), a sibling shard is opened as
+    /// [`Archive::open_for_salvage`] does, and one that cannot be opened at all is left
+    /// unattached (the tensors taken from it then fail alone).
+    fn link_as(&self, a: &Archive, salvage: bool) -> Result<()> {
         let needs_base = a.needs_base();
         if let (true, Some(b)) = (needs_base, &self.base) {
             a.attach_base(b)?;
@@ -1289,7 +1296,13 @@ impl Folder {
                     },
                 ));
             };
-            let sibling = Archive::open(&self.stored_path(f))?;
+            let sibling = match salvage {
+                false => Archive::open(&self.stored_path(f))?,
+                true => match Archive::open_for_salvage(&self.stored_path(f)) {
+                    Ok(s) => s,
+                    Err(_) => continue,
+                },
+            };
             if let Some(b) = &self.base {
                 if sibling.needs_base() {
                     sibling.attach_base(b)?;
@@ -1505,6 +1518,9 @@ impl Folder {
         opts: &DecompressOptions,
         progress: &dyn Fn(&str, ProgressEvent<'_>),
     ) -> Result<FolderRestore> {
+        if opts.salvage {
+            return self.salvage_to(output, opts, progress);
+        }
         self.require_sources()?;
         // `--force` replaces a folder only if every file in it is one this archive
         // restores (a previous restore of it, say).
@@ -1590,6 +1606,151 @@ impl Folder {
         Ok(FolderRestore {
             original_bytes: self.original_len(),
             damaged_records,
+            damaged: Vec::new(),
+        })
+    }
+
+    /// [`Folder::decompress_to`] with [`DecompressOptions::salvage`]: every file is
+    /// written, each shard as [`Archive::decompress_to`] salvages it (its damaged tensors
+    /// zero-filled; a shard archive cut short or with a damaged index through its
+    /// records, [`Archive::open_for_salvage`]); a shard archive that cannot be opened at
+    /// all, one that restores another file than the manifest names, and a copied file
+    /// that does not match the manifest are written as zeros of the manifest's length.
+    /// Every zero-filled region is returned, with its file.
+    ///
+    /// # Errors
+    /// [`Error::OutputExists`] as [`Folder::decompress_to`]; [`Error::Invalid`] of kind
+    /// `base_missing` when a shard needs the base and none is given; [`Error::Io`] when a
+    /// file cannot be written.
+    fn salvage_to(
+        &self,
+        output: &Path,
+        opts: &DecompressOptions,
+        progress: &dyn Fn(&str, ProgressEvent<'_>),
+    ) -> Result<FolderRestore> {
+        check_folder_output(&self.root, output, opts.force, |dir| {
+            let ours: BTreeSet<&str> = self.files.iter().map(|f| f.path.as_str()).collect();
+            match first_stranger(dir, &ours)? {
+                None => Ok(()),
+                Some(f) => Err(other(
+                    dir,
+                    "cannot replace",
+                    format!(
+                        "holds {f}, which this archive does not restore; --force replaces \
+                         only a folder of the archive's own files, so remove it first if you \
+                         mean to"
+                    ),
+                )),
+            }
+        })?;
+        let tmp = temp_beside_dir(output)?;
+        let mut damaged: Vec<DamagedRegion> = Vec::new();
+        let mut damaged_records = Vec::new();
+        // A file that cannot be restored at all: zeros of its length, and why.
+        let whole = |f: &FolderFile, dst: &Path, reason: String| -> Result<DamagedRegion> {
+            let file = fs::File::create(dst)
+                .and_then(|file| file.set_len(f.bytes).map(|()| file))
+                .and_then(|file| file.sync_all())
+                .map_err(|e| Error::io(&output.join(&f.path), "cannot write", e))?;
+            let _ = file;
+            Ok(DamagedRegion {
+                file: Some(f.path.clone()),
+                region: "the whole file".to_string(),
+                tensors: Vec::new(),
+                offset: 0,
+                bytes: f.bytes,
+                reason,
+            })
+        };
+        let mut fill = || -> Result<()> {
+            for f in &self.files {
+                let dst = tmp.path().join(&f.path);
+                make_parent(tmp.path(), &dst)?;
+                match f.kind {
+                    FileKind::Archive => {
+                        let opened = Archive::open_for_salvage(&self.stored_path(f))
+                            .and_then(|a| self.link_as(&a, true).map(|()| a));
+                        let a = match opened {
+                            Ok(a) => a,
+                            Err(e) if e.kind() == "base_missing" || e.kind() == "wrong_base" => {
+                                return Err(e)
+                            }
+                            Err(e) => {
+                                damaged.push(whole(f, &dst, e.to_string())?);
+                                continue;
+                            }
+                        };
+                        // A sound index pins the file it restores: another file than the
+                        // manifest's is not this shard.
+                        let len = a.original_len();
+                        let other_file = if a.missing_index().is_some() {
+                            (len != f.bytes).then(|| {
+                                format!(
+                                    "restores {len} bytes where the manifest says {}",
+                                    f.bytes
+                                )
+                            })
+                        } else {
+                            shard_mismatch(f, &a)
+                        };
+                        if let Some(why) = other_file {
+                            damaged.push(whole(f, &dst, why)?);
+                            continue;
+                        }
+                        let o = DecompressOptions {
+                            force: false,
+                            ..opts.clone()
+                        };
+                        match a.decompress_to(&dst, &o, &|ev| progress(&f.path, ev)) {
+                            Ok(s) => {
+                                if !s.records_intact && a.missing_index().is_none() {
+                                    damaged_records.push((a.path().to_path_buf(), f.path.clone()));
+                                }
+                                damaged.extend(s.damaged.into_iter().map(|d| DamagedRegion {
+                                    file: Some(f.path.clone()),
+                                    ..d
+                                }));
+                            }
+                            Err(e) if e.kind() == "base_missing" || e.kind() == "io" => {
+                                return Err(e)
+                            }
+                            Err(e) => {
+                                let _ = fs::remove_file(&dst);
+                                damaged.push(whole(f, &dst, e.to_string())?);
+                            }
+                        }
+                    }
+                    FileKind::Copy => {
+                        let src = self.stored_path(f);
+                        let copied = fs::copy(&src, &dst)
+                            .map_err(|e| e.to_string())
+                            .and_then(|_| file_checksum(&dst).map_err(|e| e.to_string()));
+                        let why = match copied {
+                            Ok((sum, len)) if len == f.bytes && hex(sum) == f.xxh3 => None,
+                            Ok((sum, len)) => Some(format!(
+                                "the stored copy is {len} bytes with xxh3 {}, the manifest \
+                                 says {} bytes with {}",
+                                hex(sum),
+                                f.bytes,
+                                f.xxh3
+                            )),
+                            Err(e) => Some(format!("the stored copy cannot be read: {e}")),
+                        };
+                        if let Some(why) = why {
+                            let _ = fs::remove_file(&dst);
+                            damaged.push(whole(f, &dst, why)?);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        };
+        fill().map_err(|e| e.relocated(tmp.path(), output))?;
+        persist_dir(tmp, output, opts.force)?;
+        Ok(FolderRestore {
+            original_bytes: self.original_len(),
+            damaged_records,
+            damaged,
         })
     }
 }
@@ -1603,4 +1764,7 @@ pub struct FolderRestore {
     /// ([`Archive::records_intact`]), though the files they restored matched theirs:
     /// each archive's path with the folder path of the file it restored.
     pub damaged_records: Vec<(PathBuf, String)>,
+    /// With [`DecompressOptions::salvage`]: the regions zero-filled, each with its file
+    /// ([`DamagedRegion::file`]); empty when every file restored.
+    pub damaged: Vec<DamagedRegion>,
 }

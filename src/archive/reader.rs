@@ -246,8 +246,13 @@ pub struct DecompressOptions {
 /// A region that [`DecompressOptions::salvage`] zero-filled in the restored file.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DamagedRegion {
+    /// For a folder archive, the file it is in (its path in the folder, `/`-separated);
+    /// `None` (and left out of JSON) for a single archive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// What it is: `tensor "w"`, `group of 3 tensors "a" to "c"`, `gap at data bytes
-    /// [8, 10)`.
+    /// [8, 10)`, `tensor "w", region 2 of 12 (words [1048576, 2097152))`, or for a
+    /// folder archive's file that cannot be restored at all, `the whole file`.
     pub region: String,
     /// The tensors whose bytes it holds, in data order (none for a gap).
     pub tensors: Vec<String>,
@@ -672,6 +677,21 @@ impl Archive {
     pub fn require_sources(&self) -> Result<()> {
         for (i, e) in self.sources.iter().enumerate() {
             if self.attached(i).is_none() {
+                return Err(self.missing_source(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Archive::require_sources`] for a salvage: the base must be given (a user's
+    /// omission, said before anything is written), but another shard of a folder may be
+    /// missing (too damaged to open), which costs only the tensors taken from it.
+    ///
+    /// # Errors
+    /// As [`Archive::require_sources`], for a base source only.
+    pub fn require_base(&self) -> Result<()> {
+        for (i, e) in self.sources.iter().enumerate() {
+            if e.role == SourceRole::Base && self.attached(i).is_none() {
                 return Err(self.missing_source(e));
             }
         }
@@ -1300,7 +1320,11 @@ impl Archive {
         if let Some(base) = &opts.base {
             self.attach_base(base)?;
         }
-        self.require_sources()?;
+        if opts.salvage {
+            self.require_base()?;
+        } else {
+            self.require_sources()?;
+        }
         check_output(&self.path, output, opts.force)?;
         let evict = super::EvictReplaced::start(output, opts.force);
         let mut tmp = temp_beside(output)?;
@@ -1363,7 +1387,11 @@ impl Archive {
         if let Some(base) = &opts.base {
             self.attach_base(base)?;
         }
-        self.require_sources()?;
+        if opts.salvage {
+            self.require_base()?;
+        } else {
+            self.require_sources()?;
+        }
         let path = target.path();
         let mut w = open_direct(target)?;
         let damaged = if opts.salvage {
@@ -1398,7 +1426,7 @@ impl Archive {
         progress: &dyn Fn(ProgressEvent<'_>),
         name: &Path,
     ) -> Result<Vec<DamagedRegion>> {
-        self.require_sources()?;
+        self.require_base()?;
         self.write_salvaged(out, jobs, progress, name, Salvage::Hold)
     }
 
@@ -1562,6 +1590,7 @@ impl Archive {
                                 / crate::tensor::container_bytes(self.item_program(u.item).1.width)
                                     as u64;
                             damaged.push(DamagedRegion {
+                                file: None,
                                 region: format!(
                                     "{}, region {} of {} (words [{}, {}))",
                                     self.item_region(u.item),
@@ -1612,6 +1641,7 @@ impl Archive {
                     // (what its regions reported is part of it).
                     damaged.retain(|d: &DamagedRegion| d.offset < start || d.offset >= start + len);
                     damaged.push(DamagedRegion {
+                        file: None,
                         region: self.item_region(u.item),
                         tensors: self.item_tensors(u.item),
                         offset: start,

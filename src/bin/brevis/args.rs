@@ -32,8 +32,9 @@ is an error, exit 1. ls and show on a folder whose shard archives do not restore
 the files its manifest names warn and exit 3. A run stopped by SIGINT, SIGTERM or SIGHUP \
 removes its temporary output and exits 128 + the signal (130, 143, 129); with --json it \
 still prints its failure object (kind interrupted). decompress --salvage exits 3 when it \
-wrote the file with damaged tensors zero-filled (they are listed on stderr), and 1 when \
-nothing can be salvaged (the header record, index or trailer is damaged).
+wrote the file (or folder) with damaged tensors zero-filled (they are listed on stderr), \
+and 1 when nothing can be salvaged (the header record is damaged, or, in an archive of \
+format 3 or earlier, the index or trailer).
 
 Unix conventions: `-` as compress's input reads the .safetensors file from standard \
 input (whole, into memory; -o is then needed), and `-o -` writes decompress's, \
@@ -69,11 +70,14 @@ pub enum Command {
         archive; nothing is written unless all match. Exit code 3 if decoded bytes \
         differ from a checksum or a tensor record is damaged, 1 if the archive is not \
         one, is cut short, or a program cannot be decoded.\n\n\
-        With --salvage, a damaged tensor (or group of small tensors, or gap) is \
-        zero-filled instead and named on stderr, every other byte is written as it \
-        verifies, and the exit code is 3 if anything was damaged (0 if nothing was); an \
-        archive whose header record, index or trailer is damaged cannot be salvaged \
-        (exit 1, nothing written).\n\n\
+        With --salvage, a damaged tensor (or group of small tensors, gap, or 1 Mi-word \
+        region of a large tensor) is zero-filled instead and named on stderr, every \
+        other byte is written as it verifies, and the exit code is 3 if anything was \
+        damaged (0 if nothing was). An archive cut short (an interrupted download) \
+        restores every tensor whose record precedes the cut and names the others; a \
+        folder archive restores every file, each with its damage named. An archive \
+        whose header record is damaged cannot be salvaged, nor one of format 3 or \
+        earlier whose index or trailer is (exit 1, nothing written).\n\n\
         OUT may be an existing folder (the file is written in it under the original \
         name the archive records), `-` for standard output (checked while written: a \
         damaged archive fails after the bytes before the damage were written; with \
@@ -277,8 +281,8 @@ pub struct DecompressArgs {
     /// Restore a damaged archive as far as it goes: every tensor that matches its
     /// checksum is written, a damaged one (it does not decode, or does not match) is
     /// zero-filled and named on stderr (and in --json's "damaged"); exit 3 if any was.
-    /// Needs the header record, index and trailer intact (exit 1 otherwise); archive
-    /// files only
+    /// Needs the header record intact, and in an archive of format 3 or earlier the
+    /// index and trailer too (exit 1 otherwise)
     #[arg(long)]
     pub salvage: bool,
     /// The base checkpoint the archive was compressed against (compress --base): a

@@ -29,6 +29,10 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
                 .collect();
             names.join(", ")
         };
+        let what = match &d.file {
+            Some(file) => format!("\"{}\": {what}", escape_name(file)),
+            None => what,
+        };
         eprintln!(
             "damaged: {what}: {} bytes at file offset {} zero-filled: {}",
             d.bytes,
@@ -66,6 +70,19 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
             r.seconds,
             mb_per_s(r.original_bytes, r.seconds),
         ),
+        DecompressDetail::Folder { files } if !r.damaged.is_empty() => {
+            let tensors: usize = r.damaged.iter().map(|d| d.tensors.len().max(1)).sum();
+            format!(
+                "{} -> {}: {}, {} bytes, SALVAGED: {} zero-filled (named above), every \
+                 other byte matches its checksum, {:.2} s\n",
+                shown(&r.input),
+                shown(&r.output),
+                plural(files, "file"),
+                r.original_bytes,
+                plural(tensors, "damaged tensor, gap or file"),
+                r.seconds,
+            )
+        }
         DecompressDetail::Folder { files } => format!(
             "{} -> {}: {}, {} bytes, all checksums match, {:.2} s ({:.1} MB/s)\n",
             shown(&r.input),
