@@ -44,7 +44,8 @@ pub mod writer;
 
 pub use extract::{extract, ExtractSummary, Part};
 pub use reader::{
-    Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
+    Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, RegionSpan,
+    TensorEntry,
 };
 pub use rewrite::rewrite_with_programs;
 pub use verify::{

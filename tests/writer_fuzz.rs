@@ -46,7 +46,10 @@ fn the_generator_covers_what_the_writer_must_take() {
     let (mut empty, mut scalar, mut gaps, mut metadata, mut shared) = (0, 0, 0, 0, 0);
     for seed in 0u32..2000 {
         let bytes: Vec<u8> = (0..400u32)
-            .map(|i| (seed.wrapping_mul(2_654_435_761) ^ i.wrapping_mul(40_503)).rotate_left(i % 29) as u8)
+            .map(|i| {
+                (seed.wrapping_mul(2_654_435_761) ^ i.wrapping_mul(40_503)).rotate_left(i % 29)
+                    as u8
+            })
             .collect();
         let file = safetensors_of(&mut Choices::new(&bytes));
         let src = parse(&file).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
@@ -64,9 +67,12 @@ fn the_generator_covers_what_the_writer_must_take() {
             .filter(|(_, t)| t.begin != t.end)
             .map(|(i, t)| (src.tensor_bytes(i), t.dtype.name()))
             .collect();
-        shared += usize::from(payloads.iter().enumerate().any(|(i, (b, d))| {
-            payloads[..i].iter().any(|(b2, d2)| b == b2 && d != d2)
-        }));
+        shared += usize::from(
+            payloads
+                .iter()
+                .enumerate()
+                .any(|(i, (b, d))| payloads[..i].iter().any(|(b2, d2)| b == b2 && d != d2)),
+        );
     }
     assert_eq!(dtypes.len(), brevis::tensor::ALL_DTYPES.len(), "{dtypes:?}");
     for (what, n) in [

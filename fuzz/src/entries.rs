@@ -130,9 +130,16 @@ fn archive_on_pool(data: &[u8]) {
         if a.original_len() <= 64 << 20 {
             let mut out = Vec::new();
             if let Ok(damaged) = a.salvage_to(&mut out, Some(1), &no_progress, Path::new("s")) {
-                assert_eq!(out.len() as u64, a.original_len(), "salvaged the wrong length");
+                assert_eq!(
+                    out.len() as u64,
+                    a.original_len(),
+                    "salvaged the wrong length"
+                );
                 for d in damaged {
-                    assert!(d.offset + d.bytes <= a.original_len(), "damage past the end");
+                    assert!(
+                        d.offset + d.bytes <= a.original_len(),
+                        "damage past the end"
+                    );
                 }
             }
         }
@@ -380,7 +387,9 @@ pub fn safetensors_of(c: &mut Choices<'_>) -> Vec<u8> {
             (None, 3) => vec![c.byte(); len],
             (None, 4) => {
                 let (a, d) = (c.byte(), c.byte());
-                (0..len).map(|i| a.wrapping_add(d.wrapping_mul(i as u8))).collect()
+                (0..len)
+                    .map(|i| a.wrapping_add(d.wrapping_mul(i as u8)))
+                    .collect()
             }
             (None, 5) => {
                 // NaN payloads and signed zeros of a float dtype's width.
@@ -542,7 +551,10 @@ pub fn writer_round_trip(file: &[u8], budget: u64, base: BaseChoice, cut: usize)
     .map(|b| {
         let s = OpenedSource::from_bytes(b, "base.safetensors", Path::new("base.safetensors"))
             .expect("a valid base");
-        std::sync::Arc::new(BaseSet::from_sources(vec![s], Path::new("base.safetensors")))
+        std::sync::Arc::new(BaseSet::from_sources(
+            vec![s],
+            Path::new("base.safetensors"),
+        ))
     });
     let mut opts = CompressOptions {
         jobs: Some(1),
@@ -572,7 +584,10 @@ pub fn writer_round_trip(file: &[u8], budget: u64, base: BaseChoice, cut: usize)
             .expect("own archive did not restore");
         out
     });
-    assert!(out == file, "budget {budget}, {base:?}: round trip changed the bytes");
+    assert!(
+        out == file,
+        "budget {budget}, {base:?}: round trip changed the bytes"
+    );
     let data = src.data_start();
     for (i, t) in a.tensors().iter().enumerate() {
         let bytes = on_pool(|| a.decode_tensor(i)).expect("a tensor did not decode alone");
@@ -590,17 +605,23 @@ pub fn writer_round_trip(file: &[u8], budget: u64, base: BaseChoice, cut: usize)
         return;
     };
     if let Some(set) = &set {
-        cut_archive.attach_base(set).expect("the base it was made against");
+        cut_archive
+            .attach_base(set)
+            .expect("the base it was made against");
     }
     let mut salvaged = Vec::new();
-    let damaged = on_pool(|| cut_archive.salvage_to(&mut salvaged, Some(1), &no_progress, Path::new("s")))
-        .expect("a cut archive whose header record is whole salvages");
+    let damaged =
+        on_pool(|| cut_archive.salvage_to(&mut salvaged, Some(1), &no_progress, Path::new("s")))
+            .expect("a cut archive whose header record is whole salvages");
     assert_eq!(salvaged.len(), file.len(), "salvage wrote another length");
     let mut expected = file.to_vec();
     for d in &damaged {
         expected[d.offset as usize..(d.offset + d.bytes) as usize].fill(0);
     }
-    assert!(salvaged == expected, "cut at {cut}: salvage wrote other bytes than it named");
+    assert!(
+        salvaged == expected,
+        "cut at {cut}: salvage wrote other bytes than it named"
+    );
     for t in a.tensors() {
         if t.record.end <= cut && t.begin != t.end {
             let at = (data as u64 + t.begin)..(data as u64 + t.end);

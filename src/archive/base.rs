@@ -142,7 +142,11 @@ impl OpenedSource {
     /// # Errors
     /// [`Error::Source`] if `bytes` is not a valid `.safetensors` file.
     pub fn from_bytes(bytes: Vec<u8>, name: &str, path: &Path) -> Result<OpenedSource> {
-        OpenedSource::of_file(path.to_path_buf(), name.to_string(), FileBytes::Owned(bytes))
+        OpenedSource::of_file(
+            path.to_path_buf(),
+            name.to_string(),
+            FileBytes::Owned(bytes),
+        )
     }
 
     fn of_file(path: PathBuf, name: String, map: FileBytes) -> Result<OpenedSource> {

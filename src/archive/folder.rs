@@ -1685,10 +1685,7 @@ impl Folder {
                         let len = a.original_len();
                         let other_file = if a.missing_index().is_some() {
                             (len != f.bytes).then(|| {
-                                format!(
-                                    "restores {len} bytes where the manifest says {}",
-                                    f.bytes
-                                )
+                                format!("restores {len} bytes where the manifest says {}", f.bytes)
                             })
                         } else {
                             shard_mismatch(f, &a)

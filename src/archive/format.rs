@@ -635,23 +635,43 @@ pub const SETTINGS_MIN_BYTES: u64 = 12;
 
 /// Appends one settings entry of the index of a format-`version` archive ([`Settings`]):
 /// `uleb` budget, `uleb` depth limit, `uleb` node limit, `u8` prior kind, `u64` prior
-/// digest. The one function that writes an entry ([`read_settings`] reads it).
+/// digest; from format 4 on preceded by the `uleb` length in bytes of those fields, so
+/// that fields added at their end later (a level, say) leave earlier entries readable.
+/// The one function that writes an entry ([`read_settings`] reads it).
 pub fn write_settings(out: &mut Vec<u8>, s: &Settings, version: u16) {
-    let _ = version;
-    out.put_uleb(s.budget);
-    out.put_uleb(s.max_depth);
-    out.put_uleb(s.max_nodes);
-    out.push(s.prior as u8);
-    out.extend_from_slice(&s.prior_digest.to_le_bytes());
+    let mut f = Vec::new();
+    f.put_uleb(s.budget);
+    f.put_uleb(s.max_depth);
+    f.put_uleb(s.max_nodes);
+    f.push(s.prior as u8);
+    f.extend_from_slice(&s.prior_digest.to_le_bytes());
+    if version >= 4 {
+        out.put_uleb(f.len() as u64);
+    }
+    out.extend_from_slice(&f);
 }
 
 /// Reads one settings entry of the index of a format-`version` archive, as
-/// [`write_settings`] writes it.
+/// [`write_settings`] writes it. In format 4 the entry's fields are read inside its
+/// length; a field added later at their end is read when the entry is long enough to
+/// hold it and takes its default otherwise, and bytes past the fields this build knows
+/// are refused.
 ///
 /// # Errors
-/// A sentence if the entry is cut short or names an unknown prior kind.
+/// A sentence if the entry is cut short, names an unknown prior kind, or (format 4) has
+/// bytes left after its fields.
 pub fn read_settings(c: &mut Cursor<'_>, version: u16) -> Result<Settings, String> {
-    let _ = version;
+    if version >= 4 {
+        let len = c.uleb()?;
+        let mut e = Cursor::new(c.take(len)?, "settings entry");
+        let s = settings_fields(&mut e)?;
+        e.finish()?;
+        return Ok(s);
+    }
+    settings_fields(c)
+}
+
+fn settings_fields(c: &mut Cursor<'_>) -> Result<Settings, String> {
     let budget = c.uleb()?;
     let max_depth = c.uleb()?;
     let max_nodes = c.uleb()?;
@@ -918,10 +938,34 @@ pub fn read_record_v4(bytes: &[u8]) -> Result<RecordV4, String> {
             bytes.len()
         ));
     }
+    parse_record_v4(bytes, bytes.len())
+}
+
+/// Reads the frame and fields of a version-4 record of which only the first bytes,
+/// `present`, are at hand (an archive cut inside it): what [`read_record_v4`] reads of
+/// the whole record, its program range running to the record's end as its frame gives
+/// it, past `present`.
+///
+/// # Errors
+/// As [`read_record_v4`]; also when its fields are not all in `present`, or `present`
+/// holds the whole record.
+pub fn read_cut_record_v4(present: &[u8]) -> Result<RecordV4, String> {
+    let frame = read_frame_v4(present)?;
+    let total = usize::try_from(frame.len)
+        .ok()
+        .filter(|&t| t > present.len())
+        .ok_or_else(|| format!("a record of {} bytes is not cut", frame.len))?;
+    parse_record_v4(present, total)
+}
+
+/// The fields of the version-4 record of `total` bytes whose first bytes are `bytes`
+/// (all of it, or the part present), its program to byte `total`.
+fn parse_record_v4(bytes: &[u8], total: usize) -> Result<RecordV4, String> {
+    let frame = read_frame_v4(bytes)?;
     let mut c = Cursor::new(bytes, "record");
     c.u8()?;
     c.uleb()?;
-    let rest = |c: &Cursor<'_>| c.pos()..bytes.len();
+    let rest = |c: &Cursor<'_>| c.pos()..total;
     if frame.kind == KIND_HEADER {
         let header_len = c.uleb()?;
         let checksum = c.u64()?;
@@ -999,7 +1043,12 @@ pub fn read_record_v4(bytes: &[u8]) -> Result<RecordV4, String> {
         }
         KIND_COPY => {
             let of = c.uleb()?;
-            c.finish()?;
+            if c.pos() != total {
+                return Err(format!(
+                    "a copy record has {} unexpected bytes",
+                    total.saturating_sub(c.pos())
+                ));
+            }
             RecordV2::Copy { of }
         }
         KIND_REF => {

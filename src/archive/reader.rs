@@ -380,7 +380,22 @@ impl Archive {
         match &self.bytes {
             #[cfg(feature = "object-store")]
             Backing::Ranged(r) => r.get(range),
-            b => Ok(std::borrow::Cow::Borrowed(&b[range.clone()])),
+            b => b
+                .get(range.clone())
+                .map(std::borrow::Cow::Borrowed)
+                .ok_or_else(|| {
+                    Error::archive(
+                        &self.path,
+                        ArchiveError::DamagedRecord {
+                            what: format!(
+                                "bytes [{}, {}) are past the end of the archive, cut at byte {}",
+                                range.start,
+                                range.end,
+                                b.len()
+                            ),
+                        },
+                    )
+                }),
         }
     }
 
@@ -2452,16 +2467,24 @@ fn parse_walk(bytes: &[u8], why: &str) -> Result<Structure, ArchiveError> {
     let wire = file_header_v4(bytes)?;
     let len = bytes.len();
     let start = format::FILE_HEADER_LEN;
-    let whole = |at: usize| -> Result<Range<usize>, String> {
-        let frame = format::read_frame_v4(&bytes[at..])?;
+    // The record at `at`: its range when whole; else why not, and whether it is cut.
+    let whole = |at: usize| -> Result<Range<usize>, (String, bool)> {
+        let frame = format::read_frame_v4(&bytes[at..]).map_err(|e| {
+            let cut = bytes.len() - at < 11;
+            (e, cut)
+        })?;
         let end = usize::try_from(frame.len)
             .ok()
             .and_then(|l| at.checked_add(l))
             .filter(|&e| e <= len)
             .ok_or_else(|| {
-                format!(
-                    "the archive ends at byte {len}, inside the record of {} bytes at byte {at}",
-                    frame.len
+                (
+                    format!(
+                        "the archive is cut inside it: {} of its {} bytes are present",
+                        len - at,
+                        frame.len
+                    ),
+                    true,
                 )
             })?;
         Ok(at..end)
@@ -2472,7 +2495,7 @@ fn parse_walk(bytes: &[u8], why: &str) -> Result<Structure, ArchiveError> {
              read, so nothing can be salvaged"
         ))
     };
-    let range0 = whole(start).map_err(cant)?;
+    let range0 = whole(start).map_err(|(e, _)| cant(e))?;
     let RecordV4::Header { head, program } =
         format::read_record_v4(&bytes[range0.clone()]).map_err(cant)?
     else {
@@ -2499,7 +2522,35 @@ fn parse_walk(bytes: &[u8], why: &str) -> Result<Structure, ArchiveError> {
         }
         let range = match whole(at) {
             Ok(range) => range,
-            Err(e) => break Some(format!("record {r} at byte {at}: {e}")),
+            Err((e, cut)) => {
+                let stop = format!("record {r} at byte {at}: {e}");
+                // A large tensor cut inside its regions keeps the regions before the cut.
+                if cut {
+                    if let Ok(RecordV4::Other {
+                        items,
+                        record: record @ RecordV2::Regions { .. },
+                    }) = format::read_cut_record_v4(&bytes[at..])
+                    {
+                        let total = match &record {
+                            RecordV2::Regions { program, .. } => program.end,
+                            _ => 0,
+                        };
+                        let placed = assign.place(
+                            r,
+                            RecIn {
+                                range: at..at + total,
+                                items,
+                                settings: None,
+                                record,
+                            },
+                        );
+                        if placed.is_ok() {
+                            at = len;
+                        }
+                    }
+                }
+                break Some(stop);
+            }
         };
         let placed = match format::read_record_v4(&bytes[range.clone()]) {
             Ok(RecordV4::Other { items, record }) => assign.place(
@@ -2521,7 +2572,7 @@ fn parse_walk(bytes: &[u8], why: &str) -> Result<Structure, ArchiveError> {
         r += 1;
     };
     let lost_because = match &stop {
-        Some(s) => format!("its record is lost ({why}; {s})"),
+        Some(s) => format!("its record is lost: {s}"),
         None => String::new(),
     };
     assign.lose_rest(&lost_because);
@@ -2787,7 +2838,8 @@ impl<'b> Assign<'b> {
             self.stored.push(None);
         }
         self.stored.push(stored);
-        let root_op = format::root_op_name(&self.bytes[program.clone()]);
+        // (The program of a record cut short runs past the bytes present.)
+        let root_op = format::root_op_name(self.bytes.get(program.start..).unwrap_or_default());
         let record = range;
         let item = match (kind, mine) {
             (0, [It::Gap(begin, end)]) => {
@@ -3189,7 +3241,9 @@ mod tests {
         // header is refused as damaged.
         let mut old = good;
         old[10..12].copy_from_slice(&1u16.to_le_bytes());
-        let e = Archive::from_bytes(old.clone(), "mem").unwrap_err().to_string();
+        let e = Archive::from_bytes(old.clone(), "mem")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("the file header is damaged"), "{e}");
         // The same archive with a sound header declaring wire version 1 opens, but the
         // tensor is refused.
