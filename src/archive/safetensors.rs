@@ -140,7 +140,8 @@ impl<'a> SourceFile<'a> {
 
     /// The data region cut into tensors and gaps, ordered by offset (ties: empty tensors
     /// first, then header order). Non-empty regions tile the data region exactly; empty
-    /// tensors appear at their offset's position.
+    /// tensors appear at their offset's position among the tensors, so one inside bytes
+    /// no tensor owns comes before the gap holding them.
     pub fn regions(&self) -> &[Region] {
         &self.regions
     }
@@ -442,7 +443,11 @@ fn layout(
             });
         }
         regions.push(Region::Tensor(i));
-        cursor = cursor.max(t.end);
+        // An empty tensor owns no bytes: one inside unowned bytes leaves them to the gap
+        // (moving past them lost them from every record: found by the writer fuzzer).
+        if t.begin != t.end {
+            cursor = t.end;
+        }
     }
     if cursor < data_len {
         let kind = if cursor == 0 {
@@ -984,6 +989,27 @@ mod tests {
                 Region::Tensor(1),
                 Region::Tensor(2),
                 Region::Gap { begin: 1, end: 2 }
+            ]
+        );
+    }
+
+    /// An empty tensor inside bytes no tensor owns leaves them to their gap: its offset
+    /// moved the layout past them, and no record restored them (the writer fuzzer's first
+    /// find, `tests/data/fuzz/writer/crash-empty-tensor-inside-a-gap`).
+    #[test]
+    fn an_empty_tensor_inside_a_gap_leaves_the_gap_whole() {
+        let h = "{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},\"b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[6,7]},\"t\":{\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[8,8]}}";
+        let bytes = file(h, &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let f = parse(&bytes).unwrap();
+        assert_eq!(
+            f.regions(),
+            &[
+                Region::Tensor(0),
+                Region::Tensor(1),
+                Region::Gap { begin: 2, end: 6 },
+                Region::Tensor(2),
+                Region::Tensor(3),
+                Region::Gap { begin: 7, end: 9 }
             ]
         );
     }
