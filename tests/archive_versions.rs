@@ -1,8 +1,9 @@
 //! Archives stay readable: every committed archive of an earlier format or wire version
 //! (`tests/data/v1`: format 1; `tests/data/v2`: format 2 with wire version 2; each written
-//! by the last build that wrote it; `tests/data/v3`: format 3, coded against a base)
-//! restores its source byte for byte, verifies, and decodes tensor by tensor, and its
-//! file header says the versions its folder names.
+//! by the last build that wrote it; `tests/data/v3`: format 3, coded against a base;
+//! `tests/data/v4`: format 4, the first build that wrote it, plain and coded against a
+//! base) restores its source byte for byte, verifies, and decodes tensor by tensor, and
+//! its file header says the versions its folder names.
 
 #[path = "support/finetune.rs"]
 mod finetune;
@@ -51,6 +52,10 @@ fn fixtures(folder: &str) -> Vec<(PathBuf, Vec<u8>)> {
             continue;
         }
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem.starts_with("fracast0-f32-") {
+            // Fine-tunes coded against a base: `fine_tunes_restore_with_their_base`.
+            continue;
+        }
         let source = if stem == "regions" {
             regions_source()
         } else if stem.starts_with('B') {
@@ -142,11 +147,47 @@ fn version_2_wire_2_archives_restore_byte_for_byte() {
     check_folder("v2", 11, 2, 2);
 }
 
+/// Format 4 (the file header under a checksum, framed records, a checksum per region),
+/// as its first build wrote it.
+#[test]
+fn version_4_archives_restore_byte_for_byte() {
+    check_folder("v4", 10, 4, 5);
+}
+
 /// Format 3: fine-tunes coded against a corpus file (`tests/data/v3/README.md`), made
 /// again here from the base: each restores byte for byte with its base, and without it
 /// is refused naming what to pass.
 #[test]
 fn version_3_archives_restore_with_their_base() {
+    fine_tunes_restore_with_their_base(
+        "v3",
+        3,
+        &[
+            ("fracast0-f32-head-only.brv", "head-only", 3),
+            ("fracast0-f32-tied-copy.brv", "tied-copy", 3),
+            ("fracast0-f32-optimizer-steps.brv", "optimizer-steps", 5),
+        ],
+    );
+}
+
+/// Format 4: the same fine-tunes (`tests/data/v4/README.md`), their sources listed in
+/// the header record.
+#[test]
+fn version_4_archives_restore_with_their_base() {
+    fine_tunes_restore_with_their_base(
+        "v4",
+        4,
+        &[
+            ("fracast0-f32-head-only.brv", "head-only", 5),
+            ("fracast0-f32-tied-copy.brv", "tied-copy", 5),
+        ],
+    );
+}
+
+/// Each `(file, fine-tune, wire)` of `tests/data/{folder}`, of format `format`, coded
+/// against fracast0-f32: restores its fine-tune (`finetune::make`) byte for byte with
+/// the base attached and is refused without it.
+fn fine_tunes_restore_with_their_base(folder: &str, format: u16, cases: &[(&str, &str, u16)]) {
     use brevis::archive::base::BaseSet;
     use std::sync::Arc;
     let base_path = Path::new(concat!(
@@ -155,24 +196,21 @@ fn version_3_archives_restore_with_their_base() {
     ));
     let base = finetune::tensors_of(&std::fs::read(base_path).unwrap());
     let set = Arc::new(BaseSet::open(base_path).unwrap());
-    for (file, tensors, wire) in [
-        ("fracast0-f32-head-only.brv", finetune::head_only(&base), 3),
-        ("fracast0-f32-tied-copy.brv", finetune::tied_copy(&base), 3),
-        (
-            "fracast0-f32-optimizer-steps.brv",
-            finetune::optimizer_steps(&base),
-            5,
-        ),
-    ] {
-        let path = Path::new(DATA).join("v3").join(file);
-        assert_eq!(header_versions(&path), (3, wire), "{file}: file header");
+    for &(file, kind, wire) in cases {
+        let tensors = finetune::make(kind, &base);
+        let path = Path::new(DATA).join(folder).join(file);
+        assert_eq!(
+            header_versions(&path),
+            (format, wire),
+            "{file}: file header"
+        );
         let list: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors
             .iter()
             .map(|(n, d, s, b)| (n.as_str(), d.as_str(), s.clone(), b.clone()))
             .collect();
         let source = support::safetensors_bytes(&list);
         let a = Archive::open(&path).unwrap();
-        assert_eq!(a.version(), 3);
+        assert_eq!(a.version(), format);
         assert_eq!(a.sources().len(), 1, "{file}");
         assert_eq!(a.sources()[0].name, "fracast0-f32.safetensors");
         let e = a.require_sources().unwrap_err();
@@ -187,20 +225,38 @@ fn version_3_archives_restore_with_their_base() {
         let buckets = (0..a.tensors().len())
             .filter(|&i| a.program(i).unwrap().to_string().contains("lit bucket"))
             .count();
-        assert_eq!(buckets > 0, wire == 5, "{file}: {buckets} bucket programs");
+        assert_eq!(
+            buckets > 0,
+            kind == "optimizer-steps",
+            "{file}: {buckets} bucket programs"
+        );
     }
 }
 
 /// The multi-region fixture keeps its `concat` of two regions, read by the units of the
-/// streaming decoder.
+/// streaming decoder; from format 4 on each region has its own checksum.
 #[test]
 fn concat_of_regions_is_read_in_every_version() {
-    for folder in ["v1", "v2"] {
+    for folder in ["v1", "v2", "v4"] {
         let a = Archive::open(&Path::new(DATA).join(folder).join("regions.brv")).unwrap();
         let p = a.program(0).unwrap();
         assert_eq!(p.op_name(), "concat", "{folder}");
         assert_eq!(p.children().len(), 2, "{folder}");
         assert_eq!(p.ty().len, (1 << 20) + (1 << 18) + 5, "{folder}");
+        let regions = a.tensor_regions(0);
+        if folder == "v4" {
+            let words: Vec<u64> = regions.iter().map(|r| r.words).collect();
+            assert_eq!(words, [1 << 20, (1 << 18) + 5]);
+            assert_eq!(regions[1].offset, 2 << 20);
+            let src = regions_source();
+            let data = src.len() - 2 * ((1 << 20) + (1 << 18) + 5);
+            assert_eq!(
+                regions[1].checksum,
+                brevis::hash::xxh3_64(&src[data + (2 << 20)..])
+            );
+        } else {
+            assert!(regions.is_empty(), "{folder}");
+        }
     }
 }
 
