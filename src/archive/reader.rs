@@ -571,7 +571,7 @@ impl Archive {
         &self.groups
     }
 
-    /// The archive's format version (1 or 2).
+    /// The archive's format version (1 to 4).
     pub fn version(&self) -> u16 {
         self.version
     }
