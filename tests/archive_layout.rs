@@ -234,7 +234,7 @@ fn settings_and_file_name_are_kept() {
     let file = safetensors_bytes(&[("w".to_string(), d.as_str(), s, b)]);
     let dir = tempfile::tempdir().unwrap();
     let (_, a) = compress(dir.path(), "plain", &file, &CompressOptions::default());
-    assert_eq!(a.version(), 2);
+    assert_eq!(a.version(), 4);
     assert_eq!(a.file_name(), Some("plain.safetensors"));
     let set = a.tensors()[0].settings.unwrap();
     assert_eq!((set.budget, set.max_depth, set.max_nodes), (1, 4, 64));

@@ -72,7 +72,7 @@ fn check_pairs(corpus: &str, kinds: &[&str], bar: f64) {
             "{corpus} {kind}: --base {ours} B is over {bar} x BitX's {bitx} B"
         );
         let a = Archive::open(&brv).unwrap();
-        assert_eq!(a.version(), 3, "coded against a base: format 3");
+        assert_eq!(a.version(), 4, "format 4, its sources in the header record");
         assert_eq!(a.sources().len(), 1);
         assert_eq!(a.sources()[0].original_len, base_bytes.len() as u64);
         let out = dir.path().join(format!("{kind}.restored"));

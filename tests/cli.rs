@@ -1734,7 +1734,7 @@ fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
     ]));
     assert_eq!(
         (&v["format_version"], &v["file_name"]),
-        (&json!(2), &json!("m.safetensors"))
+        (&json!(4), &json!("m.safetensors"))
     );
     let t = v["tensors"].as_array().unwrap();
     let stored: Vec<&str> = t.iter().map(|t| t["stored_as"].as_str().unwrap()).collect();

@@ -352,7 +352,7 @@ pub fn safetensors_of(c: &mut Choices<'_>) -> Vec<u8> {
         // The bytes of an earlier tensor under this dtype, when they make whole elements.
         let copied = (mode == 2 && !tensors.is_empty())
             .then(|| tensors[c.below(tensors.len())].bytes.clone())
-            .filter(|b| !b.is_empty() && (b.len() as u64 * 8) % bits == 0);
+            .filter(|b| !b.is_empty() && (b.len() as u64 * 8).is_multiple_of(bits));
         if let Some(b) = &copied {
             elements = b.len() as u64 * 8 / bits;
         }
@@ -374,7 +374,7 @@ pub fn safetensors_of(c: &mut Choices<'_>) -> Vec<u8> {
                 2 => {
                     let rows = (1..=elements)
                         .rev()
-                        .find(|r| elements % r == 0 && *r <= 8)
+                        .find(|r| elements.is_multiple_of(*r) && *r <= 8)
                         .unwrap_or(1);
                     vec![rows, elements / rows]
                 }
@@ -492,7 +492,7 @@ pub fn safetensors_of(c: &mut Choices<'_>) -> Vec<u8> {
     header.push('}');
     match c.below(3) {
         0 => {
-            while header.len() % 8 != 0 {
+            while !header.len().is_multiple_of(8) {
                 header.push(' ');
             }
         }
