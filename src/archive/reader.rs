@@ -672,8 +672,22 @@ impl Archive {
             _ => None,
         };
         let Some(r) = reference else {
-            let words = execute(node, ty.len).map_err(|e| self.decode_err(item, e))?;
-            return Ok(words_into_le_bytes(words));
+            let len = ty
+                .len
+                .saturating_mul(crate::tensor::container_bytes(ty.width) as u64);
+            let len = usize::try_from(len).map_err(|_| {
+                self.decode_err(
+                    item,
+                    crate::dsl::ExecError::TooLarge {
+                        len: ty.len,
+                        limit: ty.len,
+                    },
+                )
+            })?;
+            let mut bytes = vec![0u8; len];
+            crate::dsl::fused::execute_into(node, &mut bytes)
+                .map_err(|e| self.decode_err(item, e))?;
+            return Ok(bytes);
         };
         let wb = crate::tensor::container_bytes(ty.width);
         let len = ty.len.saturating_mul(wb as u64);
