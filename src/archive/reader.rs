@@ -2162,13 +2162,15 @@ fn parse_v2(
                 let apportion = |whole: u64, upto: u64| {
                     (u128::from(whole) * u128::from(upto) / u128::from(total.max(1))) as u64
                 };
+                // The program and the rest of the record are apportioned apart, so that
+                // each share of the record holds the share of the program (as the
+                // writer's report counts them).
+                let framing = (record.len() as u64).saturating_sub(program.len() as u64);
                 let (mut done, mut upto) = ((0u64, 0u64), 0u64);
                 for &t in &ts {
                     upto += tensors[t].original_bytes();
-                    let share = (
-                        apportion(record.len() as u64, upto),
-                        apportion(program.len() as u64, upto),
-                    );
+                    let program_share = apportion(program.len() as u64, upto);
+                    let share = (program_share + apportion(framing, upto), program_share);
                     let e = &mut tensors[t];
                     e.checksum = checksum;
                     e.record = record.clone();

@@ -770,12 +770,18 @@ impl PlannedRecord {
                 let share = |whole: u64, upto: u64| {
                     (u128::from(whole) * u128::from(upto) / u128::from(total)) as u64
                 };
+                // The program and the rest of the record (framing, checksum) are shared
+                // apart, so that each tensor's archive bytes hold its program bytes
+                // (shared together, rounding gave a tensor one program byte more than
+                // archive bytes).
+                let framing = len.saturating_sub(program);
                 let (mut done, mut upto) = ((0, 0), 0);
                 for (k, &t) in self.tensors.iter().enumerate() {
                     let info = &src.tensors()[t];
                     empties_before(info.begin, stats, &mut shown);
                     upto += info.byte_len();
-                    let now = (share(len, upto), share(program, upto));
+                    let program_share = share(program, upto);
+                    let now = (program_share + share(framing, upto), program_share);
                     stats.push(RegionStat {
                         kind: RegionKind::Tensor,
                         label: info.name.clone(),
@@ -789,7 +795,10 @@ impl PlannedRecord {
                         search: if k == 0 {
                             search.clone()
                         } else {
-                            SearchStats::default()
+                            SearchStats {
+                                unrestored: search.unrestored,
+                                ..SearchStats::default()
+                            }
                         },
                         group_size: self.tensors.len(),
                         copy_of: copy_of.map(str::to_string),
@@ -1513,7 +1522,8 @@ fn program_for(
     match problem {
         None => (syn.program, syn.stats, None),
         Some(what) => {
-            let (node, stats) = literal(syn.stats);
+            let (node, mut stats) = literal(syn.stats);
+            stats.unrestored = true;
             let warning = Warning::Fallback {
                 region: region(),
                 what,
