@@ -125,7 +125,10 @@ fn decompress_verify_and_ls_read_the_archive_from_stdin() {
     ok(&o);
     assert!(std::fs::read(&out).unwrap() == original);
     assert!(
-        stdout(&o).starts_with(&format!("standard input -> {}: 4247680 bytes", out.display())),
+        stdout(&o).starts_with(&format!(
+            "standard input -> {}: 4247680 bytes",
+            out.display()
+        )),
         "{}",
         stdout(&o)
     );
@@ -168,7 +171,11 @@ fn decompress_verify_and_ls_read_the_archive_from_stdin() {
     // verify - --against the original.
     let o = brevis_fed(["verify", "-", "--against", LAYER0], &archive);
     ok(&o);
-    assert!(stdout(&o).contains("standard input: identical to"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("standard input: identical to"),
+        "{}",
+        stdout(&o)
+    );
 
     // ls - lists what ls FILE lists.
     let by_path = brevis([OsStr::new("ls"), dir.path().join("x.brv").as_os_str()]);
@@ -197,7 +204,11 @@ fn decompress_verify_and_ls_read_the_archive_from_stdin() {
         b"not an archive",
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).starts_with("error: standard input: "), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("error: standard input: "),
+        "{}",
+        stderr(&o)
+    );
     assert!(!junk.exists());
     let o = brevis_fed(["ls", "-", "--json"], b"");
     assert_eq!(o.status.code(), Some(1));
@@ -212,7 +223,10 @@ fn a_pipe_given_by_path_suggests_dash() {
     let x = dir.path().join("x.brv");
     for (script, command) in [
         (r#"$B compress <(cat "$1") -o "$2/y.brv""#, "compress"),
-        (r#"$B decompress <(cat "$2/x.brv") -o "$2/y.safetensors""#, "decompress"),
+        (
+            r#"$B decompress <(cat "$2/x.brv") -o "$2/y.safetensors""#,
+            "decompress",
+        ),
         (r#"$B verify <(cat "$2/x.brv")"#, "verify"),
         (r#"$B ls <(cat "$2/x.brv")"#, "ls"),
     ] {
