@@ -299,7 +299,7 @@ fn the_readme_shows_what_the_programs_show() {
         let s = n.to_string();
         let mut o = String::new();
         for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
                 o.push(',');
             }
             o.push(c);
