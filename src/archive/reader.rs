@@ -360,6 +360,12 @@ impl Archive {
     /// [`Error::Io`] if it cannot be read; [`Error::Archive`] if it is not an archive,
     /// has an unsupported version, or its structure is inconsistent.
     pub fn open(path: &Path) -> Result<Archive> {
+        Archive::open_as(path, path)
+    }
+
+    /// [`Archive::open`] of the file at `path`, named `label` in its messages and by
+    /// [`Archive::path`] (a temporary file named as the output it becomes).
+    pub(crate) fn open_as(path: &Path, label: &Path) -> Result<Archive> {
         super::regular_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let meta = file
@@ -370,7 +376,7 @@ impl Archive {
         } else {
             Backing::Map(super::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?)
         };
-        Archive::validate(path.to_path_buf(), bytes)
+        Archive::validate(label.to_path_buf(), bytes)
     }
 
     /// Validates an archive held in memory; `path` only labels errors.
@@ -2171,9 +2177,12 @@ fn parse_v2(
                             "copies record {of}, which is not an earlier data record"
                         ))
                     })?;
-                if target.ty != ty {
+                if !format::copy_allowed(version, target.ty, ty) {
+                    let named = first_tensor
+                        .map(|t| format!(" (tensor {:?})", tensors[t].name))
+                        .unwrap_or_default();
                     return Err(bad(format!(
-                        "copies record {of} of type {}, but restores {ty}",
+                        "copies record {of} of type {}, but restores {ty}{named}",
                         target.ty
                     )));
                 }
