@@ -100,6 +100,35 @@ fn compress_json_shares_of_group_records_hold_their_program_and_fallback_means_u
     }
 }
 
+/// `literal_fallback` is set where a program did not restore its tensor: the writer's
+/// test hook makes every synthesized program wrong, `compress` writes again with each
+/// program checked, and every tensor (alone or in a group) is stored as literals.
+#[test]
+fn literal_fallback_marks_the_tensors_whose_program_did_not_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(CORPUS).join("fracast0-f32.safetensors");
+    let out = dir.path().join("f.brv");
+    let o = Command::new(env!("CARGO_BIN_EXE_brevis"))
+        .args([
+            OsStr::new("compress"),
+            src.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+            OsStr::new("--json"),
+        ])
+        .env("BREVIS_TEST_FAULT", "bad-program")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let v = json_of(&o);
+    let tensors = v["tensors"].as_array().unwrap();
+    assert_eq!(tensors.len(), 47);
+    for t in tensors {
+        assert_eq!(t["literal_fallback"], true, "{}", t["name"]);
+    }
+    assert!(!v["warnings"].as_array().unwrap().is_empty());
+}
+
 #[test]
 fn ls_shows_the_bytes_a_tiny_tensor_grew_by_not_a_percentage() {
     let dir = tempfile::tempdir().unwrap();
