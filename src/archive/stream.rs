@@ -102,7 +102,7 @@ pub(crate) struct Unit {
 ///
 /// Mirrors the `Concat` layout of [`crate::dsl::wire`]: tag `0x30`, LEB128 `k`, LEB128
 /// lengths of children `1..k-1`, the last one being what remains.
-fn concat_header(program: &[u8], ty: Ty) -> Option<(usize, Vec<u64>)> {
+pub(crate) fn concat_header(program: &[u8], ty: Ty) -> Option<(usize, Vec<u64>)> {
     let mut c = Cursor::new(program, "program");
     if c.u8().ok()? != 0x30 {
         return None;
