@@ -329,6 +329,8 @@ impl Plan {
         let mut escaped = Vec::new();
         crate::with_buf!(words.buf(), v => {
             for &x in v.iter() {
+                // `with_buf!` instantiates this for u64 words too.
+                #[allow(clippy::useless_conversion)]
                 let x = (u64::from(x) >> shift) & m;
                 match index.get(x) {
                     Some(s) => symbols.push(s),
@@ -567,7 +569,7 @@ pub fn parse(body: &[u8], width: u32, n: usize) -> Result<Parsed<'_>, CodecError
                 extra: payload.len() as u64,
             });
         }
-    } else if (payload.len() as u64) < state_bytes(lanes) || payload.len() % 2 != 0 {
+    } else if (payload.len() as u64) < state_bytes(lanes) || !payload.len().is_multiple_of(2) {
         return Err(invalid(format!(
             "payload of {} bytes: expected the states' {} and whole 16-bit words",
             payload.len(),

@@ -46,7 +46,10 @@ pub fn execute_into(node: &Node, out: &mut [u8]) -> Result<(), ExecError> {
     );
     match (node.op(), wb) {
         (Op::Concat(children), _) => concat_into(children, wb, ty.len, out),
-        (Op::Const(v), 1) => Ok(out.fill(*v as u8)),
+        (Op::Const(v), 1) => {
+            out.fill(*v as u8);
+            Ok(())
+        }
         (Op::Const(v), _) => {
             let bytes = v.to_le_bytes();
             for c in out.chunks_exact_mut(wb) {
@@ -161,7 +164,8 @@ fn copy_words(words: &Words, out: &mut [u8]) {
 /// A leaf that gives its words a block at a time.
 enum Source<'a> {
     Const(u64),
-    Rans8(rans8::Decoder<'a>),
+    /// Boxed: the decoder's lane states make it ~3 KB.
+    Rans8(Box<rans8::Decoder<'a>>),
     /// Bit-packed words (`k` bits each; raw words are packed whole bytes): the packed
     /// bytes and the next word's index.
     Packed {
@@ -187,9 +191,9 @@ impl<'a> Source<'a> {
         match node.op() {
             Op::Const(v) => Ok(Source::Const(*v)),
             Op::Lit(lit) => match lit.codec {
-                CodecId::Rans8 => Ok(Source::Rans8(
+                CodecId::Rans8 => Ok(Source::Rans8(Box::new(
                     rans8::parse(&lit.body, ty.width, n)?.decoder()?,
-                )),
+                ))),
                 CodecId::BitPack => match bitpack::packed(&lit.body, ty.width, n)? {
                     (0, _) => Ok(Source::Const(0)),
                     (k, data) => Ok(Source::Packed { data, k, at: 0 }),
@@ -225,7 +229,10 @@ impl<'a> Source<'a> {
                 let end = *at + out.len();
                 crate::with_buf!(words.buf(), v => {
                     for (o, &x) in out.iter_mut().zip(&v[*at..end]) {
-                        *o = T::from_u64(u64::from(x));
+                        // `with_buf!` instantiates this for u64 words too.
+                        #[allow(clippy::useless_conversion)]
+                        let x = u64::from(x);
+                        *o = T::from_u64(x);
                     }
                 });
                 *at = end;
