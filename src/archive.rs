@@ -38,6 +38,7 @@ pub mod reader;
 pub mod remote;
 pub mod rewrite;
 pub mod safetensors;
+pub mod slice;
 mod stream;
 pub mod verify;
 pub mod writer;
@@ -48,6 +49,7 @@ pub use reader::{
     TensorEntry,
 };
 pub use rewrite::rewrite_with_programs;
+pub use slice::TensorPart;
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,
 };

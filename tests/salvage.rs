@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use support::safetensors_bytes;
 
+/// A tensor of a test file: name, dtype, shape and bytes.
+type Tensor = (String, &'static str, Vec<u64>, Vec<u8>);
+
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 
 fn corpus(name: &str) -> Vec<u8> {
@@ -290,7 +293,7 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     let weights = corpus("minilm-l6-v2-bf16-layer0.safetensors");
     let piece =
         |k: usize, n: usize| weights[weights.len() - (k + 1) * n..weights.len() - k * n].to_vec();
-    let shards: Vec<Vec<(String, &str, Vec<u64>, Vec<u8>)>> = (0..3)
+    let shards: Vec<Vec<Tensor>> = (0..3)
         .map(|s| {
             (0..4)
                 .map(|t| {

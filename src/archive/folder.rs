@@ -1648,11 +1648,10 @@ impl Folder {
         let mut damaged_records = Vec::new();
         // A file that cannot be restored at all: zeros of its length, and why.
         let whole = |f: &FolderFile, dst: &Path, reason: String| -> Result<DamagedRegion> {
-            let file = fs::File::create(dst)
+            fs::File::create(dst)
                 .and_then(|file| file.set_len(f.bytes).map(|()| file))
                 .and_then(|file| file.sync_all())
                 .map_err(|e| Error::io(&output.join(&f.path), "cannot write", e))?;
-            let _ = file;
             Ok(DamagedRegion {
                 file: Some(f.path.clone()),
                 region: "the whole file".to_string(),

@@ -940,36 +940,39 @@ impl PlannedRecord {
                 shown.push(("(gap)".to_string(), end - begin));
             }
             RecordKind::Tensor(_) | RecordKind::Group => {
-                let total = (self.end - self.begin).max(1);
-                let share = |whole: u64, upto: u64| {
-                    (u128::from(whole) * u128::from(upto) / u128::from(total)) as u64
-                };
-                let (mut done, mut upto) = ((0, 0), 0);
-                for (k, &t) in self.tensors.iter().enumerate() {
+                let sizes: Vec<u64> = self
+                    .tensors
+                    .iter()
+                    .map(|&t| src.tensors()[t].byte_len())
+                    .collect();
+                let shares = super::reader::group_shares(len, program, &sizes);
+                for (k, (&t, (archive_bytes, program_bytes))) in
+                    self.tensors.iter().zip(shares).enumerate()
+                {
                     let info = &src.tensors()[t];
                     empties_before(info.begin, stats, &mut shown);
-                    upto += info.byte_len();
-                    let now = (share(len, upto), share(program, upto));
                     stats.push(RegionStat {
                         kind: RegionKind::Tensor,
                         label: info.name.clone(),
                         dtype: Some(info.dtype),
                         shape: info.shape.clone(),
                         original_bytes: info.byte_len(),
-                        archive_bytes: now.0 - done.0,
-                        program_bytes: now.1 - done.1,
+                        archive_bytes,
+                        program_bytes,
                         root_op,
                         // A group's search is counted once, with its first tensor.
                         search: if k == 0 {
                             search.clone()
                         } else {
-                            SearchStats::default()
+                            SearchStats {
+                                unrestored: search.unrestored,
+                                ..SearchStats::default()
+                            }
                         },
                         group_size: self.tensors.len(),
                         copy_of: copy_of.map(str::to_string),
                         reference: None,
                     });
-                    done = now;
                     shown.push((info.name.clone(), info.byte_len()));
                 }
             }
@@ -1720,7 +1723,8 @@ fn program_for(
     match problem {
         None => (syn.program, syn.stats, None),
         Some(what) => {
-            let (node, stats) = literal(syn.stats);
+            let (node, mut stats) = literal(syn.stats);
+            stats.unrestored = true;
             let warning = Warning::Fallback {
                 region: region(),
                 what,
