@@ -1769,8 +1769,9 @@ fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
         "{digest}"
     );
     assert!(t.iter().all(|x| x["settings"] == *st));
-    // The copy costs its reference only: kind byte and record index.
-    assert_eq!(t[3]["archive_bytes"], 2);
+    // The copy costs its reference only: its frame (marker and kind, length, item
+    // count) and the record index.
+    assert_eq!(t[3]["archive_bytes"], 4);
     let o = brevis([OsStr::new("show"), archive.as_os_str(), OsStr::new("tied")]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}");

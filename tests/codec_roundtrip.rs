@@ -47,16 +47,31 @@ fn stream() -> impl Strategy<Value = Words> {
     })
 }
 
+/// Where `codec`'s size is in [`brevis::codec::select::Sizes`]: its place in
+/// [`ALL_CODECS`] (`rans8`'s tag, 6, follows the bucket codec's, which is not there).
+fn slot(codec: CodecId) -> usize {
+    ALL_CODECS.iter().position(|&c| c == codec).unwrap()
+}
+
+/// The rANS coders: `all_sizes` gives the size of the one `encode_best` writes at a
+/// stream's length (classic `rans` below the wide length, `rans8` from it; `rans32` no
+/// longer written), though each encodes any stream.
+fn is_rans(codec: CodecId) -> bool {
+    matches!(codec, CodecId::Rans | CodecId::Rans32 | CodecId::Rans8)
+}
+
 fn check_stream(words: &Words) {
     let (width, n) = (words.width(), words.len());
     let sizes = all_sizes(words);
     for codec in ALL_CODECS {
         let enc = select::encode_with(codec, words);
-        assert_eq!(
-            enc.as_ref().map(|e| e.body.len() as u64),
-            sizes[codec as usize],
-            "{codec:?} size for {words:?}"
-        );
+        if sizes[slot(codec)].is_some() || !is_rans(codec) {
+            assert_eq!(
+                enc.as_ref().map(|e| e.body.len() as u64),
+                sizes[slot(codec)],
+                "{codec:?} size for {words:?}"
+            );
+        }
         let Some(enc) = enc else { continue };
         let back = codec::decode(codec, &enc.body, width, n)
             .unwrap_or_else(|e| panic!("{codec:?} failed on its own body: {e}"));
@@ -79,7 +94,7 @@ fn check_stream(words: &Words) {
     let min = sizes.iter().flatten().min().copied().unwrap();
     let first = ALL_CODECS
         .into_iter()
-        .find(|&c| sizes[c as usize] == Some(min))
+        .find(|&c| sizes[slot(c)] == Some(min))
         .unwrap();
     let best = encode_best(words);
     assert_eq!(
@@ -94,7 +109,9 @@ fn check_stream(words: &Words) {
     if let Some(hist) = histogram(words, codec::MAX_TABLE_SYMBOLS) {
         let plan = rans::Plan::new(&hist, width, n);
         assert_eq!(plan.codec(), rans::Layout::for_len(n).codec());
-        assert!(plan.lower_bound() <= sizes[plan.codec() as usize].unwrap());
+        if let Some(size) = sizes[slot(plan.codec())] {
+            assert!(plan.lower_bound() <= size);
+        }
     }
 }
 
@@ -208,7 +225,7 @@ fn every_bit_pattern_of_small_widths() {
     check_stream(&all16);
     // One more distinct word than a table allows.
     let wide = Words::from_fn(32, 65_537, |i| i as u64 * 3);
-    assert_eq!(all_sizes(&wide)[2..], [None, None, None]);
+    assert_eq!(all_sizes(&wide)[2..], [None; ALL_CODECS.len() - 2]);
     check_stream(&wide);
 }
 

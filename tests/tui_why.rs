@@ -125,7 +125,7 @@ fn the_tree_header_is_whole_at_120_columns() {
     for (t, head) in [
         (
             1,
-            "b.bias  program 398 B in 3 nodes · record 407 B (+9 B kind, checksum)",
+            "b.bias  program 398 B in 3 nodes · record 410 B (+12 B frame, checksum)",
         ),
         (3, "d.tied  program"),
         (4, "e.norm  program"),

@@ -192,12 +192,13 @@ fn w_writes_the_new_program_into_a_new_archive() {
             original.tensors()[i].archive_bytes()
         );
     }
-    // The record's change, plus the index's new settings entry: uleb budget 32,
-    // depth 4 and nodes 64 (a byte each), the prior's kind byte and its 8-byte digest.
+    // The record's change, plus the index's new settings entry: the uleb length of its
+    // fields (format 4), uleb budget 32, depth 4 and nodes 64 (a byte each), the prior's
+    // kind byte and its 8-byte digest.
     let diff = w.bytes as i64 - w.old_bytes as i64;
     assert_eq!(
         diff,
-        new.tensors()[t].archive_bytes() as i64 - original.tensors()[t].archive_bytes() as i64 + 12
+        new.tensors()[t].archive_bytes() as i64 - original.tensors()[t].archive_bytes() as i64 + 13
     );
     let text = screen_text(&mut a, 200, 20);
     assert!(

@@ -640,8 +640,9 @@ fn salvage_says_it_cannot_work_without_the_header_record() {
     assert!(
         err.ends_with(
             "; --salvage cannot help: it restores the tensors around damaged tensor records, \
-             and needs the header record (which names every tensor), the index and the \
-             trailer intact; nothing was written\n"
+             and needs the header record (which names every tensor) intact (and for an \
+             archive of format 3 or earlier the index and the trailer too); nothing was \
+             written\n"
         ),
         "{err}"
     );
@@ -672,8 +673,9 @@ fn completions_and_man_page_come_from_the_command_definitions() {
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         help.contains(
-            "decompress --salvage exits 3 when it wrote the file with damaged tensors \
-             zero-filled (they are listed on stderr), and 1 when nothing can be salvaged"
+            "decompress --salvage exits 3 when it wrote the file (or folder) with damaged \
+             tensors zero-filled (they are listed on stderr), and 1 when nothing can be \
+             salvaged"
         ),
         "{help}"
     );

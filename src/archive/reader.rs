@@ -1184,6 +1184,31 @@ impl Archive {
         self.regions.get(&item)
     }
 
+    /// Bytes of the frame (marker and kind, length, item count) that starts tensor `i`'s
+    /// record in a format-4 archive; 0 in earlier formats, for an empty tensor, or when
+    /// the record's first bytes cannot be read.
+    pub fn record_frame_bytes(&self, i: usize) -> u64 {
+        let Some(t) = self.tensors.get(i) else {
+            return 0;
+        };
+        if self.version < 4 || t.record.is_empty() {
+            return 0;
+        }
+        // A byte of marker and kind, then two LEB128 numbers of at most 10 bytes each.
+        let first = t.record.start..t.record.end.min(t.record.start.saturating_add(21));
+        let Ok(bytes) = self.fetch(&first) else {
+            return 0;
+        };
+        let mut c = format::Cursor::new(&bytes, "record frame");
+        let frame = |c: &mut format::Cursor<'_>| -> Result<u64, String> {
+            c.u8()?;
+            c.uleb()?;
+            c.uleb()?;
+            Ok(c.pos() as u64)
+        };
+        frame(&mut c).unwrap_or(0)
+    }
+
     /// The regions of tensor `i` stored with a checksum each (a tensor of more than
     /// [`super::writer::REGION_WORDS`] words in a format-4 archive), in order; empty for
     /// any other tensor.

@@ -505,11 +505,15 @@ pub struct ShowReport {
     pub archive_bytes: u64,
     /// Bytes of its program.
     pub program_bytes: u64,
-    /// Bytes of the record that are not the program: its kind and checksum (version 1:
-    /// also name, dtype, shape and offsets).
+    /// Bytes of the record that are not the program: its kind (format 4: its frame) and
+    /// checksum (version 1: also name, dtype, shape and offsets; a regions record: also
+    /// the table of its regions).
     pub framing_bytes: u64,
     /// The archive's format version.
     pub format_version: u16,
+    /// Regions of its record checked each against a checksum of its own (a regions
+    /// record, format 4); 0 for any other record.
+    pub regions: usize,
     /// As [`ListedTensor::stored_as`]; for `group`, the program shown is the group's.
     pub stored_as: &'static str,
     /// As [`ListedTensor::group`].
@@ -651,6 +655,7 @@ pub fn show(
         program_bytes: t.program_bytes(),
         framing_bytes: t.archive_bytes() - t.program_bytes(),
         format_version: archive.version(),
+        regions: archive.tensor_regions(i).len(),
         stored_as,
         group,
         copy_of,

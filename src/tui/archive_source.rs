@@ -116,27 +116,46 @@ impl Source for ArchiveSource {
             (Sharing::Own, t.program.len() as u64)
         };
         let rest = record_bytes.saturating_sub(program_bytes);
+        // Format 4 frames a record (marker and kind, length, item count) where earlier
+        // formats had its kind byte.
+        let (head, head_bytes) = if self.archive.version() >= 4 {
+            (
+                "record frame: kind, length, items",
+                self.archive.record_frame_bytes(i),
+            )
+        } else {
+            ("record kind", 1)
+        };
+        let after = rest.saturating_sub(head_bytes);
+        let regions = self.archive.tensor_regions(i).len();
         let framing = match (self.archive.version(), &sharing) {
             (_, Sharing::Empty) => Vec::new(),
             (1, _) => vec![(
                 "record kind, name, dtype, shape, offsets, checksum, program length",
                 rest,
             )],
-            (_, Sharing::Copy { .. }) => vec![
-                ("record kind", 1),
-                ("index of the copied record", rest.saturating_sub(1)),
-            ],
+            (_, Sharing::Copy { .. }) => {
+                vec![(head, head_bytes), ("index of the copied record", after)]
+            }
             (_, Sharing::Reference { .. }) => vec![
-                ("record kind", 1),
+                (head, head_bytes),
                 ("checksum of the bytes it restores", 8),
                 (
                     "source, tensor, its checksum and op",
-                    rest.saturating_sub(9),
+                    after.saturating_sub(8),
+                ),
+            ],
+            _ if regions > 0 => vec![
+                (head, head_bytes),
+                ("checksum of the bytes it restores", 8),
+                (
+                    "its regions' words, program lengths and checksums",
+                    after.saturating_sub(8),
                 ),
             ],
             _ => vec![
-                ("record kind", 1),
-                ("checksum of the bytes it restores", rest.saturating_sub(1)),
+                (head, head_bytes),
+                ("checksum of the bytes it restores", after),
             ],
         };
         Some(RecordInfo {

@@ -24,9 +24,20 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let record_text = match &record {
         Some(r) => match &r.sharing {
             Sharing::Own => format!(
-                " · record {} B (+{} B kind, checksum)",
+                " · record {} B (+{} B {})",
                 thousands(r.record_bytes),
-                thousands(r.framing_bytes())
+                thousands(r.framing_bytes()),
+                // Format 4 frames a record; a regions record adds its table of regions.
+                match r.framing.first() {
+                    Some((head, _)) if head.starts_with("record frame") => {
+                        if r.framing.len() > 2 {
+                            "frame, checksum, regions"
+                        } else {
+                            "frame, checksum"
+                        }
+                    }
+                    _ => "kind, checksum",
+                }
             ),
             Sharing::Group { tensors, share, .. } => format!(
                 " · group record {} B for {tensors} tensors, this one's share {} B",

@@ -94,16 +94,26 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
     writeln!(s)?;
     s.push_str(&r.program);
     writeln!(s)?;
-    let framing_label = if r.format_version == 1 {
-        "(record fields: name, dtype, shape, offsets, checksum)"
-    } else if r.copy_of.is_some() {
-        "(copy record: kind, record index)"
-    } else if r.reference.is_some() {
-        "(reference record: kind, checksum, source, tensor, its checksum, op)"
+    // Format 4 frames every record: marker and kind, length, item count.
+    let kind = if r.format_version >= 4 {
+        "frame"
     } else {
-        "(record fields: kind, checksum)"
-    }
-    .to_string();
+        "kind"
+    };
+    let framing_label = if r.format_version == 1 {
+        "(record fields: name, dtype, shape, offsets, checksum)".to_string()
+    } else if r.copy_of.is_some() {
+        format!("(copy record: {kind}, record index)")
+    } else if r.reference.is_some() {
+        format!("(reference record: {kind}, checksum, source, tensor, its checksum, op)")
+    } else if r.regions > 0 {
+        format!(
+            "(regions record: {kind}, checksum, {} regions' words, lengths, checksums)",
+            r.regions
+        )
+    } else {
+        format!("(record fields: {kind}, checksum)")
+    };
     let mut lines: Vec<(String, u64, u64)> =
         vec![(framing_label, r.framing_bytes, r.framing_bytes)];
     for n in &r.nodes {
