@@ -1422,6 +1422,27 @@ pub fn search_matrix(
     prior: &Prior,
 ) -> Synthesis {
     let target: &Words = shared;
+    // The fast level: the fixed layout, but for short targets, whose search at budget 1
+    // costs little and whose tables the layout would overpay.
+    let searched;
+    let opts = if opts.level == crate::synth::Level::Fast {
+        if target.len() >= crate::synth::fast::SEARCH_BELOW {
+            let (program, bytes) = crate::synth::fast::program(target, dtype);
+            return Synthesis {
+                program,
+                bytes,
+                stats: SearchStats::default(),
+            };
+        }
+        searched = SearchOptions {
+            budget: 1,
+            level: crate::synth::Level::Default,
+            ..opts.clone()
+        };
+        &searched
+    } else {
+        opts
+    };
     if opts.budget == 0 || target.is_empty() {
         let program = Node::lit(target);
         let bytes = program_len(&program);
