@@ -839,6 +839,8 @@ impl Search<'_> {
         // every float split, the low mantissa bits under two) are sized once: their
         // histogram, their words when known, and their literal's size.
         let mut fields: HashMap<(u32, u32), FieldHole> = HashMap::new();
+        // The same for children sized on the sample: the estimate of each field.
+        let mut sampled: HashMap<(u32, u32), u64> = HashMap::new();
         for c in cands {
             match c {
                 Cand::Leaf(kind, node) => {
@@ -968,9 +970,20 @@ impl Search<'_> {
                         }
                         _ if len > SAMPLE_WORDS => {
                             let smp = sample.get_or_insert_with(|| sample_of(&words));
-                            let kids = lazy_children(&shell, smp);
-                            for (i, (kw, &(cw, n))) in kids.iter().zip(&types).enumerate() {
-                                let lit = sampled_estimate(kw, n);
+                            // A merge's fields are cut from the sample one by one, each
+                            // sized once across the proposals that share it (the sign
+                            // bit under four float splits); other children together.
+                            let kids = bounds.is_none().then(|| lazy_children(&shell, smp));
+                            for (i, &(cw, n)) in types.iter().enumerate() {
+                                let lit = match (&kids, field(i)) {
+                                    (Some(kids), _) => sampled_estimate(&kids[i], n),
+                                    (None, Some((shift, fw))) => {
+                                        *sampled.entry((shift, fw)).or_insert_with(|| {
+                                            sampled_estimate(&extract(smp.buf(), shift, fw), n)
+                                        })
+                                    }
+                                    (None, None) => unreachable!("a merge's fields"),
+                                };
                                 let id = self.push_hole(
                                     None,
                                     src.clone(),
