@@ -143,38 +143,44 @@ pub fn reuses_enough(probe: &Words) -> bool {
 /// [`reuses_enough`] asks for at least one window in this many to be repeated.
 pub const REUSE_SHARE: usize = 16;
 
-/// One slot of [`repeated_windows`]'s table: the latest key hashed to it, that key's
-/// window position, and the call that wrote it.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    key: u64,
-    pos: u32,
-    stamp: u32,
-}
-
-/// [`repeated_windows`]'s direct-mapped table, kept by each thread across calls: a slot
-/// counts only when its stamp is the current call's, so nothing is cleared between
-/// calls (the table of a 16 Ki-word probe is 1 MiB, and a fresh zeroed one per call
-/// was about a tenth of a BF16 checkpoint's search in page faults and clearing).
+/// [`repeated_windows`]'s direct-mapped table, kept by each thread across calls: per
+/// slot the latest key hashed to it and a tag, the call's base plus the key's window
+/// position. Tags below the current call's base are an earlier call's, so nothing is
+/// cleared between calls (the table of a 16 Ki-word probe is 768 KiB, and a fresh zeroed
+/// one per call was about a tenth of a BF16 checkpoint's search in page faults and
+/// clearing). Keys and tags are apart, as before, so that a miss reads the key alone.
 #[derive(Default)]
 struct Slots {
-    slots: Vec<Slot>,
-    stamp: u32,
+    keys: Vec<u64>,
+    tags: Vec<u32>,
+    /// The base of the next call's tags.
+    next: u32,
 }
 
 impl Slots {
-    /// Starts a call using the first `len` slots: returns the call's stamp.
-    fn begin(&mut self, len: usize) -> u32 {
-        if self.slots.len() < len {
-            self.slots.resize(len, Slot::default());
+    /// Starts a call of `windows` windows using the first `len` slots: returns its base.
+    fn begin(&mut self, len: usize, windows: usize) -> u32 {
+        if self.keys.len() < len {
+            self.keys.resize(len, 0);
+            self.tags.resize(len, 0);
         }
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            // Stamps wrapped: slots of a call 2^32 calls ago would look current.
-            self.slots.fill(Slot::default());
-            self.stamp = 1;
+        match u32::try_from(windows)
+            .ok()
+            .and_then(|w| self.next.max(1).checked_add(w))
+        {
+            Some(end) => {
+                let base = self.next.max(1);
+                self.next = end;
+                base
+            }
+            None => {
+                // Tags ran out: every slot empty again (a probe's windows are far
+                // fewer than 2^32).
+                self.tags.fill(0);
+                self.next = 1 + windows as u32;
+                1
+            }
         }
-        self.stamp
     }
 }
 
@@ -207,29 +213,28 @@ fn repeated_windows<T: Copy + Into<u64>>(
     let slot_of = |k: u64| (k.wrapping_mul(MUL) >> (64 - bits)) as usize;
     SLOTS.with(|cell| {
         let mut table = cell.borrow_mut();
-        let stamp = table.begin(1 << bits);
-        let slots = &mut table.slots[..1 << bits];
+        let base = table.begin(1 << bits, n - min + 1);
+        let Slots { keys, tags, .. } = &mut *table;
+        let (keys, tags) = (&mut keys[..1 << bits], &mut tags[..1 << bits]);
         // The position of the latest window with key `q`, if any.
-        let seen = |q: u64, slots: &[Slot]| -> Option<usize> {
-            let s = slots[slot_of(q)];
-            (s.stamp == stamp && s.key == q).then_some(s.pos as usize)
+        let seen = |q: u64, keys: &[u64], tags: &[u32]| -> Option<usize> {
+            let s = slot_of(q);
+            (keys[s] == q && tags[s] >= base).then(|| (tags[s] - base) as usize)
         };
         let mut repeated = 0;
         // Window `i` with key `k` and the keys of its other modes (flipped, backward,
         // both): counted when any was seen (a backward source ends before the window
         // starts), then recorded.
         let mut visit = |i: usize, k: u64, others: &dyn Fn() -> [u64; 3]| {
-            let found = seen(k, slots).is_some()
+            let found = seen(k, keys, tags).is_some()
                 || (with_modes
                     && others().iter().enumerate().any(|(mode, &q)| {
-                        seen(q, slots).is_some_and(|j| mode == 0 || j + min <= i)
+                        seen(q, keys, tags).is_some_and(|j| mode == 0 || j + min <= i)
                     }));
             repeated += usize::from(found);
-            slots[slot_of(k)] = Slot {
-                key: k,
-                pos: i as u32,
-                stamp,
-            };
+            let s = slot_of(k);
+            keys[s] = k;
+            tags[s] = base + i as u32;
             repeated >= need
         };
         if lane * min <= 64 {
