@@ -57,6 +57,8 @@ use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
 use crate::with_buf;
 use std::borrow::Cow;
 
+mod simd;
+
 const NAME: &str = "bucket";
 
 /// Flag bit: the words are two's complement, coded as their ZigZag.
@@ -980,9 +982,11 @@ static LEAD: [u64; 256] = {
 /// The block decoder's work, inlined into each build of [`isa::blocks`]: every block's
 /// words, little-endian of the width's container, handed to `sink` in order. `None` at
 /// the first symbol that is no bucket, extra bits that run out, or trailing bytes or
-/// nonzero padding after them.
+/// nonzero padding after them. With `simd` (the build for processors with AVX2), words
+/// of at most 16 bits are decoded eight at a time by [`simd::steps_checked`], and only a
+/// block's last few words by the scalar passes.
 #[inline(always)]
-fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8])) -> Option<()> {
+fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8]), simd: bool) -> Option<()> {
     let n = job.symbols.len();
     let width = job.width;
     let word_bytes = container_bytes(width);
@@ -990,38 +994,81 @@ fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8])) -> Option<()> {
     let total = extra.len() as u64 * 8;
     let wide = width > 57;
     let wmask = mask(width);
+    let simd = simd
+        && width <= 16
+        && job.view.is_none_or(|v| v.word_bytes <= 2)
+        && matches!(job.symbols.buf(), WordBuf::U8(_) | WordBuf::U16(_));
     let mut k = [0u8; BLOCK];
     let mut z = [0u64; BLOCK];
     let mut out = [0u8; 8 * BLOCK];
     let mut pos = 0u64;
     for start in (0..n).step_by(BLOCK) {
         let m = BLOCK.min(n - start);
-        let k = &mut k[..m];
-        let (bad, bits) = buckets(job, start, k);
-        if bad || pos + bits > total {
-            return None;
-        }
-        let z = &mut z[..m];
-        if !wide && (pos + bits) / 8 + 8 <= extra.len() as u64 {
-            extra_fast(k, extra, &mut pos, z);
-        } else {
-            extra_checked(k, extra, &mut pos, z);
-        }
         let out = &mut out[..m * word_bytes];
-        let base = job
-            .base
-            .map(|(b, op)| (&b[start * word_bytes..(start + m) * word_bytes], op));
-        finish(z, base, job.zigzag, wmask, word_bytes, out);
+        let base = |from: usize| {
+            job.base
+                .map(|(b, op)| (&b[from * word_bytes..(start + m) * word_bytes], op))
+        };
+        let mut done = 0;
+        if simd {
+            let syms = match job.symbols.buf() {
+                WordBuf::U8(v) => simd::Syms::U8(&v[start..start + m]),
+                WordBuf::U16(v) => simd::Syms::U16(&v[start..start + m]),
+                _ => unreachable!("checked above"),
+            };
+            let ctx = job.view.map(|v| {
+                let nb = v.word_bytes;
+                let f = v.field;
+                (
+                    &v.bytes[start * nb..(start + m) * nb],
+                    nb,
+                    f.shift,
+                    mask(f.width) as u32,
+                )
+            });
+            let steps = simd::Steps {
+                syms,
+                ctx,
+                base: base(start),
+                zigzag: job.zigzag,
+                width,
+                word_bytes,
+                extra,
+            };
+            let (d, bad) = simd::steps_checked(&steps, &mut pos, out);
+            if bad {
+                return None;
+            }
+            done = d;
+        }
+        if done < m {
+            let from = start + done;
+            let k = &mut k[..m - done];
+            let (bad, bits) = buckets(job, from, k);
+            if bad || pos + bits > total {
+                return None;
+            }
+            let z = &mut z[..m - done];
+            if !wide && (pos + bits) / 8 + 8 <= extra.len() as u64 {
+                extra_fast(k, extra, &mut pos, z);
+            } else {
+                extra_checked(k, extra, &mut pos, z);
+            }
+            let out = &mut out[done * word_bytes..];
+            finish(z, base(from), job.zigzag, wmask, word_bytes, out);
+        }
         sink(out);
     }
     // As `BitReader::finish`: no whole byte left, zero padding.
-    let used = pos.div_ceil(8);
+    if pos.div_ceil(8) != extra.len() as u64 {
+        return None;
+    }
     let tail = if pos % 8 == 0 {
         0
     } else {
         extra[(pos / 8) as usize] >> (pos % 8)
     };
-    (used == extra.len() as u64 && tail == 0).then_some(())
+    (tail == 0).then_some(())
 }
 
 /// A block's buckets from its symbols (less the context field), into `k`: whether a
@@ -1228,11 +1275,6 @@ mod isa {
         ) -> (Words, Vec<u8>) = symbols_in;
     }
 
-    two_builds! {
-        /// [`super::blocks_in`].
-        fn blocks_with(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8])) -> Option<()> = blocks_in;
-    }
-
     pub(super) fn count(words: &Words, zigzag: bool, view: Option<&View<'_>>) -> Counts {
         count_with(words, zigzag, view, false)
     }
@@ -1247,12 +1289,24 @@ mod isa {
         symbols_with(words, zigzag, view, sym_width, extra_bits, false)
     }
 
+    /// [`super::blocks_in`]: in `build` [`Build::Best`], the build for this processor,
+    /// with its SIMD steps.
     pub(super) fn blocks(
         job: &Blocks<'_>,
         sink: &mut dyn FnMut(&[u8]),
         build: Build,
     ) -> Option<()> {
-        blocks_with(job, sink, build == Build::Portable)
+        #[cfg(target_arch = "x86_64")]
+        if build == Build::Best && native() {
+            #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+            fn with_features(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8])) -> Option<()> {
+                blocks_in(job, sink, true)
+            }
+            // SAFETY: the processor has these features (`native`).
+            return unsafe { with_features(job, sink) };
+        }
+        let _ = build;
+        blocks_in(job, sink, false)
     }
 }
 
@@ -1351,6 +1405,13 @@ mod tests {
         })
     }
 
+    /// [`context_for`] as BF16 words: exponents 100 to 131 over 7 mantissa bits.
+    fn context16_for(n: usize) -> Words {
+        Words::from_fn(16, n + 5, |i| {
+            ((100 + (i * 7) % 32) as u64) << 7 | (i as u64 * 977) & 0x7f
+        })
+    }
+
     #[test]
     fn the_counted_encoder_writes_the_word_by_word_bodies() {
         let field = Field {
@@ -1390,16 +1451,27 @@ mod tests {
     }
 
     /// Every build of the block decoder gives the reference decoder's words, or gives up
-    /// exactly where it refuses: on the streams above, on every cut and on byte flips.
+    /// exactly where it refuses: on the streams above, on every cut and on byte flips,
+    /// with F32-like context words and with BF16-like ones (16 bits: the AVX2 steps take
+    /// the 16-bit streams with their context).
     #[test]
     fn the_block_decoder_agrees_with_the_reference() {
-        let field = Field {
-            shift: 23,
-            width: 8,
-        };
-        for words in streams() {
+        let contexts: [(fn(usize) -> Words, Field); 2] = [
+            (
+                context_for,
+                Field {
+                    shift: 23,
+                    width: 8,
+                },
+            ),
+            (context16_for, Field { shift: 7, width: 8 }),
+        ];
+        for (words, (make_ctx, field)) in streams()
+            .into_iter()
+            .flat_map(|w| contexts.map(|c| (w.clone(), c)))
+        {
             let (width, n) = (words.width(), words.len());
-            let ctx_words = context_for(n);
+            let ctx_words = make_ctx(n);
             let ctx = Context {
                 words: &ctx_words,
                 start: 5,
