@@ -1063,7 +1063,7 @@ fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8]), simd: bool) -> Optio
     if pos.div_ceil(8) != extra.len() as u64 {
         return None;
     }
-    let tail = if pos % 8 == 0 {
+    let tail = if pos.is_multiple_of(8) {
         0
     } else {
         extra[(pos / 8) as usize] >> (pos % 8)
@@ -1074,6 +1074,7 @@ fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8]), simd: bool) -> Optio
 /// A block's buckets from its symbols (less the context field), into `k`: whether a
 /// symbol is no bucket, and the extra bits the block takes (meaningless if one is not).
 #[inline(always)]
+#[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u32 included
 fn buckets(job: &Blocks<'_>, start: usize, k: &mut [u8]) -> (bool, u64) {
     let m = k.len();
     let width = job.width;
@@ -1456,22 +1457,21 @@ mod tests {
     /// the 16-bit streams with their context).
     #[test]
     fn the_block_decoder_agrees_with_the_reference() {
-        let contexts: [(fn(usize) -> Words, Field); 2] = [
-            (
-                context_for,
-                Field {
-                    shift: 23,
-                    width: 8,
-                },
-            ),
-            (context16_for, Field { shift: 7, width: 8 }),
-        ];
-        for (words, (make_ctx, field)) in streams()
+        let f32_field = Field {
+            shift: 23,
+            width: 8,
+        };
+        let bf16_field = Field { shift: 7, width: 8 };
+        for (words, bf16) in streams()
             .into_iter()
-            .flat_map(|w| contexts.map(|c| (w.clone(), c)))
+            .flat_map(|w| [(w.clone(), false), (w, true)])
         {
             let (width, n) = (words.width(), words.len());
-            let ctx_words = make_ctx(n);
+            let (ctx_words, field) = if bf16 {
+                (context16_for(n), bf16_field)
+            } else {
+                (context_for(n), f32_field)
+            };
             let ctx = Context {
                 words: &ctx_words,
                 start: 5,
@@ -1526,7 +1526,7 @@ mod tests {
                 2 => (i as u64).wrapping_neg() & mask(width),
                 _ => i as u64 & 0xff,
             });
-            let field = (width >= 16).then(|| Field {
+            let field = (width >= 16).then_some(Field {
                 shift: width / 2,
                 width: 4,
             });
