@@ -3,6 +3,7 @@
 
 pub mod exec;
 pub mod narrow;
+pub mod parse;
 pub mod program;
 pub mod text;
 pub mod wire;
