@@ -46,7 +46,7 @@ pub use extract::{extract, ExtractSummary, Part};
 pub use reader::{
     Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
 };
-pub use rewrite::rewrite_with_programs;
+pub use rewrite::{rewrite_with_each, rewrite_with_programs, rewritten_len};
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,
 };

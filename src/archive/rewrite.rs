@@ -50,6 +50,24 @@ pub fn rewrite_with_programs(
     settings: Option<format::Settings>,
     overwrite: bool,
 ) -> Result<u64> {
+    let each: Vec<(usize, &Node, Option<format::Settings>)> = replacements
+        .iter()
+        .map(|(i, p)| (*i, p, settings))
+        .collect();
+    rewrite_with_each(src, dst, &each, overwrite)
+}
+
+/// [`rewrite_with_programs`] with the settings that built each new program given with
+/// it (`None`: the record keeps its own).
+///
+/// # Errors
+/// As [`rewrite_with_programs`].
+pub fn rewrite_with_each(
+    src: &Path,
+    dst: &Path,
+    replacements: &[(usize, &Node, Option<format::Settings>)],
+    overwrite: bool,
+) -> Result<u64> {
     if let Ok(meta) = fs::metadata(dst) {
         if meta.is_dir() {
             return Err(Error::io(
@@ -80,13 +98,14 @@ pub fn rewrite_with_programs(
     }
 
     // New records by their start offset, after checking every program.
-    let mut new_records: BTreeMap<usize, (usize, Vec<u8>)> = BTreeMap::new();
-    for (i, program) in replacements {
-        let t = archive.tensors().get(*i).ok_or_else(|| {
+    let mut new_records: BTreeMap<usize, (usize, Vec<u8>, Option<format::Settings>)> =
+        BTreeMap::new();
+    for &(i, program, settings) in replacements {
+        let t = archive.tensors().get(i).ok_or_else(|| {
             Error::archive(
                 src,
                 ArchiveError::NoSuchTensor {
-                    index: *i,
+                    index: i,
                     count: archive.tensors().len(),
                 },
             )
@@ -142,7 +161,7 @@ pub fn rewrite_with_programs(
             };
             format::write_tensor_record(&mut record, &meta, &body);
         }
-        new_records.insert(t.record.start, (t.record.end, record));
+        new_records.insert(t.record.start, (t.record.end, record, settings));
     }
 
     // The old index: where every record starts and ends.
@@ -182,17 +201,6 @@ pub fn rewrite_with_programs(
         w.write_all(&bytes[..format::FILE_HEADER_LEN])
             .map_err(write_err)?;
         let mut at = format::FILE_HEADER_LEN;
-        // The settings entry of the replaced records, added to the index when new.
-        let new_settings = match (&mut v2, settings) {
-            (Some(index), Some(s)) => Some(match index.settings.iter().position(|&o| o == s) {
-                Some(k) => k as u64,
-                None => {
-                    index.settings.push(s);
-                    (index.settings.len() - 1) as u64
-                }
-            }),
-            _ => None,
-        };
         for (k, &len) in old_lens.iter().enumerate() {
             let end = usize::try_from(len)
                 .ok()
@@ -202,12 +210,14 @@ pub fn rewrite_with_programs(
             let old = &bytes[at..end];
             old_hasher.update(old);
             let out: &[u8] = match new_records.get(&at) {
-                Some((old_end, record)) if *old_end == end => {
-                    let entry = k
-                        .checked_sub(1)
-                        .and_then(|r| v2.as_mut()?.records.get_mut(r));
-                    if let (Some(entry), Some(s)) = (entry, new_settings) {
-                        entry.1 = s;
+                Some((old_end, record, settings)) if *old_end == end => {
+                    // The settings entry of the replaced record, added to the index when
+                    // new.
+                    if let (Some(index), Some(s), Some(r)) = (v2.as_mut(), settings, k.checked_sub(1)) {
+                        let at = settings_entry(&mut index.settings, *s);
+                        if let Some(entry) = index.records.get_mut(r) {
+                            entry.1 = at;
+                        }
                     }
                     record
                 }
@@ -258,6 +268,117 @@ pub fn rewrite_with_programs(
         .map_err(|e| Error::io(dst, "cannot sync", e))?;
     persist(tmp, dst, overwrite)?;
     Ok(offset)
+}
+
+/// The index of settings `s` in `all`, added at the end when new.
+fn settings_entry(all: &mut Vec<format::Settings>, s: format::Settings) -> u64 {
+    match all.iter().position(|&o| o == s) {
+        Some(k) => k as u64,
+        None => {
+            all.push(s);
+            (all.len() - 1) as u64
+        }
+    }
+}
+
+/// The length in bytes of the archive [`rewrite_with_each`] would write from `archive`
+/// with each `(tensor, program length in bytes, settings)` of `replacements`, computed
+/// without writing: the records' new lengths and the index rebuilt as the rewrite
+/// rebuilds it (a new settings entry, lengths whose LEB128 form grows). A program is not
+/// checked here; writing it is.
+///
+/// # Errors
+/// [`ArchiveError::NoSuchTensor`] for a bad index, [`Error::Internal`] for a tensor
+/// with no record (empty), and the errors of reading the archive's index.
+pub fn rewritten_len(
+    archive: &Archive,
+    replacements: &[(usize, u64, Option<format::Settings>)],
+) -> Result<u64> {
+    let src = archive.path();
+    let file = File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
+    let map = super::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
+    let bytes: &[u8] = &map;
+    let corrupt = |what: String| Error::archive(src, ArchiveError::Corrupt { what });
+    let n = bytes.len();
+    let trailer = bytes
+        .get(n.saturating_sub(format::TRAILER_LEN)..)
+        .filter(|t| t.len() == format::TRAILER_LEN)
+        .ok_or_else(|| corrupt("no trailer".into()))?;
+    let field =
+        |k: usize| u64::from_le_bytes(trailer[k * 8..k * 8 + 8].try_into().unwrap_or([0; 8]));
+    let index_bytes = usize::try_from(field(0))
+        .ok()
+        .zip(usize::try_from(field(1)).ok())
+        .and_then(|(o, l)| bytes.get(o..o.checked_add(l)?))
+        .ok_or_else(|| corrupt("index out of bounds".into()))?;
+    // New record lengths by the record's start offset.
+    let mut new: BTreeMap<usize, (u64, Option<format::Settings>)> = BTreeMap::new();
+    for &(i, program_len, settings) in replacements {
+        let t = archive.tensors().get(i).ok_or_else(|| {
+            Error::archive(
+                src,
+                ArchiveError::NoSuchTensor {
+                    index: i,
+                    count: archive.tensors().len(),
+                },
+            )
+        })?;
+        if t.record.is_empty() {
+            return Err(Error::Internal {
+                path: src.to_path_buf(),
+                what: format!("tensor {:?} has no record: it is empty", t.name),
+            });
+        }
+        let mut head = Vec::new();
+        if archive.version() >= 2 {
+            format::data_record_head(&mut head, t.checksum);
+        } else {
+            let meta = TensorMeta {
+                name: t.name.clone(),
+                header_index: t.header_index,
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                begin: t.begin,
+                end: t.end,
+                checksum: t.checksum,
+            };
+            format::tensor_record_head(&mut head, &meta, program_len);
+        }
+        new.insert(t.record.start, (head.len() as u64 + program_len, settings));
+    }
+    let mut tail = Vec::new();
+    let mut at = format::FILE_HEADER_LEN;
+    let mut total = format::FILE_HEADER_LEN as u64;
+    if archive.version() >= 2 {
+        let mut index = format::read_index_v2(index_bytes, archive.version()).map_err(corrupt)?;
+        for k in 0..index.record_lens.len() {
+            let old = index.record_lens[k];
+            if let Some((len, settings)) = new.get(&at) {
+                index.record_lens[k] = *len;
+                if let (Some(s), Some(r)) = (settings, k.checked_sub(1)) {
+                    let e = settings_entry(&mut index.settings, *s);
+                    if let Some(entry) = index.records.get_mut(r) {
+                        entry.1 = e;
+                    }
+                }
+            }
+            total += index.record_lens[k];
+            at += old as usize;
+        }
+        format::write_index_v2(&mut tail, &index);
+    } else {
+        let mut index = format::read_index(index_bytes).map_err(corrupt)?;
+        for k in 0..index.record_lens.len() {
+            let old = index.record_lens[k];
+            if let Some((len, _)) = new.get(&at) {
+                index.record_lens[k] = *len;
+            }
+            total += index.record_lens[k];
+            at += old as usize;
+        }
+        format::write_index(&mut tail, &index);
+    }
+    Ok(total + tail.len() as u64 + format::TRAILER_LEN as u64)
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -342,5 +463,44 @@ mod tests {
         let kept = dir.path().join("m.kept.brv");
         rewrite_with_programs(&brv, &kept, &[(0, lit)], None, false).unwrap();
         assert_eq!(Archive::open(&kept).unwrap().tensors()[0].settings, built);
+    }
+
+    /// [`rewritten_len`] says the length the rewrite writes, new settings entries and
+    /// all, for each tensor's own settings.
+    #[test]
+    fn the_length_of_a_rewrite_is_known_before_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let brv = two_tensor_archive(dir.path());
+        let old = Archive::open(&brv).unwrap();
+        let a = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
+        let b = Node::constant(crate::dsl::Ty::new(8, 4), 9).unwrap();
+        let s = |budget| format::Settings {
+            budget,
+            max_depth: 4,
+            max_nodes: 64,
+            prior: format::PriorKind::Uniform,
+            prior_digest: 0,
+        };
+        let cases: Vec<Vec<(usize, &Node, Option<format::Settings>)>> = vec![
+            vec![(0, &a, None)],
+            vec![(0, &a, Some(s(32)))],
+            vec![(0, &a, Some(s(32))), (1, &b, Some(s(32)))],
+            vec![(0, &a, Some(s(300))), (1, &b, Some(s(1)))],
+            vec![(1, &b, None)],
+        ];
+        for (k, c) in cases.iter().enumerate() {
+            let out = dir.path().join(format!("m{k}.brv"));
+            let written = rewrite_with_each(&brv, &out, c, false).unwrap();
+            let lens: Vec<_> = c
+                .iter()
+                .map(|&(i, p, s)| (i, crate::dsl::program_len(p), s))
+                .collect();
+            assert_eq!(rewritten_len(&old, &lens).unwrap(), written, "case {k}");
+            let new = Archive::open(&out).unwrap();
+            for &(i, _, s) in c {
+                let want = s.or(old.tensors()[i].settings);
+                assert_eq!(new.tensors()[i].settings, want, "case {k}");
+            }
+        }
     }
 }
