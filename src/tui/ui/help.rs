@@ -11,8 +11,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 const KEYS: &[(&str, &str)] = &[
-    ("q, Ctrl-C", "quit (the terminal is restored)"),
-    ("Tab, Shift-Tab, 1-7, ?", "switch view; Esc goes back"),
+    ("q, Ctrl-C", "quit (asks first while changes are pending)"),
+    ("Tab, Shift-Tab, 1-9 0, ?", "switch view; Esc goes back"),
     ("↑ ↓ j k, PgUp PgDn, g G", "move / scroll"),
     ("Enter", "table: open the tensor's program tree"),
     ("s, S", "table: sort by the next column, reverse the order"),
@@ -36,11 +36,24 @@ const KEYS: &[(&str, &str)] = &[
         "  digits ⌫ + -, Tab",
         "while editing: type, step; next field; Enter done, Esc undo",
     ),
-    ("w", "search: write the new program into a new archive"),
+    (
+        "  ← → Home End, ^U ^W",
+        "in any text typed: move the cursor; clear, delete a word",
+    ),
+    (
+        "w",
+        "write every pending change (smaller search results, playground programs)",
+    ),
+    ("B, P", "search: the budget sweep, the prior"),
     ("v, V", "verify the selected tensor / the whole archive"),
-    ("x", "cancel the running search or verification"),
+    ("x", "cancel the running job (search, verify, analysis, sweep)"),
+    ("8", "archive: where the bytes go; Enter opens Why on a tensor"),
+    ("9, d", "the pending changes; d drops one"),
+    ("0, e r o", "playground: edit, check and run, load the tensor's"),
+    ("t, + -", "sweep: the tensor or a sample; the largest budget"),
+    ("← →, e + -, c, s", "prior: context; edit a count; calibrate; save"),
     ("← → (here)", "lesson pages: one per operator"),
-    ("n/Space, p", "lesson: run the next node, step back"),
+    ("n/Space, p, o", "lesson: next node, step back, open in the playground"),
 ];
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
@@ -150,6 +163,10 @@ fn lesson_page(l: &Lesson, page: usize, pages: usize, step: usize) -> Vec<Line<'
                     "result: {}",
                     words_text(&s.words, s.width)
                 )));
+                out.push(Line::styled(
+                    "o opens this example in the playground: change it, check it, run it",
+                    Style::default().fg(Color::Yellow),
+                ));
                 if l.show_f32 {
                     let f: Vec<String> = s
                         .words

@@ -210,6 +210,24 @@ fn lines(
             Style::default().fg(Color::DarkGray),
         ));
     }
+    let coded = super::super::inspect::program_parts(ins).payload;
+    let above = coded.saturating_sub(w.reference_bytes);
+    out.push(Line::from(vec![
+        Span::styled(
+            format!("  {:<38}", "coded words against the reference"),
+            Style::default(),
+        ),
+        Span::raw(format!(
+            "{} B, reference {} B: {}",
+            thousands(coded),
+            thousands(w.reference_bytes),
+            if above > 0 {
+                format!("{} B above it", thousands(above))
+            } else {
+                "within it".to_string()
+            }
+        )),
+    ]));
     out.push(Line::raw(""));
     if let Some(n) = ins.nodes.get(w.largest) {
         out.push(Line::from(vec![
