@@ -98,7 +98,17 @@ fn every_program_the_search_finds_on_the_corpus_parses_back() {
         all_ops.extend(ops);
     }
     eprintln!("{total} programs; operators {all_ops:?}");
-    for op in ["lit", "merge", "concat", "backref", "const", "scan", "map", "transpose", "repeat"] {
+    for op in [
+        "lit",
+        "merge",
+        "concat",
+        "backref",
+        "const",
+        "scan",
+        "map",
+        "transpose",
+        "repeat",
+    ] {
         assert!(all_ops.contains(op), "no {op} seen: {all_ops:?}");
     }
 }
@@ -127,7 +137,12 @@ fn malformed_text_is_refused_at_the_offending_token() {
     // Unknown operator, codec, bijection.
     at("mrege fields[1,8,7] : u16[6]", 1, 1, "expected an operator");
     at("lit zstd : u8[3]", 1, 5, "expected a codec");
-    at("map rot 3 : u8[2]\n  lit raw : u8[2] = [1, 2]", 1, 5, "a bijection");
+    at(
+        "map rot 3 : u8[2]\n  lit raw : u8[2] = [1, 2]",
+        1,
+        5,
+        "a bijection",
+    );
     // Missing or broken type.
     at("const 7", 1, 8, "found the end of the line");
     at("const 7 u8[3]", 1, 9, "expected `:`");
@@ -138,9 +153,19 @@ fn malformed_text_is_refused_at_the_offending_token() {
     at("lit raw : u8[3] = [1, 2]", 1, 17, "its list holds 2");
     at("lit raw : u4[2] = [1, 16]", 1, 23, "does not fit in 4 bits");
     at("lit raw : u8[2] = [1; 2]", 1, 21, "expected `,` or `]`");
-    at("const 7 : u8[3] = [7, 7, 7]", 1, 17, "end of the line after the type");
+    at(
+        "const 7 : u8[3] = [7, 7, 7]",
+        1,
+        17,
+        "end of the line after the type",
+    );
     // Numbers.
-    at("const 99999999999999999999 : u64[1]", 1, 7, "does not fit in 64 bits");
+    at(
+        "const 99999999999999999999 : u64[1]",
+        1,
+        7,
+        "does not fit in 64 bits",
+    );
     at("repeat x : u8[4]", 1, 8, "the repeat count");
     // Merge widths and dequant blocks.
     at("merge fields[1,8;7] : u16[6]", 1, 17, "expected `,` or `]`");
@@ -151,8 +176,18 @@ fn malformed_text_is_refused_at_the_offending_token() {
         "block's size",
     );
     // Indentation: odd, too deep, a second root, a tab, children of a leaf.
-    at("concat : u8[2]\n   const 1 : u8[1]", 2, 4, "two spaces per level");
-    at("concat : u8[2]\n    const 1 : u8[1]", 2, 5, "one level (two spaces)");
+    at(
+        "concat : u8[2]\n   const 1 : u8[1]",
+        2,
+        4,
+        "two spaces per level",
+    );
+    at(
+        "concat : u8[2]\n    const 1 : u8[1]",
+        2,
+        5,
+        "one level (two spaces)",
+    );
     at("const 1 : u8[1]\nconst 2 : u8[1]", 2, 1, "a second root");
     at("concat : u8[2]\n\tconst 1 : u8[1]", 2, 1, "a tab");
     at(
@@ -183,7 +218,12 @@ fn malformed_text_is_refused_at_the_offending_token() {
         1,
         "the count must be 2 or more and divide the length",
     );
-    at("const 300 : u8[2]", 1, 1, "const 300 does not fit in 8 bits");
+    at(
+        "const 300 : u8[2]",
+        1,
+        1,
+        "const 300 does not fit in 8 bits",
+    );
     at(
         "merge fields[1,8,7] : u16[2]\n  const 0 : u1[2]\n  const 127 : u8[2]",
         1,
@@ -206,7 +246,10 @@ fn a_program_is_type_checked_against_the_tensor() {
     // The paper's split with its literal left out: the words come from the tensor.
     let text = "merge fields[1,8,7] : u16[6]\n  lit bitpack : u1[6]\n  const 127 : u8[6]\n  const 0 : u7[6]\n";
     let p = parse(text).unwrap().build(Some(&words), None).unwrap();
-    assert!(matches!(p.op(), brevis::dsl::Op::Merge(MergeFn::Fields(_), _)));
+    assert!(matches!(
+        p.op(),
+        brevis::dsl::Op::Merge(MergeFn::Fields(_), _)
+    ));
     assert_eq!(brevis::dsl::execute(&p, 6).unwrap(), words);
     assert_eq!(p.ty(), Ty::new(16, 6));
     // A codec that does not apply is refused at the literal.

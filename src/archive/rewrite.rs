@@ -213,7 +213,9 @@ pub fn rewrite_with_each(
                 Some((old_end, record, settings)) if *old_end == end => {
                     // The settings entry of the replaced record, added to the index when
                     // new.
-                    if let (Some(index), Some(s), Some(r)) = (v2.as_mut(), settings, k.checked_sub(1)) {
+                    if let (Some(index), Some(s), Some(r)) =
+                        (v2.as_mut(), settings, k.checked_sub(1))
+                    {
                         let at = settings_entry(&mut index.settings, *s);
                         if let Some(entry) = index.records.get_mut(r) {
                             entry.1 = at;

@@ -347,7 +347,10 @@ fn parse_line(line: &mut Line<'_>, indent: usize) -> Result<Sketch, ParseError> 
                 let bad = || {
                     line.err(
                         t.column,
-                        format!("expected the block's size, such as 1x128, found `{}`", t.text),
+                        format!(
+                            "expected the block's size, such as 1x128, found `{}`",
+                            t.text
+                        ),
                     )
                 };
                 let (r, c) = t.text.split_once('x').ok_or_else(bad)?;
@@ -405,11 +408,14 @@ fn parse_line(line: &mut Line<'_>, indent: usize) -> Result<Sketch, ParseError> 
     let mut op = op;
     if let Some(eq) = line.peek() {
         match (&mut op, eq.text) {
-            (SketchOp::Lit {
-                words,
-                words_column,
-                ..
-            }, "=") => {
+            (
+                SketchOp::Lit {
+                    words,
+                    words_column,
+                    ..
+                },
+                "=",
+            ) => {
                 line.at += 1;
                 *words_column = eq.column;
                 line.expect("[")?;
@@ -421,10 +427,9 @@ fn parse_line(line: &mut Line<'_>, indent: usize) -> Result<Sketch, ParseError> 
                     loop {
                         let (w, col) = line.number("a word")?;
                         if w > m {
-                            return Err(line.err(
-                                col,
-                                format!("word {w} does not fit in {width} bits"),
-                            ));
+                            return Err(
+                                line.err(col, format!("word {w} does not fit in {width} bits"))
+                            );
                         }
                         v.push(w);
                         let t = line.next("`,` or `]`")?;
@@ -455,7 +460,9 @@ fn parse_line(line: &mut Line<'_>, indent: usize) -> Result<Sketch, ParseError> 
             (SketchOp::Lit { .. }, other) => {
                 return Err(line.err(
                     eq.column,
-                    format!("expected `=` and the literal's words, or the end of the line, found `{other}`"),
+                    format!(
+                    "expected `=` and the literal's words, or the end of the line, found `{other}`"
+                ),
                 ))
             }
             (_, other) => {
@@ -639,12 +646,19 @@ impl Sketch {
     /// what its parent takes, a type that is not the tensor's, parameters out of
     /// range), whose literal's words cannot be known, whose codec does not apply to its
     /// words, or when the program is deeper or larger than the wire format allows.
-    pub fn build(&self, target: Option<&Words>, reference: Option<&Node>) -> Result<Node, ParseError> {
+    pub fn build(
+        &self,
+        target: Option<&Words>,
+        reference: Option<&Node>,
+    ) -> Result<Node, ParseError> {
         let max_depth = crate::dsl::wire::MAX_DEPTH;
         if self.depth() > max_depth {
             return Err(self.err(
                 self.column,
-                format!("the program is {} levels deep: at most {max_depth}", self.depth()),
+                format!(
+                    "the program is {} levels deep: at most {max_depth}",
+                    self.depth()
+                ),
             ));
         }
         if self.node_count() > crate::dsl::wire::MAX_NODES {
@@ -698,14 +712,21 @@ impl Sketch {
             }
             SketchOp::Concat => {
                 arity("at least 2 children", k >= 2)?;
-                let sum: u64 = self.children.iter().map(|c| c.ty.len).fold(0, u64::saturating_add);
+                let sum: u64 = self
+                    .children
+                    .iter()
+                    .map(|c| c.ty.len)
+                    .fold(0, u64::saturating_add);
                 if sum != n {
                     return Err(self.err(
                         self.ty_column,
                         format!("concat of {n} words has children of {sum} words in all"),
                     ));
                 }
-                self.children.iter().map(|c| Some(Ty::new(b, c.ty.len))).collect()
+                self.children
+                    .iter()
+                    .map(|c| Some(Ty::new(b, c.ty.len)))
+                    .collect()
             }
             SketchOp::Repeat(r) => {
                 arity("one child", k == 1)?;
@@ -729,9 +750,7 @@ impl Sketch {
                 vec![Some(Ty::new(b, n - 1))]
             }
             SketchOp::Merge(f) => {
-                let widths = f
-                    .widths(b)
-                    .map_err(|e| self.err(self.column, e.0))?;
+                let widths = f.widths(b).map_err(|e| self.err(self.column, e.0))?;
                 arity(&format!("{} children", widths.len()), k == widths.len())?;
                 widths.into_iter().map(|w| Some(Ty::new(w, n))).collect()
             }
@@ -748,10 +767,7 @@ impl Sketch {
             SketchOp::Dequant(d) => {
                 arity("2 children (the codes and the scales)", k == 2)?;
                 let blocks = d.blocks(n).map_err(|e| self.err(self.column, e.0))?;
-                vec![
-                    Some(Ty::new(d.code.width(), n)),
-                    Some(Ty::new(32, blocks)),
-                ]
+                vec![Some(Ty::new(d.code.width(), n)), Some(Ty::new(32, blocks))]
             }
         })
     }
@@ -921,7 +937,8 @@ impl Sketch {
                                         None => true,
                                     };
                                     if same {
-                                        return Node::lit_encoded(self.ty, l.clone()).map_err(type_err);
+                                        return Node::lit_encoded(self.ty, l.clone())
+                                            .map_err(type_err);
                                     }
                                 }
                             }
@@ -929,7 +946,10 @@ impl Sketch {
                         match (target, reference.filter(|r| r.ty() == self.ty)) {
                             (Some(t), _) => t,
                             (None, Some(r)) => crate::dsl::execute(r, r.ty().len).map_err(|e| {
-                                self.err(self.column, format!("the reference program's node here does not run: {e}"))
+                                self.err(
+                                    self.column,
+                                    format!("the reference program's node here does not run: {e}"),
+                                )
                             })?,
                             (None, None) => {
                                 return Err(self.err(
@@ -942,7 +962,11 @@ impl Sketch {
                         }
                     }
                 };
-                let column = if *words_column > 0 { *words_column } else { self.column };
+                let column = if *words_column > 0 {
+                    *words_column
+                } else {
+                    self.column
+                };
                 let lit = lit_with_codec(*codec, &words).ok_or_else(|| {
                     self.err(
                         column,
@@ -988,7 +1012,11 @@ impl Sketch {
         if node.ty() != self.ty {
             return Err(self.err(
                 self.ty_column,
-                format!("its children make it {}, its type says {}", node.ty(), self.ty),
+                format!(
+                    "its children make it {}, its type says {}",
+                    node.ty(),
+                    self.ty
+                ),
             ));
         }
         Ok(node)

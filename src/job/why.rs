@@ -56,7 +56,10 @@ pub const KINDS: [(&str, &str); 9] = [
     ("above_reference", "coded words above the references"),
     ("codec_tables", "codec tables"),
     ("program_structure", "program structure (tags, parameters)"),
-    ("record_framing", "record framing (kinds, checksums, copies)"),
+    (
+        "record_framing",
+        "record framing (kinds, checksums, copies)",
+    ),
     ("source_header", "source header (its JSON)"),
     ("gaps", "gaps (bytes no tensor owns)"),
     ("index_and_trailer", "file header, index and trailer"),
@@ -153,7 +156,8 @@ impl Reference {
         }
         // A reference needs at least two words per value: count at most n / 2.
         let cap = n / 2;
-        let entropy = |w: &Words| histogram(w, cap).map(|h| entropy_bits(h.iter().map(|&(_, c)| c)));
+        let entropy =
+            |w: &Words| histogram(w, cap).map(|h| entropy_bits(h.iter().map(|&(_, c)| c)));
         if width <= 16 || !nearly_distinct(words) {
             r.whole_bits = entropy(words);
         }
@@ -318,7 +322,11 @@ fn add(v: &mut Vec<(String, u64)>, key: &str, bytes: u64) {
 
 /// The structure nodes of a program (`backref`, `dequant`): per kind, `(count, bytes of
 /// their subtrees, saved against the reference of their output or None)`.
-fn structure_nodes(program: &Node, dtype: Dtype, context: Option<&Words>) -> [(u64, u64, Option<i64>); 2] {
+fn structure_nodes(
+    program: &Node,
+    dtype: Dtype,
+    context: Option<&Words>,
+) -> [(u64, u64, Option<i64>); 2] {
     let report = size_report(program);
     let mut out = [(0u64, 0u64, Some(0i64)); 2];
     let mut stack = vec![(program, 0usize)];
@@ -352,7 +360,11 @@ fn structure_nodes(program: &Node, dtype: Dtype, context: Option<&Words>) -> [(u
             }),
             _ => (dtype.word_bits() == n.ty().width).then_some(dtype),
         };
-        let ctx = if std::ptr::eq(n, program) { context } else { None };
+        let ctx = if std::ptr::eq(n, program) {
+            context
+        } else {
+            None
+        };
         e.2 = match (e.2, execute_in(n, n.ty().len, ctx)) {
             (Some(s), Ok(w)) => Some(s + Reference::of(&w, dt).bytes() as i64 - bytes as i64),
             _ => None,
@@ -423,7 +435,8 @@ pub fn analyse(
             let s = &mut structure[0];
             s.1 += 1;
             s.2 += b;
-            s.3 = s.3.map(|x| x + tensors[of].archive_bytes() as i64 - b as i64);
+            s.3 =
+                s.3.map(|x| x + tensors[of].archive_bytes() as i64 - b as i64);
             continue;
         }
         let (record_bytes, members, dtype) = match t.group {
@@ -438,7 +451,11 @@ pub fn analyse(
         };
         records_bytes += record_bytes;
         let program_bytes = t.program.len() as u64;
-        add(&mut kinds, "record_framing", record_bytes.saturating_sub(program_bytes));
+        add(
+            &mut kinds,
+            "record_framing",
+            record_bytes.saturating_sub(program_bytes),
+        );
         let Ok(program) = archive.program(i) else {
             add(&mut kinds, "not_analysed", program_bytes);
             not_analysed.push(t.name.clone());
@@ -498,16 +515,26 @@ pub fn analyse(
             let s = &mut structure[1];
             s.1 += 1;
             s.2 += record_bytes;
-            s.3 = s.3.zip(own).map(|(a, o)| a + o as i64 - record_bytes as i64);
+            s.3 =
+                s.3.zip(own)
+                    .map(|(a, o)| a + o as i64 - record_bytes as i64);
         }
     }
     progress(total, total, "");
-    add(&mut kinds, "index_and_trailer", len.saturating_sub(records_bytes));
+    add(
+        &mut kinds,
+        "index_and_trailer",
+        len.saturating_sub(records_bytes),
+    );
     let not_tensor = len.saturating_sub(by_dtype.iter().map(|(_, b)| b).sum::<u64>());
     by_dtype.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     add(&mut by_dtype, "not a tensor", not_tensor);
     add(&mut by_role, "not a tensor", not_tensor);
-    above.sort_by(|a, b| b.bytes_above.cmp(&a.bytes_above).then(a.index.cmp(&b.index)));
+    above.sort_by(|a, b| {
+        b.bytes_above
+            .cmp(&a.bytes_above)
+            .then(a.index.cmp(&b.index))
+    });
     Some(WhyReport {
         archive: archive.path().to_path_buf(),
         original_bytes: archive.original_len(),
@@ -686,19 +713,20 @@ pub fn tensor_why(archive: &Archive, i: usize) -> Result<TensorWhy> {
         (Some(a), Some(b)) if b <= a => "the order-0 field bound",
         (_, Some(_)) if r.whole_bits.is_none() => "the order-0 field bound",
         (Some(_), _) => "the order-0 entropy of whole words",
-        _ => "the raw words (no order-0 reference: about one word per value)",
+        _ => "the raw words (no order-0 reference here: about one word per value)",
     };
     sentences.push(if bytes_above > 0 {
         format!(
-            "its coded words take {} bytes, {} above {which} ({bound:.2} bits per word, {} bytes)",
+            "its coded words take {} bytes, {} above {which}, {bound:.2} bits per word or {} \
+             bytes",
             thousands(parts.coded_words),
             thousands(bytes_above),
             thousands(reference)
         )
     } else {
         format!(
-            "its coded words take {} bytes, within {which} ({bound:.2} bits per word, {} bytes): \
-             the rest is tables ({}), structure ({}) and framing ({})",
+            "its coded words take {} bytes, within {which}, {bound:.2} bits per word or {} \
+             bytes; the rest is tables ({}), structure ({}) and framing ({})",
             thousands(parts.coded_words),
             thousands(reference),
             thousands(parts.tables),

@@ -865,7 +865,9 @@ impl App {
                     if let Some(d) = c.to_digit(10) {
                         let v = self.prior_view.count();
                         self.prior_view.set_count(
-                            v.saturating_mul(10).saturating_add(u64::from(d)).min(1 << 40),
+                            v.saturating_mul(10)
+                                .saturating_add(u64::from(d))
+                                .min(1 << 40),
                         );
                         self.prior_edited();
                     }
@@ -932,9 +934,8 @@ impl App {
         }
         let n = self.pending.len();
         let change = match self.pending_total() {
-            Some(d) if d < 0 => format!(", {} bytes smaller,", thousands(d.unsigned_abs())),
-            Some(d) if d > 0 => format!(", {} bytes larger,", thousands(d as u64)),
-            _ => String::new(),
+            Some(d) => format!("; the file {} B", super::ui::signed(d)),
+            None => String::new(),
         };
         let names: Vec<String> = self
             .pending
@@ -942,11 +943,14 @@ impl App {
             .take(2)
             .map(|p| self.row_name(p.tensor))
             .collect();
-        let more = if n > 2 { format!(" and {} more", n - 2) } else { String::new() };
+        let more = if n > 2 {
+            format!(" and {} more", n - 2)
+        } else {
+            String::new()
+        };
         Some(format!(
-            "quit without writing {} pending change{} ({}{more}){change} not written? (y/n) \
-             w in the Changes view (9) writes them",
-            n,
+            "quit without writing {n} pending change{} ({}{more}{change})? (y/n) w writes \
+             them (9 lists them)",
             if n == 1 { "" } else { "s" },
             names.join(", ")
         ))
@@ -989,7 +993,9 @@ impl App {
     /// Recomputes each pending change's own effect and the archive's length with all of
     /// them ([`Source::rewritten_len`]).
     fn refresh_pending(&mut self) {
-        self.pending_selected = self.pending_selected.min(self.pending.len().saturating_sub(1));
+        self.pending_selected = self
+            .pending_selected
+            .min(self.pending.len().saturating_sub(1));
         let Some(source) = self.source.clone() else {
             return;
         };
@@ -2025,11 +2031,15 @@ impl App {
         let (tensors, label) = if self.sweep.sample {
             let t = super::sweep::sample_of(source.as_ref());
             if t.is_empty() {
-                self.status = "no tensor to sample: every record is a copy, a reference or empty".into();
+                self.status =
+                    "no tensor to sample: every record is a copy, a reference or empty".into();
                 return;
             }
             let names: Vec<String> = t.iter().map(|&i| self.row_name(i)).collect();
-            (t, format!("a sample of {} records: {}", names.len(), names.join(", ")))
+            (
+                t,
+                format!("a sample of {} records: {}", names.len(), names.join(", ")),
+            )
         } else {
             let Some(t) = self.selected_tensor() else {
                 self.status = "no tensor is selected (the filter matches none)".into();
@@ -2112,8 +2122,11 @@ impl App {
             return;
         }
         let v = self.prior_view.count();
-        self.prior_view
-            .set_count(if up { v.saturating_add(1) } else { v.saturating_sub(1) });
+        self.prior_view.set_count(if up {
+            v.saturating_add(1)
+        } else {
+            v.saturating_sub(1)
+        });
         self.prior_edited();
     }
 
@@ -2183,8 +2196,9 @@ impl App {
                     _ => return Err("the lesson is gone".to_string()),
                 };
                 ctx.progress(0, 0, "decoding the tensor");
-                let target = crate::dsl::execute_in(&reference, reference.ty().len, context.as_ref())
-                    .map_err(|e| format!("the archive's program does not run: {e}"))?;
+                let target =
+                    crate::dsl::execute_in(&reference, reference.ty().len, context.as_ref())
+                        .map_err(|e| format!("the archive's program does not run: {e}"))?;
                 ctx.progress(0, 0, "checking");
                 super::playground::check(&text, origin, &target, context.as_ref(), &reference)
             })();
@@ -2444,9 +2458,9 @@ impl App {
                         }
                         r => r,
                     });
-                    if let Some(Ok(r)) = self.search.result.take() {
+                    if let Some(Ok(r)) = &self.search.result {
+                        let r = r.clone();
                         self.keep_result(&r);
-                        self.search.result = Some(Ok(r));
                     }
                     if let Some(t) = self
                         .search

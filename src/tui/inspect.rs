@@ -208,7 +208,10 @@ pub fn inspect_record(
         // A group's program as one program per tensor: each part is a tensor.
         if let (None, Some(g), Op::Concat(kids)) = (parent, group, node.op()) {
             if kids.len() == g.len() {
-                roles = g.iter().map(|n| format!("tensor {}", escape_name(n))).collect();
+                roles = g
+                    .iter()
+                    .map(|n| format!("tensor {}", escape_name(n)))
+                    .collect();
             }
         }
         let mut starts = Vec::with_capacity(node.children().len());

@@ -302,7 +302,7 @@ mod tests {
         let mut p = Playground::default();
         p.load("concat : u8[2]\n  const 1 : u8[1]", Origin::Lesson(0));
         p.row = 1;
-        p.col = 16;
+        p.col = 17;
         p.newline();
         assert_eq!(p.lines, ["concat : u8[2]", "  const 1 : u8[1]", "  "]);
         assert_eq!((p.row, p.col), (2, 2));

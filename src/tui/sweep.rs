@@ -281,10 +281,13 @@ mod tests {
     fn the_curve_flattens_where_later_budgets_save_under_a_thousandth() {
         let p = [(1, 10_000), (2, 9_000), (4, 8_995), (8, 8_994)];
         assert_eq!(flattens_at(&p), Some(1));
-        assert!(verdict(&p).starts_with("the curve flattens at budget 2: larger budgets save 6 bytes"));
+        assert!(
+            verdict(&p).starts_with("the curve flattens at budget 2: larger budgets save 6 bytes")
+        );
         let falling = [(1, 10_000), (2, 9_000), (4, 8_000)];
         assert_eq!(flattens_at(&falling), None);
-        assert!(verdict(&falling).starts_with("still falling at budget 4: the last doubling saved 1,000 bytes"));
+        assert!(verdict(&falling)
+            .starts_with("still falling at budget 4: the last doubling saved 1,000 bytes"));
         assert_eq!(flattens_at(&[(1, 5)]), None);
         assert_eq!(flattens_at(&[(1, 5), (2, 5)]), Some(0));
         // A later dip counts: not flat before it.

@@ -11,7 +11,9 @@ pub fn len(text: &str) -> usize {
 
 /// The byte offset of character `cursor` (the end when past it).
 fn byte_at(text: &str, cursor: usize) -> usize {
-    text.char_indices().nth(cursor).map_or(text.len(), |(b, _)| b)
+    text.char_indices()
+        .nth(cursor)
+        .map_or(text.len(), |(b, _)| b)
 }
 
 /// Inserts `c` at the cursor and moves past it.

@@ -173,7 +173,11 @@ fn tab_spans(selected: View, width: usize) -> (Vec<Span<'static>>, usize) {
             if k > 0 {
                 spans.push(Span::raw(sep));
             }
-            let style = if *v == selected { sel_style } else { Style::default() };
+            let style = if *v == selected {
+                sel_style
+            } else {
+                Style::default()
+            };
             spans.push(Span::styled(l.clone(), style));
         }
         spans
@@ -181,12 +185,27 @@ fn tab_spans(selected: View, width: usize) -> (Vec<Span<'static>>, usize) {
     let width_of = |labels: &[(View, String)]| -> usize {
         labels.iter().map(|(_, l)| text_width(l)).sum::<usize>() + labels.len().saturating_sub(1)
     };
-    for long in [true, false] {
-        let labels: Vec<(View, String)> = View::TABS.iter().map(|&v| (v, label(v, long))).collect();
-        let w = width_of(&labels);
-        if w <= width {
-            return (build(&labels), w);
+    let all: Vec<(View, String)> = View::TABS.iter().map(|&v| (v, label(v, true))).collect();
+    if width_of(&all) <= width {
+        let w = width_of(&all);
+        return (build(&all), w);
+    }
+    // Short labels, then titles back from the selected tab outwards while they fit.
+    let mut labels: Vec<(View, String)> =
+        View::TABS.iter().map(|&v| (v, label(v, false))).collect();
+    if width_of(&labels) <= width {
+        let at = selected.index();
+        let mut order: Vec<usize> = (0..labels.len()).collect();
+        order.sort_by_key(|&k| k.abs_diff(at));
+        for k in order {
+            let before = std::mem::replace(&mut labels[k].1, all[k].1.clone());
+            if width_of(&labels) > width {
+                labels[k].1 = before;
+                break;
+            }
         }
+        let w = width_of(&labels);
+        return (build(&labels), w);
     }
     // A window around the selected tab, `…` for what is left out on either side.
     let labels: Vec<(View, String)> = View::TABS.iter().map(|&v| (v, label(v, false))).collect();
@@ -254,7 +273,10 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
             (what, h)
         }),
         app.verify.running.as_ref().map(|h| ("verifying", h)),
-        app.archive_view.running.as_ref().map(|h| ("analysing the archive", h)),
+        app.archive_view
+            .running
+            .as_ref()
+            .map(|h| ("analysing the archive", h)),
         app.sweep.running.as_ref().map(|h| ("sweeping", h)),
         app.prior_view.loading.as_ref().map(|h| ("calibrating", h)),
         app.play.running.as_ref().map(|h| ("checking", h)),
@@ -275,6 +297,89 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(Line::from(fit_spans(spans, usize::from(area.width)))),
         area,
     );
+}
+
+/// `-1,234` or `+12`: a change in bytes with its sign (a minus sign, not a hyphen).
+pub fn signed(v: i64) -> String {
+    if v < 0 {
+        format!("−{}", thousands(v.unsigned_abs()))
+    } else {
+        format!("+{}", thousands(v as u64))
+    }
+}
+
+/// `lines` wrapped at spaces into rows of `width` columns, at most `height` of them: when
+/// they need more, the last row shown ends in `…`. A line that fits keeps its spans; a
+/// wrapped one takes the style of its line (or of its one span).
+pub fn wrap_fit(lines: &[Line<'static>], width: usize, height: usize) -> Vec<Line<'static>> {
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    for line in lines {
+        if line.width() <= width {
+            rows.push(line.clone());
+            continue;
+        }
+        let style = match line.spans.as_slice() {
+            [one] => line.style.patch(one.style),
+            _ => line.style,
+        };
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        for row in wrap_words(&text, width) {
+            rows.push(Line::styled(row, style));
+        }
+    }
+    if rows.len() > height {
+        rows.truncate(height);
+        if let Some(last) = rows.last_mut() {
+            let text: String = last.spans.iter().map(|s| s.content.as_ref()).collect();
+            let text = text.trim_end();
+            // `…` after the row, or in place of its end when the row is full.
+            let cut = if text_width(text) < width {
+                format!("{text}…")
+            } else {
+                fit_end(&format!("{text}  "), width)
+            };
+            let style = match last.spans.as_slice() {
+                [one] => last.style.patch(one.style),
+                _ => last.style,
+            };
+            *last = Line::styled(cut, style);
+        }
+    }
+    rows
+}
+
+/// `s` in rows of at most `width` columns, broken at spaces (a word longer than a row is
+/// broken where the row ends).
+fn wrap_words(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut rows = Vec::new();
+    // The first row keeps the line's indent.
+    let body = s.trim_start_matches(' ');
+    let mut row = " ".repeat((s.len() - body.len()).min(width - 1));
+    let mut words_in_row = 0;
+    for word in body.split(' ') {
+        if words_in_row > 0 && text_width(&row) + 1 + text_width(word) > width {
+            rows.push(std::mem::take(&mut row));
+            words_in_row = 0;
+        } else if words_in_row > 0 {
+            row.push(' ');
+        }
+        let mut rest = word;
+        while text_width(&row) + text_width(rest) > width {
+            let (head, used) = take_columns(rest.chars(), width - text_width(&row));
+            if used == 0 {
+                break;
+            }
+            row.push_str(&head);
+            rows.push(std::mem::take(&mut row));
+            words_in_row = 0;
+            rest = &rest[head.len()..];
+        }
+        row.push_str(rest);
+        words_in_row += 1;
+    }
+    rows.push(row);
+    rows
 }
 
 /// `spans` cut to `width` columns: when they do not fit, the last one kept ends in `…`.
@@ -475,14 +580,18 @@ pub fn prompt_line(app: &App, width: usize) -> Option<Line<'static>> {
             super::app::PromptKind::Archive => "write to: ",
             super::app::PromptKind::Prior => "save the prior to: ",
         };
-        let typed = super::escape_typed(&super::textfield::with_cursor(&p.path, p.cursor)).into_owned();
+        let typed =
+            super::escape_typed(&super::textfield::with_cursor(&p.path, p.cursor)).into_owned();
         let mut spans = vec![
             Span::styled(what, Style::default().fg(ACCENT).bold()),
             Span::raw(typed),
             Span::raw(" "),
         ];
         let hint = match (&p.error, p.kind) {
-            (Some(e), _) => Span::styled(super::escape_typed(e).into_owned(), Style::default().fg(Color::Red)),
+            (Some(e), _) => Span::styled(
+                super::escape_typed(e).into_owned(),
+                Style::default().fg(Color::Red),
+            ),
             (None, super::app::PromptKind::Archive) => Span::styled(
                 "(Enter writes a new archive with the pending changes, Esc cancels)",
                 Style::default().fg(Color::DarkGray),
@@ -604,6 +713,30 @@ pub fn pending(app: &App) -> Option<String> {
 mod tests {
     use super::bar;
 
+    /// Wrapped text that does not fit its rows ends in `…` on the last row shown; a row
+    /// keeps its indent, and a word longer than a row is broken.
+    #[test]
+    fn wrapped_text_ends_in_an_ellipsis_when_cut() {
+        use super::wrap_fit;
+        use ratatui::text::Line;
+        let text = |rows: Vec<Line<'static>>| -> Vec<String> {
+            rows.iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        let lines = [Line::raw("  one two three four"), Line::raw("five")];
+        assert_eq!(
+            text(wrap_fit(&lines, 10, 9)),
+            ["  one two", "three four", "five"]
+        );
+        assert_eq!(text(wrap_fit(&lines, 10, 2)), ["  one two", "three fou…"]);
+        assert_eq!(text(wrap_fit(&lines, 10, 1)), ["  one two…"]);
+        assert_eq!(
+            text(wrap_fit(&[Line::raw("abcdefghijkl mn")], 5, 9)),
+            ["abcde", "fghij", "kl mn"]
+        );
+    }
+
     /// The title line keeps its figures whole: the path is cut in its middle, then the
     /// byte counts go, then the figures (at 80 columns it read `4,247,680 → 2,`).
     #[test]
@@ -611,7 +744,7 @@ mod tests {
         use super::{text_width, title_parts, TITLE_BADGE};
         let path = "/tmp/cmpn/minilm-l6-v2-bf16-layer0.brv";
         let at = |width: usize| title_parts(path, 23, 4_247_680, 2_794_870, width);
-        let full = "  23 tensors · 4,247,680 → 2,794,870 bytes · 34.20% smaller";
+        let full = "  23 tensors · 4,247,680 → 2,794,870 bytes · file 34.20% smaller";
         assert_eq!(at(200), (path.to_string(), full.to_string()));
         let (p, stats) = at(100);
         assert_eq!(stats, full);
@@ -620,14 +753,13 @@ mod tests {
             100
         );
         assert!(p.starts_with("/tmp/") && p.ends_with("layer0.brv") && p.contains('…'));
-        // 80 columns: all the figures would leave the path 8; the short ones, 38 (whole).
+        // 80 columns: all the figures would leave the path 3; the short ones, 33 (its
+        // middle cut).
         let (p, stats) = at(80);
-        assert_eq!(
-            (p.as_str(), stats.as_str()),
-            (path, "  23 tensors · 34.20% smaller")
-        );
+        assert_eq!(stats, "  23 tensors · file 34.20% smaller");
+        assert_eq!(p, "/tmp/cmpn/…-l6-v2-bf16-layer0.brv");
         let (p, stats) = at(60);
-        assert_eq!(stats, "  23 tensors · 34.20% smaller");
+        assert_eq!(stats, "  23 tensors · file 34.20% smaller");
         assert!(text_width(&p) >= 12 && p.contains('…'), "{p}");
         assert_eq!(at(30).1, "");
     }

@@ -54,7 +54,11 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let report = match &app.archive_view.report {
         Some(Ok(r)) => r.clone(),
         Some(Err(e)) => {
-            message(frame, area, &format!("cannot analyse the archive: {}", escape_name(e)));
+            message(
+                frame,
+                area,
+                &format!("cannot analyse the archive: {}", escape_name(e)),
+            );
             return;
         }
         None if app.archive_view.cancelled => {
@@ -71,8 +75,14 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     app.pages.text = height;
     // Keep the selected ranked line visible.
     let sel_line = first_ranked + app.archive_view.selected;
-    let mut scroll = app.archive_view.scroll.min(lines.len().saturating_sub(height));
-    if report.tensors_above_reference.is_empty() {
+    let mut scroll = app
+        .archive_view
+        .scroll
+        .min(lines.len().saturating_sub(height));
+    // From the top until the selection moves (the kinds come first).
+    if report.tensors_above_reference.is_empty()
+        || (app.archive_view.selected == 0 && app.archive_view.scroll == 0)
+    {
         scroll = 0;
     } else if sel_line < scroll {
         scroll = sel_line;
@@ -98,7 +108,7 @@ fn lines(r: &WhyReport, width: usize, selected: usize) -> (Vec<Line<'static>>, u
     let mut out = vec![Line::styled(
         fit_end(
             &format!(
-                "where the bytes go: {} bytes, file {} · each byte counted once",
+                "where the bytes go: {} bytes (file {})",
                 thousands(total),
                 change(r.original_bytes, total)
             ),
@@ -121,6 +131,12 @@ fn lines(r: &WhyReport, width: usize, selected: usize) -> (Vec<Line<'static>>, u
         for ((label, _), c) in rows.iter().zip(&cells) {
             out.push(Line::raw(columns_line(&format!("  {label}"), c, &w, width)));
         }
+        if let Some(c) = cells.last() {
+            out.push(Line::styled(
+                columns_line("  total: the archive's length", c, &w, width),
+                head,
+            ));
+        }
     };
     let kinds: Vec<(String, u64)> = KINDS
         .iter()
@@ -129,15 +145,55 @@ fn lines(r: &WhyReport, width: usize, selected: usize) -> (Vec<Line<'static>>, u
         .collect();
     table("by kind", kinds, &mut out);
     out.push(Line::raw(""));
-    table("by dtype", r.bytes_by_dtype.clone(), &mut out);
-    out.push(Line::raw(""));
-    let roles: Vec<(String, u64)> = r
-        .bytes_by_role
-        .iter()
-        .filter(|(_, b)| *b > 0)
-        .cloned()
-        .collect();
-    table("by role (by name)", roles, &mut out);
+    let above = &r.tensors_above_reference;
+    let mut first = out.len();
+    if above.is_empty() {
+        out.push(Line::raw(fit_end(
+            "no record's coded words are above its reference",
+            width,
+        )));
+    } else {
+        out.push(Line::styled(
+            fit_end(
+                &format!(
+                    "furthest above their references: {} record{} (Enter: why)",
+                    above.len(),
+                    if above.len() == 1 { "" } else { "s" }
+                ),
+                width,
+            ),
+            head,
+        ));
+        let cells: Vec<Vec<String>> = above
+            .iter()
+            .map(|a| vec![thousands(a.bytes_above), thousands(a.reference_bytes)])
+            .collect();
+        let w = column_widths(&cells, &[5, 9]);
+        out.push(Line::styled(
+            columns_line("  tensor", &["above".into(), "reference".into()], &w, width),
+            Style::default().fg(Color::DarkGray),
+        ));
+        first = out.len();
+        for (k, (a, c)) in above.iter().zip(&cells).enumerate() {
+            let group = if a.tensors > 1 {
+                format!(" +{} in group", a.tensors - 1)
+            } else {
+                String::new()
+            };
+            let mark = if k == selected { "▶ " } else { "  " };
+            let line = columns_line(
+                &format!("{mark}{}{group}", escape_name(&a.name)),
+                c,
+                &w,
+                width,
+            );
+            out.push(if k == selected {
+                Line::styled(line, selected_style())
+            } else {
+                Line::raw(line)
+            });
+        }
+    }
     out.push(Line::raw(""));
     out.push(Line::styled(
         fit_end("structure found, and what it saved", width),
@@ -170,54 +226,15 @@ fn lines(r: &WhyReport, width: usize, selected: usize) -> (Vec<Line<'static>>, u
         out.push(Line::raw(fit_end(&text, width)));
     }
     out.push(Line::raw(""));
-    let above = &r.tensors_above_reference;
-    if above.is_empty() {
-        out.push(Line::raw(fit_end(
-            "no record's coded words are above its reference",
-            width,
-        )));
-        let n = out.len();
-        return (out, n);
-    }
-    out.push(Line::styled(
-        fit_end(
-            &format!(
-                "furthest above their references: {} record{} (Enter: why)",
-                above.len(),
-                if above.len() == 1 { "" } else { "s" }
-            ),
-            width,
-        ),
-        head,
-    ));
-    let cells: Vec<Vec<String>> = above
+    table("by dtype", r.bytes_by_dtype.clone(), &mut out);
+    out.push(Line::raw(""));
+    let roles: Vec<(String, u64)> = r
+        .bytes_by_role
         .iter()
-        .map(|a| vec![thousands(a.bytes_above), thousands(a.reference_bytes)])
+        .filter(|(_, b)| *b > 0)
+        .cloned()
         .collect();
-    let w = column_widths(&cells, &[5, 9]);
-    out.push(Line::styled(
-        columns_line("  tensor", &["above".into(), "reference".into()], &w, width),
-        Style::default().fg(Color::DarkGray),
-    ));
-    let first = out.len();
-    for (k, (a, c)) in above.iter().zip(&cells).enumerate() {
-        let group = if a.tensors > 1 {
-            format!(" +{} in group", a.tensors - 1)
-        } else {
-            String::new()
-        };
-        let mark = if k == selected { "▶ " } else { "  " };
-        let line = columns_line(
-            &format!("{mark}{}{group}", escape_name(&a.name)),
-            c,
-            &w,
-            width,
-        );
-        out.push(if k == selected {
-            Line::styled(line, selected_style())
-        } else {
-            Line::raw(line)
-        });
-    }
+    table("by role (by name)", roles, &mut out);
+    out.push(Line::raw(""));
     (out, first)
 }

@@ -12,14 +12,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-/// `-1,234` or `+12`.
-pub fn signed(v: i64) -> String {
-    if v < 0 {
-        format!("−{}", thousands(v.unsigned_abs()))
-    } else {
-        format!("+{}", thousands(v as u64))
-    }
-}
+pub use super::signed;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let width = usize::from(area.width);
@@ -35,7 +28,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     } else {
         let all = match &app.pending_len {
             Some(Ok(len)) => format!(
-                ": the archive {} → {} bytes ({} B)",
+                ": archive {} → {} B ({} B)",
                 thousands(arch),
                 thousands(*len),
                 signed(*len as i64 - arch as i64)
@@ -44,7 +37,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             None => String::new(),
         };
         format!(
-            "{n} pending change{} written together by w{all}",
+            "{n} pending change{} (w writes them all){all}",
             if n == 1 { "" } else { "s" }
         )
     };
@@ -86,7 +79,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
                 ]
             })
             .collect();
-        let w = column_widths(&cells, &[7, 7]);
+        let w = column_widths(&cells, &[9, 9]);
         out.push(Line::styled(
             columns_line(
                 "  tensor",
@@ -108,22 +101,24 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             });
             let program = p.new_bytes as i64 - p.old_bytes as i64;
             let index = p.delta.map(|d| d - program).filter(|&i| i != 0);
-            let note = match index {
-                Some(i) => format!(
-                    "    {} · program {} B, index {} B (a new settings entry, lengths)",
-                    escape_typed(&p.from),
-                    signed(program),
-                    signed(i)
-                ),
-                None => format!("    {}", escape_typed(&p.from)),
-            };
+            if let Some(i) = index {
+                out.push(Line::raw(fit_end(
+                    &format!(
+                        "    program {} B, index {} B (a new settings entry)",
+                        signed(program),
+                        signed(i)
+                    ),
+                    width,
+                )));
+            }
             out.push(Line::styled(
-                fit_end(&note, width),
+                fit_end(&format!("    {}", escape_typed(&p.from)), width),
                 Style::default().fg(Color::DarkGray),
             ));
         }
     }
-    let sel = 2 + usize::from(app.search.written.is_some()) + app.pending_selected * 2;
+    let per = 3;
+    let sel = 2 + usize::from(app.search.written.is_some()) + app.pending_selected * per;
     let skip = (sel + 2).saturating_sub(height);
     frame.render_widget(
         Paragraph::new(out.into_iter().skip(skip).collect::<Vec<_>>()),

@@ -142,7 +142,10 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     }
     match &p.result {
         None if p.running.is_none() => lines.push(Line::styled(
-            fit_end("r checks the program against the tensor, runs it and sizes it", width),
+            fit_end(
+                "r checks the program against the tensor, runs it and sizes it",
+                width,
+            ),
             Style::default().fg(Color::DarkGray),
         )),
         None => {}
@@ -157,10 +160,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
                 " (the text changed since: r again)"
             };
             let (verdict, color) = if r.restores {
-                (
-                    format!("✓ restores it exactly{stale}"),
-                    Color::Green,
-                )
+                (format!("✓ restores it exactly{stale}"), Color::Green)
             } else {
                 (
                     format!(
@@ -170,16 +170,21 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
                     Color::Red,
                 )
             };
-            lines.push(Line::styled(fit_end(&verdict, width), Style::default().fg(color).bold()));
+            lines.push(Line::styled(
+                fit_end(&verdict, width),
+                Style::default().fg(color).bold(),
+            ));
             let d = r.bytes as i64 - r.reference_bytes as i64;
             let whose = match r.origin {
                 Origin::Tensor(_) => "the archive's",
                 Origin::Lesson(_) => "the lesson's",
             };
             let cmp = match d.cmp(&0) {
-                std::cmp::Ordering::Less => format!("{} B smaller", thousands(d.unsigned_abs())),
-                std::cmp::Ordering::Greater => format!("{} B larger", thousands(d as u64)),
-                std::cmp::Ordering::Equal => "the same size".to_string(),
+                std::cmp::Ordering::Less => {
+                    format!("{} B smaller than", thousands(d.unsigned_abs()))
+                }
+                std::cmp::Ordering::Greater => format!("{} B larger than", thousands(d as u64)),
+                std::cmp::Ordering::Equal => "the same size as".to_string(),
             };
             let same = if r.diff.is_empty() {
                 ", the same program"
@@ -192,7 +197,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             };
             lines.push(Line::raw(fit_end(
                 &format!(
-                    "{} B in {} nodes: {cmp} than {whose} {} B{same}{write}",
+                    "{} B in {} nodes: {cmp} {whose} {} B{same}{write}",
                     thousands(r.bytes),
                     r.nodes.len(),
                     thousands(r.reference_bytes)

@@ -10,7 +10,7 @@ use super::{fit_end, fit_middle, spinner, text_width, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 use ratatui::Frame;
 use std::sync::atomic::Ordering;
 
@@ -150,13 +150,13 @@ fn form_lines(app: &App, name: &str, width: usize) -> Vec<Line<'static>> {
     if text_width(&head) + w(&first) <= width {
         let mut one = vec![Span::styled(head, head_style)];
         one.extend(first);
-        return vec![
-            Line::from(one),
-            Line::from(super::fit_spans(second, width)),
-        ];
+        return vec![Line::from(one), Line::from(super::fit_spans(second, width))];
     }
     vec![
-        Line::styled(format!("search {}", fit_middle(name, width.saturating_sub(7))), head_style),
+        Line::styled(
+            format!("search {}", fit_middle(name, width.saturating_sub(7))),
+            head_style,
+        ),
         Line::from(super::fit_spans(first, width)),
         Line::from(super::fit_spans(second, width)),
     ]
@@ -244,8 +244,12 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
-    let lines = result_lines(app);
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    let lines = super::wrap_fit(
+        &result_lines(app),
+        usize::from(area.width),
+        usize::from(area.height),
+    );
+    frame.render_widget(Paragraph::new(lines), area);
 }
 
 /// Rows the status block takes at `width` columns: the gauge's 3 while searching, else
@@ -254,11 +258,7 @@ fn status_height(app: &App, width: u16) -> u16 {
     if app.search.running.is_some() {
         return 3;
     }
-    let w = usize::from(width.max(1));
-    let rows: usize = result_lines(app)
-        .iter()
-        .map(|l| l.width().div_ceil(w).max(1))
-        .sum();
+    let rows = super::wrap_fit(&result_lines(app), usize::from(width), 6).len();
     rows.clamp(1, 6) as u16
 }
 
@@ -434,7 +434,20 @@ fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
         let mine = app
             .search_result()
             .and_then(|r| r.as_ref().ok())
-            .is_some_and(|r| app.pending.iter().any(|p| p.tensor == r.tensor && p.program == r.new.program));
+            .and_then(|r| {
+                app.pending
+                    .iter()
+                    .find(|p| p.tensor == r.tensor && p.program == r.new.program)
+            });
+        let kept = match mine.map(|p| (p.delta, p.new_bytes as i64 - p.old_bytes as i64)) {
+            Some((Some(d), prog)) if d != prog => format!(
+                "kept as a change: the file {} B with its settings entry · ",
+                super::changes::signed(d)
+            ),
+            Some(_) => "kept as a change · ".to_string(),
+            None => String::new(),
+        };
+        let mine = mine.is_some();
         if n > 0 {
             let all = match app.pending_total() {
                 Some(d) => format!(" ({} B in all)", super::changes::signed(d)),
@@ -443,8 +456,7 @@ fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
             Line::styled(
                 fit_end(
                     &format!(
-                        "{}{n} pending change{}{all}: w writes them all into a new archive, 9 lists them",
-                        if mine { "kept as a change · " } else { "" },
+                        "{kept}{n} pending change{}{all}: w writes them all into a new archive, 9 lists them",
                         if n == 1 { "" } else { "s" }
                     ),
                     width,
@@ -452,7 +464,12 @@ fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
                 Style::default().fg(if mine { Color::Green } else { Color::DarkGray }),
             )
         } else {
-            match app.search.written.as_ref().filter(|_| app.search_result().is_some()) {
+            match app
+                .search
+                .written
+                .as_ref()
+                .filter(|_| app.search_result().is_some())
+            {
                 Some(Ok(w)) => written_line(w, width),
                 Some(Err(e)) => Line::styled(
                     fit_middle(&format!("✗ write: {}", escape_typed(e)), width),

@@ -49,16 +49,14 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     ])
     .areas(area);
     frame.render_widget(Paragraph::new(head), h);
-    let live: Vec<(u64, u64)> = app
-        .sweep
-        .live
-        .lock()
-        .map(|l| l.clone())
-        .unwrap_or_default();
+    let live: Vec<(u64, u64)> = app.sweep.live.lock().map(|l| l.clone()).unwrap_or_default();
     if let Some(job) = &app.sweep.running {
         let (d, t, what) = &job.progress;
         let label = fit_end(
-            &format!("{d}/{t} {what} · {:.1} s (x cancels)", job.elapsed().as_secs_f64()),
+            &format!(
+                "{d}/{t} {what} · {:.1} s (x cancels)",
+                job.elapsed().as_secs_f64()
+            ),
             width.saturating_sub(2),
         );
         frame.render_widget(

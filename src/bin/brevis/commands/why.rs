@@ -48,7 +48,13 @@ fn table(s: &mut String, title: &str, rows: &[(String, u64)], total: u64) -> std
             share(*b, total)
         )?;
     }
-    writeln!(s, "{:<w$}  {:>bw$}  {:>5.1}%", "total", thousands(total), 100.0)?;
+    writeln!(
+        s,
+        "{:<w$}  {:>bw$}  {:>5.1}%",
+        "total",
+        thousands(total),
+        100.0
+    )?;
     writeln!(s)
 }
 
@@ -189,6 +195,13 @@ fn tensor_text(t: &TensorWhy) -> Result<String> {
         thousands(t.parts.coded_words)
     )?;
     let bits = |b: Option<f64>| b.map_or_else(|| "no reference".to_string(), |b| format!("{b:.3}"));
+    let float =
+        brevis::tensor::Dtype::from_name(t.dtype).is_some_and(|d| d.float_layout().is_some());
+    let fields = if float {
+        bits(t.field_bound_bits)
+    } else {
+        "n/a (not a float)".to_string()
+    };
     writeln!(
         s,
         "bits per word ({} words of {} bits): achieved {:.3}; order-0 entropy of whole words {}; \
@@ -197,7 +210,7 @@ fn tensor_text(t: &TensorWhy) -> Result<String> {
         t.width,
         t.achieved_bits,
         bits(t.whole_entropy_bits),
-        bits(t.field_bound_bits)
+        fields
     )?;
     writeln!(
         s,
