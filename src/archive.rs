@@ -38,6 +38,7 @@ pub mod reader;
 pub mod remote;
 pub mod rewrite;
 pub mod safetensors;
+pub mod slice;
 mod stream;
 pub mod verify;
 pub mod writer;
@@ -47,6 +48,7 @@ pub use reader::{
     Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, TensorEntry,
 };
 pub use rewrite::{rewrite_with_each, rewrite_with_programs, rewritten_len};
+pub use slice::TensorPart;
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,
 };

@@ -49,6 +49,7 @@ pub mod bitpack;
 pub mod bucket;
 pub mod huffman;
 pub mod rans;
+pub mod rans8;
 pub mod raw;
 pub mod select;
 pub mod table;
@@ -81,15 +82,20 @@ pub enum CodecId {
     /// version 5). Not in [`ALL_CODECS`]: the general search does not try it; reference
     /// records code their residuals with it.
     Bucket = 5,
+    /// Static rANS over at most 256 symbols (rarer words escaped to a literal of their
+    /// own) at a precision of at most 12 bits, 32 states with 16-bit renormalization:
+    /// one lookup a word, decoded with SIMD ([`rans8`]; wire version 6).
+    Rans8 = 6,
 }
 
 /// All codecs in tie-break order.
-pub const ALL_CODECS: [CodecId; 5] = [
+pub const ALL_CODECS: [CodecId; 6] = [
     CodecId::Raw,
     CodecId::BitPack,
     CodecId::Huffman,
     CodecId::Rans,
     CodecId::Rans32,
+    CodecId::Rans8,
 ];
 
 impl CodecId {
@@ -97,6 +103,7 @@ impl CodecId {
     pub fn from_u8(tag: u8) -> Option<CodecId> {
         match tag {
             5 => Some(CodecId::Bucket),
+            6 => Some(CodecId::Rans8),
             t => ALL_CODECS.get(usize::from(t)).copied(),
         }
     }
@@ -111,6 +118,7 @@ impl CodecId {
             CodecId::Rans => "rans",
             CodecId::Rans32 => "rans32",
             CodecId::Bucket => "bucket",
+            CodecId::Rans8 => "rans8",
         }
     }
 

@@ -2,6 +2,7 @@
 //! format and the text form.
 
 pub mod exec;
+pub mod fused;
 pub mod narrow;
 pub mod parse;
 pub mod program;

@@ -32,11 +32,11 @@ pub use bench::{
 };
 pub use extract::{extract, nearest_name, ExtractReport};
 pub use inspect::{
-    list, show, FolderListEntry, ListFile, ListFolder, ListReport, ListedGap, ListedHeader,
-    ListedTensor, NodeRow, ShowReport,
+    list, list_from, show, FolderListEntry, ListFile, ListFolder, ListReport, ListedGap,
+    ListedHeader, ListedTensor, NodeRow, ShowReport,
 };
 pub use verify::{
-    verify, ComparedFile, FolderAgainst, FolderComparison, RegionResult, RegionStatus,
+    verify, verify_from, ComparedFile, FolderAgainst, FolderComparison, RegionResult, RegionStatus,
     VerifiedFile, VerifyFile, VerifyFolder, VerifyReport,
 };
 
@@ -284,7 +284,10 @@ pub struct CompressedTensor {
     pub root_op: &'static str,
     /// Partial programs the search expanded.
     pub expansions: u64,
-    /// Whether it was stored as a literal because its program did not restore it.
+    /// Whether it was stored as a literal because the program the search found did not
+    /// restore it (a defect, reported as a warning too; never set with `--no-verify`,
+    /// which skips the check). A search that simply kept the literal is not a fallback:
+    /// `root_op` says `lit` then. For a tensor in a group record, the group's.
     pub literal_fallback: bool,
 }
 
@@ -388,13 +391,54 @@ pub fn compress(
     compress_from(Input::Path(input), dest, opts, obs)
 }
 
-/// What a job reads: a path, or standard input.
+/// What a job reads: a path, standard input, or bytes in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Input<'a> {
     /// A file or folder.
     Path(&'a Path),
     /// Standard input, read whole into memory first ([`read_stdin`]).
     Stdin,
+    /// The whole file, already in memory (a checkpoint a program built, an archive it
+    /// received); `label` names it in messages and reports.
+    Bytes {
+        /// The file's bytes.
+        bytes: &'a [u8],
+        /// What to call it.
+        label: &'a Path,
+    },
+}
+
+impl Input<'_> {
+    /// How the input is named in messages and reports: its path, [`STDIN_LABEL`], or
+    /// the bytes' label.
+    pub fn label(&self) -> PathBuf {
+        match self {
+            Input::Path(p) => p.to_path_buf(),
+            Input::Stdin => PathBuf::from(STDIN_LABEL),
+            Input::Bytes { label, .. } => label.to_path_buf(),
+        }
+    }
+}
+
+/// Opens the archive `input` names: a path as [`open_archive_with`] does (memory-mapped);
+/// standard input read whole into memory first, at most [`stdin_limit`] bytes, as
+/// `compress -` reads a checkpoint ([`read_stdin`]); bytes copied. `base` is attached
+/// when given.
+///
+/// # Errors
+/// As [`open_archive_with`] and [`read_stdin`]; an archive from standard input or bytes
+/// is named by [`Input::label`] in errors.
+pub fn open_archive_from(input: Input<'_>, base: Option<&Arc<BaseSet>>) -> Result<Archive> {
+    let (bytes, label) = match input {
+        Input::Path(p) => return open_archive_with(p, base),
+        Input::Stdin => (read_stdin()?, PathBuf::from(STDIN_LABEL)),
+        Input::Bytes { bytes, label } => (bytes.to_vec(), label.to_path_buf()),
+    };
+    let a = Archive::from_bytes(bytes, label)?;
+    if let Some(b) = base {
+        a.attach_base(b)?;
+    }
+    Ok(a)
 }
 
 /// Where a job writes the file it makes.
@@ -566,13 +610,15 @@ pub fn compress_from(
             )?;
             (archive::Source::File(input), input, target)
         }
-        Input::Stdin => {
+        Input::Stdin | Input::Bytes { .. } => {
+            let label = input.label();
             let no_name = |why: String| {
                 refused(
                     "usage",
                     format!(
-                        "{STDIN_LABEL} has no file name to name the archive after: {why} \
-                         (-o x.brv, or -o - for standard output)"
+                        "{} has no file name to name the archive after: {why} \
+                         (-o x.brv, or -o - for standard output)",
+                        shown_path(&label)
                     ),
                 )
             };
@@ -590,12 +636,14 @@ pub fn compress_from(
                 writer::Target::File(p) => writer::check_output_of(None, p, opts.force)?,
                 _ => {}
             }
-            stdin = read_stdin()?;
-            let label = Path::new(STDIN_LABEL);
-            let source = archive::Source::Bytes {
-                bytes: &stdin,
-                label,
+            let (bytes, label): (&[u8], &Path) = match input {
+                Input::Bytes { bytes, label } => (bytes, label),
+                _ => {
+                    stdin = read_stdin()?;
+                    (&stdin, Path::new(STDIN_LABEL))
+                }
             };
+            let source = archive::Source::Bytes { bytes, label };
             (source, label, target)
         }
     };
@@ -619,7 +667,7 @@ pub fn compress_from(
             reduction_percent: percent_smaller(r.original_bytes, r.archive_bytes),
             root_op: r.root_op,
             expansions: r.search.expansions,
-            literal_fallback: r.search.literal_fallback,
+            literal_fallback: r.search.unrestored,
         })
         .collect();
     let header = s
@@ -651,6 +699,29 @@ pub fn compress_from(
         },
         warnings,
     })
+}
+
+/// Compresses `bytes`, a whole `.safetensors` file in memory (`label` names it in
+/// messages), into an archive in memory: the archive [`compress_from`] writes of the same
+/// bytes, byte for byte, without a file (no file name is recorded unless
+/// [`CompressOptions::file_name`] gives one). The source's warnings go to `obs`.
+///
+/// # Errors
+/// [`Error::Source`] if `bytes` is not a valid `.safetensors` file; [`Error::Internal`]
+/// if the worker pool cannot start or a worker panics.
+pub fn compress_to_bytes(
+    bytes: &[u8],
+    label: &Path,
+    opts: &CompressOptions,
+    obs: &dyn Observer,
+) -> Result<Vec<u8>> {
+    let src = archive::safetensors::parse(bytes).map_err(|e| Error::source(label, e))?;
+    let mut out = Vec::new();
+    let written = writer::write_archive(&src, &mut out, opts, &|ev| obs.progress("", ev), label)?;
+    let mut warnings = src.warnings().to_vec();
+    warnings.extend(written.warnings);
+    obs.file_warnings(label, &warnings);
+    Ok(out)
 }
 
 /// The refusal of `input` as a source: a compressed folder (or a checkpoint folder
@@ -935,13 +1006,80 @@ pub fn decompress_into(
         || default_restored_name(input),
         |_| restored_file_name(&archive, input),
     )?;
-    let mut warnings = match &target {
+    decompress_archive(&archive, input, &target, opts, obs)
+}
+
+/// [`decompress_into`] of an archive given as `input`: a path, or standard input or
+/// bytes read whole into memory first ([`open_archive_from`], at most [`stdin_limit`]
+/// bytes from standard input, as `compress -` reads). An archive from standard input or
+/// bytes needs a destination: a file, an existing folder (the file inside it under the
+/// name the archive records), a device or standard output.
+///
+/// # Errors
+/// As [`decompress_into`] and [`open_archive_from`]; [`Error::Refused`] of kind `usage`
+/// for standard input or bytes with [`Destination::Default`], or into a folder when
+/// the archive records no file name.
+pub fn decompress_from(
+    input: Input<'_>,
+    dest: Destination<'_>,
+    opts: &DecompressOptions,
+    obs: &dyn Observer,
+) -> Result<DecompressReport> {
+    let Input::Path(path) = input else {
+        let label = input.label();
+        let no_name = |why: String| {
+            refused(
+                "usage",
+                format!(
+                    "{} has no file name to name the restored file after: {why} \
+                     (-o x.safetensors, or -o - for standard output)",
+                    shown_path(&label)
+                ),
+            )
+        };
+        if dest == Destination::Default {
+            return Err(no_name("give -o with the file's name".to_string()));
+        }
+        // The base is attached by the restore itself, as for a path.
+        let archive = open_archive_from(input, None).map_err(|e| {
+            if opts.salvage {
+                unsalvageable(e)
+            } else {
+                e
+            }
+        })?;
+        let target = file_target(dest, PathBuf::new, |dir| {
+            archive
+                .file_name()
+                .filter(|n| Path::new(n).file_name() == Some(std::ffi::OsStr::new(n)))
+                .map(std::ffi::OsString::from)
+                .ok_or_else(|| {
+                    no_name(format!(
+                        "the archive records no file name to write in {}",
+                        shown_path(dir)
+                    ))
+                })
+        })?;
+        return decompress_archive(&archive, &label, &target, opts, obs);
+    };
+    decompress_into(path, dest, opts, obs)
+}
+
+/// Restores the open `archive` (named `input` in reports) into `target`.
+fn decompress_archive(
+    archive: &Archive,
+    input: &Path,
+    target: &writer::Target,
+    opts: &DecompressOptions,
+    obs: &dyn Observer,
+) -> Result<DecompressReport> {
+    let mut warnings = match target {
         writer::Target::File(output) => warn_stale_temporaries(output, input, obs),
         _ => Vec::new(),
     };
     let start = Instant::now();
     let s = archive
-        .decompress_into(&target, opts, &|ev| obs.progress("", ev))
+        .decompress_into(target, opts, &|ev| obs.progress("", ev))
         .map_err(|e| {
             if opts.salvage && e.is_mismatch() {
                 unsalvageable(e)

@@ -152,8 +152,14 @@ pub struct SearchStats {
     pub candidates: u64,
     /// Whether the budget ran out with open states left.
     pub budget_exhausted: bool,
-    /// Whether the result is the literal fallback `Lit(target)`.
+    /// Whether the result is the literal fallback `Lit(target)`: the search found
+    /// nothing smaller (or had no budget), or its program failed the writer's check
+    /// ([`SearchStats::unrestored`]).
     pub literal_fallback: bool,
+    /// Whether the writer stored a literal because the program the search found did
+    /// not have the target's type or, checked, did not restore it (a defect, warned
+    /// about); `compress --json` reports this as `literal_fallback`.
+    pub unrestored: bool,
     /// Whether a proposal was skipped because open targets would exceed the memory limit
     /// ([`SearchOptions::max_memory`]), or the search stopped at its most open states
     /// ([`astar::MAX_OPEN_ITEMS`]).
@@ -168,6 +174,7 @@ impl SearchStats {
         self.candidates += other.candidates;
         self.budget_exhausted |= other.budget_exhausted;
         self.literal_fallback |= other.literal_fallback;
+        self.unrestored |= other.unrestored;
         self.memory_limited |= other.memory_limited;
     }
 }

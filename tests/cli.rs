@@ -359,7 +359,8 @@ fn ls_of_a_damaged_tensor_name_warns_and_exits_3() {
 }
 
 /// A tensor that grows by a few bytes (every 16-bit value once: nothing to gain) shows
-/// its change with two decimals, not as "-0.0%" (found by a tester).
+/// its change, not as "-0.0%" (found by a tester): since issue 41, as the bytes its
+/// record adds (`+N B`), as for a scalar.
 #[test]
 fn ls_shows_a_small_growth_with_two_decimals() {
     let dir = tempfile::tempdir().unwrap();
@@ -391,7 +392,16 @@ fn ls_shows_a_small_growth_with_two_decimals() {
     let o = brevis([OsStr::new("ls"), archive.as_os_str()]);
     let text = String::from_utf8(o.stdout).unwrap();
     let row = text.lines().find(|l| l.contains("perm")).unwrap();
-    assert!(row.contains("-0.0") && !row.contains("-0.0%"), "{row}");
+    let l: Value = serde_json::from_slice(
+        &brevis([OsStr::new("ls"), archive.as_os_str(), OsStr::new("--json")]).stdout,
+    )
+    .unwrap();
+    let grew = l["tensors"][0]["archive_bytes"].as_u64().unwrap() - 2 * n as u64;
+    assert!(grew > 0 && grew < 64, "{grew}");
+    assert!(
+        row.contains(&format!(" +{grew} B ")) && !row.contains("-0.0%"),
+        "{row}"
+    );
 }
 
 #[test]

@@ -104,6 +104,7 @@
 //! length.
 
 use crate::dsl::wire::Sink;
+use crate::dsl::Ty;
 use crate::tensor::Dtype;
 
 /// Magic at the start of every archive.
@@ -380,6 +381,17 @@ pub fn ref_record_head(
 pub fn copy_record(out: &mut Vec<u8>, of: u64) {
     out.push(KIND_COPY);
     out.put_uleb(of);
+}
+
+/// Whether a copy record restoring words of type `copy` may name a data record of type
+/// `target`, in an archive of format `version`: the one rule the writer decides copies
+/// by and the reader checks them with. In every format so far the two types must be
+/// equal (same word width and count): a record restores its program's words, so bytes
+/// that two tensors of different word widths share (an F32 tensor and a BF16 view of
+/// it) are coded twice.
+pub fn copy_allowed(version: u16, target: Ty, copy: Ty) -> bool {
+    let _ = version;
+    target == copy
 }
 
 /// Reads one record of a version-2 or version-3 archive from exactly its bytes

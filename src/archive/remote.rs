@@ -90,13 +90,48 @@ fn store_error(url: &str, what: &'static str, e: object_store::Error) -> Error {
     }
 }
 
+/// Refuses an `http://` endpoint unless plain HTTP is allowed, saying which variable
+/// allows it: the store itself fails only at the first request, with "HTTP error:
+/// builder error", which names neither.
+fn refuse_plain_http(url: &str, builder: &AmazonS3Builder) -> Result<()> {
+    use object_store::aws::AmazonS3ConfigKey;
+    use object_store::ClientConfigKey;
+    let Some(endpoint) = builder.get_config_value(&AmazonS3ConfigKey::Endpoint) else {
+        return Ok(());
+    };
+    if !endpoint.to_ascii_lowercase().starts_with("http://") {
+        return Ok(());
+    }
+    let allowed = builder
+        .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
+        .is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "on" | "yes" | "y"
+            )
+        });
+    if allowed {
+        return Ok(());
+    }
+    Err(url_error(
+        url,
+        "cannot open",
+        format!(
+            "the endpoint {endpoint} (AWS_ENDPOINT_URL) is plain HTTP, which is refused \
+             unless AWS_ALLOW_HTTP=true is set: export AWS_ALLOW_HTTP=true (for a local \
+             server such as MinIO or moto), or use an https:// endpoint"
+        ),
+    ))
+}
+
 impl Location {
     /// Parses `url` (`s3://bucket/key`); the store is configured from the environment
     /// (see the module doc).
     ///
     /// # Errors
-    /// [`Error::Io`] naming the URL if it is not an `s3://` URL with a bucket, or the
-    /// store cannot be configured.
+    /// [`Error::Io`] naming the URL if it is not an `s3://` URL with a bucket, the
+    /// store cannot be configured, or its endpoint is `http://` without
+    /// `AWS_ALLOW_HTTP=true`.
     pub fn parse(url: &str) -> Result<Location> {
         let rest = url
             .strip_prefix("s3://")
@@ -105,8 +140,9 @@ impl Location {
         if bucket.is_empty() {
             return Err(url_error(url, "cannot open", "the URL names no bucket"));
         }
-        let store = AmazonS3Builder::from_env()
-            .with_bucket_name(bucket)
+        let builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        refuse_plain_http(url, &builder)?;
+        let store = builder
             .build()
             .map_err(|e| url_error(url, "cannot open", e))?;
         let key = StorePath::parse(key.trim_end_matches('/'))

@@ -23,9 +23,10 @@
 use super::format::Cursor;
 use super::reader::{Archive, Item};
 use super::{build_pool, ProgressEvent};
-use crate::dsl::{execute, program_end, Ty};
+use crate::dsl::fused::execute_into;
+use crate::dsl::{program_end, Ty};
 use crate::error::{Error, Result};
-use crate::tensor::{container_bytes, WordBuf, Words};
+use crate::tensor::container_bytes;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -101,7 +102,7 @@ pub(crate) struct Unit {
 ///
 /// Mirrors the `Concat` layout of [`crate::dsl::wire`]: tag `0x30`, LEB128 `k`, LEB128
 /// lengths of children `1..k-1`, the last one being what remains.
-fn concat_header(program: &[u8], ty: Ty) -> Option<(usize, Vec<u64>)> {
+pub(crate) fn concat_header(program: &[u8], ty: Ty) -> Option<(usize, Vec<u64>)> {
     let mut c = Cursor::new(program, "program");
     if c.u8().ok()? != 0x30 {
         return None;
@@ -241,9 +242,10 @@ impl Units<'_> {
     }
 }
 
-/// Decodes a unit's words (one stream per child, or one for the whole region). Checks
-/// the output size first and releases the program's mapped pages once it is read.
-fn decode_unit(archive: &Archive, unit: &Unit) -> Result<Vec<Words>> {
+/// Decodes a unit's bytes (its children's, or the whole region's) into a buffer from
+/// `pool`. Checks the output size first and releases the program's mapped pages once it
+/// is read.
+fn decode_unit(archive: &Archive, unit: &Unit, pool: &BufferPool) -> Result<Vec<u8>> {
     match &unit.work {
         Work::Whole => {
             let (program, ty) = archive.item_program(unit.item);
@@ -251,68 +253,71 @@ fn decode_unit(archive: &Archive, unit: &Unit) -> Result<Vec<Words>> {
             archive.release(&program);
             archive.check_decoded_size(unit.item, unit.bytes)?;
             if archive.is_reference(unit.item) {
-                // Combined with its source tensor's bytes: handed on as bytes.
-                let bytes = archive.run_item(unit.item, &node, ty)?;
-                return Ok(vec![Words::from_buf(8, crate::tensor::WordBuf::U8(bytes))
-                    .expect("bytes are 8-bit words")]);
+                // Combined with its source tensor's bytes.
+                return archive.run_item(unit.item, &node, ty);
             }
-            let words = execute(&node, ty.len).map_err(|e| archive.decode_err(unit.item, e))?;
-            Ok(vec![words])
+            // The program's bytes: the header's 8-byte length field is not among them.
+            let mut out = pool.take(ty.len as usize * container_bytes(ty.width));
+            execute_into(&node, &mut out).map_err(|e| archive.decode_err(unit.item, e))?;
+            Ok(out)
         }
         Work::Children(children) => {
             archive.check_decoded_size(unit.item, unit.bytes)?;
-            let mut out = Vec::with_capacity(children.len());
+            let mut out = pool.take(unit.bytes as usize);
+            let mut at = 0usize;
             for (range, ty) in children {
                 let node = archive.read_at(unit.item, range, *ty)?;
                 archive.release(range);
-                let words = execute(&node, ty.len)
+                let len = ty.len as usize * container_bytes(ty.width);
+                execute_into(&node, &mut out[at..at + len])
                     .map_err(|e| archive.decode_err_at(unit.item, range.start, e))?;
-                drop(node);
-                out.push(words);
+                at += len;
             }
             Ok(out)
         }
     }
 }
 
-/// Hands `words` to `f` as little-endian bytes of their container, in chunks of at most
-/// [`CHUNK_BYTES`]: on a little-endian machine the words' own memory, on a big-endian
-/// one converted in `scratch`.
-pub(crate) fn le_chunks<E>(
-    words: &Words,
-    scratch: &mut Vec<u8>,
-    mut f: impl FnMut(&[u8]) -> Result<(), E>,
-) -> Result<(), E> {
-    fn go<const N: usize, T: Copy, E>(
-        v: &[T],
-        scratch: &mut Vec<u8>,
-        to: impl Fn(T) -> [u8; N],
-        f: &mut impl FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
-        for part in v.chunks(CHUNK_BYTES / N) {
-            scratch.clear();
-            scratch.resize(part.len() * N, 0);
-            for (c, &x) in scratch.chunks_exact_mut(N).zip(part) {
-                c.copy_from_slice(&to(x));
-            }
-            f(scratch)?;
-        }
-        Ok(())
-    }
-    if cfg!(target_endian = "little") {
-        let bytes: &[u8] = match words.buf() {
-            WordBuf::U8(v) => v,
-            WordBuf::U16(v) => bytemuck::cast_slice(v),
-            WordBuf::U32(v) => bytemuck::cast_slice(v),
-            WordBuf::U64(v) => bytemuck::cast_slice(v),
+/// Output buffers handed back by the sink once their bytes are used, for the next
+/// units: decoding into memory already faulted in and touched, not a fresh allocation
+/// per tensor (page faults and zeroing were a quarter of decompression's time).
+#[derive(Default)]
+struct BufferPool {
+    free: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl BufferPool {
+    /// Buffers kept at most (the units in flight are bounded too).
+    const KEEP: usize = 8;
+
+    /// A buffer of `len` bytes (their contents unspecified: the caller writes them all).
+    fn take(&self, len: usize) -> Vec<u8> {
+        let mut v = {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            // The smallest buffer that holds `len`, else the largest (grown).
+            let pick = free
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= len)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, _)| i)
+                .or_else(|| (0..free.len()).max_by_key(|&i| free[i].capacity()));
+            pick.map(|i| free.swap_remove(i)).unwrap_or_default()
         };
-        return bytes.chunks(CHUNK_BYTES).try_for_each(f);
+        if v.len() >= len {
+            v.truncate(len);
+        } else {
+            v.resize(len, 0);
+        }
+        v
     }
-    match words.buf() {
-        WordBuf::U8(v) => v.chunks(CHUNK_BYTES).try_for_each(f),
-        WordBuf::U16(v) => go(v, scratch, u16::to_le_bytes, &mut f),
-        WordBuf::U32(v) => go(v, scratch, u32::to_le_bytes, &mut f),
-        WordBuf::U64(v) => go(v, scratch, u64::to_le_bytes, &mut f),
+
+    /// Hands `buf` back.
+    fn give(&self, buf: Vec<u8>) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < Self::KEEP {
+            free.push(buf);
+        }
     }
 }
 
@@ -377,8 +382,9 @@ pub(crate) fn decode_all(
 
     let halt = AtomicBool::new(false);
     let halt_ref = &halt;
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<Result<Vec<Words>>>)>();
-    let mut scratch = Vec::new();
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<Result<Vec<u8>>>)>();
+    let buffers = BufferPool::default();
+    let pool_ref = &buffers;
     pool.in_place_scope(|scope| {
         let mut pending: VecDeque<Unit> = VecDeque::new();
         let mut in_flight = 0u64;
@@ -386,7 +392,7 @@ pub(crate) fn decode_all(
         let mut next_sink = 0usize;
         let mut lookahead: Option<Unit> = None;
         let mut exhausted = false;
-        let mut ready: BTreeMap<usize, Option<Result<Vec<Words>>>> = BTreeMap::new();
+        let mut ready: BTreeMap<usize, Option<Result<Vec<u8>>>> = BTreeMap::new();
         let result = (|| {
             loop {
                 while pending.len() < max_units {
@@ -409,7 +415,9 @@ pub(crate) fn decode_all(
                             let _ = tx.send((seq, None));
                             return;
                         }
-                        let r = catch_unwind(AssertUnwindSafe(|| decode_unit(archive, &job))).ok();
+                        let r =
+                            catch_unwind(AssertUnwindSafe(|| decode_unit(archive, &job, pool_ref)))
+                                .ok();
                         let _ = tx.send((seq, r));
                     });
                     in_flight += unit.bytes;
@@ -431,12 +439,12 @@ pub(crate) fn decode_all(
                         return Ok(false);
                     }
                     match r {
-                        Some(Ok(words)) => {
+                        Some(Ok(bytes)) => {
                             sink(Decoded::Begin(&unit))?;
-                            for w in &words {
-                                le_chunks(w, &mut scratch, |b| sink(Decoded::Bytes(b)))?;
+                            for b in bytes.chunks(CHUNK_BYTES) {
+                                sink(Decoded::Bytes(b))?;
                             }
-                            drop(words);
+                            pool_ref.give(bytes);
                             sink(Decoded::End(&unit))?;
                         }
                         Some(Err(e)) => sink(Decoded::Failed(&unit, e))?,
@@ -606,21 +614,5 @@ mod tests {
             assert_eq!(failed.len(), 1, "byte {pos}: {failed:?}");
             assert_eq!(failed[0].tensor, Some(big));
         }
-    }
-
-    #[test]
-    fn le_chunks_cover_the_words_in_order() {
-        let w = Words::from_u64s(16, &(0..300_000u64).map(|x| x & 0xffff).collect::<Vec<_>>());
-        let mut scratch = Vec::new();
-        let mut out = Vec::new();
-        le_chunks::<()>(&w, &mut scratch, |b| {
-            assert!(b.len() <= CHUNK_BYTES);
-            out.extend_from_slice(b);
-            Ok(())
-        })
-        .unwrap();
-        let mut want = Vec::new();
-        w.write_le_bytes(&mut want);
-        assert_eq!(out, want);
     }
 }

@@ -276,3 +276,107 @@ fn undecodable_reason(e: &Error) -> String {
         other => other.to_string(),
     }
 }
+
+/// Where [`check_restores`] found the archive not to restore its source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotRestored {
+    /// The region (`tensor "w"`, `header`, `gap at data bytes [b, e)`, `whole file`)
+    /// and, inside a group, the tensor holding the first wrong byte.
+    pub region: String,
+    /// What went wrong: the reader's refusal, or the first byte that differs.
+    pub what: String,
+}
+
+/// Decodes `archive` as `decompress` does (the same reader, the same order of records,
+/// copy and reference records through what they name) and compares the result with
+/// `original` byte for byte: what `compress` runs on the archive it has just written,
+/// before it puts it in place (issue 38: a copy record the reader refused had passed a
+/// check of the writer's own programs). `Ok(None)` if every byte comes back.
+///
+/// # Errors
+/// [`Error::Invalid`] of kind `base_missing` if a source of the archive is not attached;
+/// [`Error::Internal`] if the pool cannot start or a worker panics. A record that cannot
+/// be decoded is a [`NotRestored`], not an error.
+pub fn check_restores(
+    archive: &Archive,
+    original: &[u8],
+    jobs: Option<usize>,
+) -> Result<Option<NotRestored>> {
+    archive.require_sources()?;
+    let mut at = 0usize;
+    let mut found: Option<NotRestored> = None;
+    let mut current = Item::Header;
+    // The region of the item holding byte `offset` of the original, naming the tensor
+    // of a group that holds it.
+    let region_at = |item: Item, offset: usize| -> String {
+        let region = archive.item_region(item);
+        if let Item::Group(_) = item {
+            let data = 8 + archive.header_len() as usize;
+            if let Some(t) = offset.checked_sub(data).and_then(|o| {
+                archive
+                    .tensors()
+                    .iter()
+                    .find(|t| (t.begin..t.end).contains(&(o as u64)))
+            }) {
+                return format!("{region}, in tensor {:?}", t.name);
+            }
+        }
+        region
+    };
+    let compare = |ours: &[u8], item: Item, at: &mut usize, found: &mut Option<NotRestored>| {
+        if found.is_none() {
+            let theirs = original.get(*at..).unwrap_or_default();
+            let n = ours.len().min(theirs.len());
+            let wrong = ours[..n]
+                .iter()
+                .zip(&theirs[..n])
+                .position(|(a, b)| a != b)
+                .or((n < ours.len()).then_some(n));
+            if let Some(p) = wrong {
+                *found = Some(NotRestored {
+                    region: region_at(item, *at + p),
+                    what: format!("byte {} of the file differs", *at + p),
+                });
+            }
+        }
+        *at += ours.len();
+    };
+    decode_all(
+        archive,
+        resolve_jobs(jobs),
+        &mut |d| {
+            match d {
+                Decoded::Begin(unit) => {
+                    current = unit.item;
+                    if unit.first && unit.item == Item::Header {
+                        compare(
+                            &archive.header_len().to_le_bytes(),
+                            unit.item,
+                            &mut at,
+                            &mut found,
+                        );
+                    }
+                }
+                Decoded::Bytes(b) => compare(b, current, &mut at, &mut found),
+                Decoded::End(_) => {}
+                Decoded::Failed(unit, e) => {
+                    if found.is_none() {
+                        found = Some(NotRestored {
+                            region: archive.item_region(unit.item),
+                            what: undecodable_reason(&e),
+                        });
+                    }
+                }
+            }
+            Ok(())
+        },
+        &|| false,
+    )?;
+    if found.is_none() && at != original.len() {
+        found = Some(NotRestored {
+            region: "whole file".to_string(),
+            what: format!("restores {at} bytes of {}", original.len()),
+        });
+    }
+    Ok(found)
+}

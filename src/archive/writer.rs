@@ -334,10 +334,39 @@ pub fn compress_to(
     let mut tmp = None;
     let written = match target {
         Target::File(output) => {
-            let t = tmp.insert(temp_beside(output)?);
-            let mut w = super::output::OutputFile::new(t.as_file_mut());
-            let written = write_archive_releasing(&src, &mut w, opts, progress, output, &release)?;
-            w.finish(output)?;
+            // Verified once, after writing, through the reader `decompress` uses
+            // (`check_written`), not program by program while writing: one decode, not
+            // two. Should that check fail, the archive is written again with each
+            // program checked as it is made (a program that does not restore its words
+            // is stored as a literal, with a warning) and checked again.
+            let attempt = |opts: &CompressOptions| -> Result<_> {
+                let mut t = temp_beside(output)?;
+                let mut w = super::output::OutputFile::new(t.as_file_mut());
+                let written =
+                    write_archive_releasing(&src, &mut w, opts, progress, output, &release)?;
+                w.finish(output)?;
+                Ok((t, written))
+            };
+            let (t, written) = if opts.verify {
+                let once = CompressOptions {
+                    verify: false,
+                    ..opts.clone()
+                };
+                let (t, written) = attempt(&once)?;
+                match check_written(t.path(), output, bytes, &written.sources, opts.jobs) {
+                    Ok(()) => (t, written),
+                    Err(e) if e.kind() == NOT_RESTORABLE => {
+                        drop(t);
+                        let (t, written) = attempt(opts)?;
+                        check_written(t.path(), output, bytes, &written.sources, opts.jobs)?;
+                        (t, written)
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                attempt(opts)?
+            };
+            tmp = Some(t);
             written
         }
         _ => {
@@ -389,6 +418,51 @@ pub struct Written {
     pub regions: Vec<RegionStat>,
     /// Synthesis fallbacks (the source's own warnings are in [`SourceFile::warnings`]).
     pub warnings: Vec<Warning>,
+    /// The sources the archive lists ([`super::Archive::sources`], in its order): what
+    /// its reference records decode against.
+    pub sources: Vec<Arc<OpenedSource>>,
+}
+
+/// [`Error::kind`] of an archive that `compress` wrote and found not to restore its source.
+pub const NOT_RESTORABLE: &str = "not_restorable";
+
+/// Opens the archive just written to `tmp` (to be put in place as `output`) through the
+/// reader `decompress` uses, with `sources` attached, and checks that it restores
+/// `original` byte for byte ([`super::verify::check_restores`]).
+///
+/// # Errors
+/// [`Error::Invalid`] of kind `not_restorable` naming `output`, the region (the tensor)
+/// and what the reader found, if it does not restore; the errors of opening it.
+fn check_written(
+    tmp: &Path,
+    output: &Path,
+    original: &[u8],
+    sources: &[Arc<OpenedSource>],
+    jobs: Option<usize>,
+) -> Result<()> {
+    let refused = |region: String, what: String| Error::Invalid {
+        path: output.to_path_buf(),
+        what: "the archive written does not restore its source",
+        detail: format!(
+            "{region}: {what}; no archive was written (this is a bug in Brevis: please \
+             report it with the source file; --no-verify skips this check)"
+        ),
+        kind: NOT_RESTORABLE,
+    };
+    let archive = match super::Archive::open_as(tmp, output) {
+        Ok(a) => a,
+        Err(Error::Archive { source, .. }) => {
+            return Err(refused("the archive".to_string(), source.to_string()))
+        }
+        Err(e) => return Err(e),
+    };
+    for (i, s) in sources.iter().enumerate() {
+        archive.attach(i, s.clone())?;
+    }
+    match super::verify::check_restores(&archive, original, jobs)? {
+        None => Ok(()),
+        Some(n) => Err(refused(n.region, n.what)),
+    }
 }
 
 /// Writes the archive of a parsed source to `out` (e.g. a `Vec<u8>` for in-memory use).
@@ -465,10 +539,10 @@ fn write_archive_releasing<W: Write>(
     let mut hasher = Xxh3::new();
     let mut records_hasher = Xxh3::new();
     let mut hashed = ReleaseBatch::new(src.bytes(), release);
-    // Data records written whole, by (checksum, bytes): where a later record with the
-    // same bytes finds the one it copies.
-    let mut written_by_sum: HashMap<(u64, usize), usize> = HashMap::new();
-    let claimed: Mutex<HashMap<(u64, usize), usize>> = Mutex::new(HashMap::new());
+    // Data records written whole, by (checksum, bytes, word width): where a later record
+    // with the same bytes finds the one it copies ([`format::copy_allowed`] decides).
+    let mut written_by_sum: HashMap<(u64, usize, u32), usize> = HashMap::new();
+    let claimed: Mutex<HashMap<(u64, usize, u32), usize>> = Mutex::new(HashMap::new());
     // Each written record's root operator (a copy shows the one it copies).
     let mut roots: Vec<&'static str> = Vec::with_capacity(count);
     // Empty tensors have no record: their stats go before the record that follows them.
@@ -528,9 +602,20 @@ fn write_archive_releasing<W: Write>(
             // A record whose bytes an earlier data record holds is written as a copy of
             // it: decided here, in record order, so the archive does not depend on
             // which worker saw the bytes first.
-            let key = (enc.checksum, bytes.len());
+            let fault = test_fault();
+            let width = match fault {
+                Some(Fault::CopyAnyWidth) => 0,
+                _ => rec.word_bits(src),
+            };
+            let key = (enc.checksum, bytes.len(), width);
             let copy = match (rec.copyable(), written_by_sum.get(&key)) {
-                (true, Some(&j)) if plan[j].source(src) == bytes => Some(j),
+                (true, Some(&j))
+                    if plan[j].source(src) == bytes
+                        && (format::copy_allowed(version, plan[j].ty(src), rec.ty(src))
+                            || fault == Some(Fault::CopyAnyWidth)) =>
+                {
+                    Some(j)
+                }
                 _ => None,
             };
             let enc = match (copy, enc.program) {
@@ -562,8 +647,19 @@ fn write_archive_releasing<W: Write>(
                     if rec.copyable() && enc.reference.is_none() {
                         written_by_sum.entry(key).or_insert(i);
                     }
-                    write_record(&mut *out, &mut records_hasher, &head, program)
-                        .map_err(write_err)?
+                    if fault == Some(Fault::FlipRecord(i)) {
+                        let mut bytes = head.clone();
+                        crate::dsl::wire::write_program(program, &mut bytes);
+                        if let Some(last) = bytes.last_mut() {
+                            *last ^= 0x5a;
+                        }
+                        records_hasher.update(&bytes);
+                        out.write_all(&bytes).map_err(write_err)?;
+                        bytes.len() as u64
+                    } else {
+                        write_record(&mut *out, &mut records_hasher, &head, program)
+                            .map_err(write_err)?
+                    }
                 }
                 (None, None) => unreachable!("encoded above"),
             };
@@ -651,6 +747,33 @@ fn write_archive_releasing<W: Write>(
         archive_bytes: offset + tail.len() as u64,
         regions: stats,
         warnings,
+        sources: linked.sources.iter().map(|(_, s)| s.clone()).collect(),
+    })
+}
+
+/// A fault the writer injects for tests of the check `compress` runs on what it wrote
+/// (issue 38), named by the environment variable `BREVIS_TEST_FAULT`: `copy-any-width`
+/// writes copy records between tensors of different word widths (which the reader
+/// refuses), `flip-record=N` flips bits of the last byte of record `N`, `bad-program`
+/// makes every synthesized program restore other words (`map xor 1` over it). Unset (the
+/// only case outside those tests), the writer behaves as documented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    CopyAnyWidth,
+    FlipRecord(usize),
+    BadProgram,
+}
+
+fn test_fault() -> Option<Fault> {
+    static FAULT: std::sync::OnceLock<Option<Fault>> = std::sync::OnceLock::new();
+    *FAULT.get_or_init(|| {
+        let v = std::env::var("BREVIS_TEST_FAULT").ok()?;
+        match v.split_once('=') {
+            None if v == "copy-any-width" => Some(Fault::CopyAnyWidth),
+            None if v == "bad-program" => Some(Fault::BadProgram),
+            Some(("flip-record", n)) => n.parse().ok().map(Fault::FlipRecord),
+            _ => None,
+        }
     })
 }
 
@@ -710,6 +833,17 @@ impl PlannedRecord {
         self.tensors.first().map(|&t| src.tensors()[t].dtype)
     }
 
+    /// The width in bits of the words its program restores (8 for the header and gaps).
+    fn word_bits(&self, src: &SourceFile<'_>) -> u32 {
+        self.dtype(src).map_or(8, Dtype::word_bits)
+    }
+
+    /// The type of the words its program restores.
+    fn ty(&self, src: &SourceFile<'_>) -> Ty {
+        let width = self.word_bits(src);
+        Ty::new(width, self.source(src).len() as u64 * 8 / u64::from(width))
+    }
+
     /// Appends the [`RegionStat`]s of its items (and of the empty tensors before each)
     /// to `stats`; returns each one's progress label and original bytes. The record's
     /// `len` bytes and `program` bytes are shared among a group's tensors in proportion
@@ -766,36 +900,39 @@ impl PlannedRecord {
                 shown.push(("(gap)".to_string(), end - begin));
             }
             RecordKind::Tensor(_) | RecordKind::Group => {
-                let total = (self.end - self.begin).max(1);
-                let share = |whole: u64, upto: u64| {
-                    (u128::from(whole) * u128::from(upto) / u128::from(total)) as u64
-                };
-                let (mut done, mut upto) = ((0, 0), 0);
-                for (k, &t) in self.tensors.iter().enumerate() {
+                let sizes: Vec<u64> = self
+                    .tensors
+                    .iter()
+                    .map(|&t| src.tensors()[t].byte_len())
+                    .collect();
+                let shares = super::reader::group_shares(len, program, &sizes);
+                for (k, (&t, (archive_bytes, program_bytes))) in
+                    self.tensors.iter().zip(shares).enumerate()
+                {
                     let info = &src.tensors()[t];
                     empties_before(info.begin, stats, &mut shown);
-                    upto += info.byte_len();
-                    let now = (share(len, upto), share(program, upto));
                     stats.push(RegionStat {
                         kind: RegionKind::Tensor,
                         label: info.name.clone(),
                         dtype: Some(info.dtype),
                         shape: info.shape.clone(),
                         original_bytes: info.byte_len(),
-                        archive_bytes: now.0 - done.0,
-                        program_bytes: now.1 - done.1,
+                        archive_bytes,
+                        program_bytes,
                         root_op,
                         // A group's search is counted once, with its first tensor.
                         search: if k == 0 {
                             search.clone()
                         } else {
-                            SearchStats::default()
+                            SearchStats {
+                                unrestored: search.unrestored,
+                                ..SearchStats::default()
+                            }
                         },
                         group_size: self.tensors.len(),
                         copy_of: copy_of.map(str::to_string),
                         reference: None,
                     });
-                    done = now;
                     shown.push((info.name.clone(), info.byte_len()));
                 }
             }
@@ -975,7 +1112,7 @@ fn encode_item(
     i: usize,
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
-    claimed: &Mutex<HashMap<(u64, usize), usize>>,
+    claimed: &Mutex<HashMap<(u64, usize, u32), usize>>,
     linked: &Linked,
 ) -> Encoded {
     let bytes = rec.source(src);
@@ -983,7 +1120,9 @@ fn encode_item(
         let checksum = xxh3_64(bytes);
         let first = {
             let mut map = claimed.lock().unwrap_or_else(|e| e.into_inner());
-            let e = map.entry((checksum, bytes.len())).or_insert(i);
+            let e = map
+                .entry((checksum, bytes.len(), rec.word_bits(src)))
+                .or_insert(i);
             *e = (*e).min(i);
             *e
         };
@@ -1494,7 +1633,12 @@ fn program_for(
         PriorChoice::Given(p) => p.as_ref(),
         _ => &uniform,
     };
-    let syn = synthesize_matrix(&shared, dtype, rows, &opts.search, prior);
+    let mut syn = synthesize_matrix(&shared, dtype, rows, &opts.search, prior);
+    if test_fault() == Some(Fault::BadProgram) {
+        if let Ok(wrong) = Node::map(crate::dsl::MapFn::Xor(1), syn.program.clone()) {
+            syn.program = wrong;
+        }
+    }
     let want = Ty::new(words.width(), words.len() as u64);
     let problem = if syn.program.ty() != want {
         Some(format!(
@@ -1513,7 +1657,8 @@ fn program_for(
     match problem {
         None => (syn.program, syn.stats, None),
         Some(what) => {
-            let (node, stats) = literal(syn.stats);
+            let (node, mut stats) = literal(syn.stats);
+            stats.unrestored = true;
             let warning = Warning::Fallback {
                 region: region(),
                 what,

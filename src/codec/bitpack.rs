@@ -575,90 +575,100 @@ fn unpack_nibbles_u8(data: &[u8], n: usize) -> Vec<u8> {
 
 /// `n` words of `k >= 1` bits from `data`, whose length was checked to hold them.
 fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
-    fn bytes<T: Word, const NB: usize>(data: &[u8]) -> Vec<T> {
-        data.chunks_exact(NB)
-            .map(|c| {
-                let mut a = [0u8; 8];
-                a[..NB].copy_from_slice(c);
-                T::from_u64(u64::from_le_bytes(a))
-            })
-            .collect()
+    let mut out = vec![T::default(); n];
+    unpack_into(data, k, &mut out);
+    out
+}
+
+/// `out.len()` words of `k` (0..=64) bits from the start of `data`, which must hold
+/// them (`ceil(out.len() k / 8)` bytes). What [`decode`] does, into a slice: a caller
+/// decoding a block of words `[s, s + len)` with `s` a multiple of 8 passes the bytes
+/// from `s k / 8` on.
+///
+/// # Panics
+/// If `data` is shorter than the words need.
+pub(crate) fn unpack_into<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
+    let n = out.len();
+    assert!(
+        data.len() as u64 * 8 >= n as u64 * u64::from(k),
+        "the data holds the words"
+    );
+    fn bytes<T: Word, const NB: usize>(data: &[u8], out: &mut [T]) {
+        for (o, c) in out.iter_mut().zip(data.chunks_exact(NB)) {
+            let mut a = [0u8; 8];
+            a[..NB].copy_from_slice(c);
+            *o = T::from_u64(u64::from_le_bytes(a));
+        }
     }
     match k {
-        8 => return bytes::<T, 1>(data),
-        16 => return bytes::<T, 2>(data),
-        24 => return bytes::<T, 3>(data),
-        32 => return bytes::<T, 4>(data),
-        40 => return bytes::<T, 5>(data),
-        48 => return bytes::<T, 6>(data),
-        56 => return bytes::<T, 7>(data),
-        64 => return bytes::<T, 8>(data),
+        0 => return out.fill(T::default()),
+        8 => return bytes::<T, 1>(data, out),
+        16 => return bytes::<T, 2>(data, out),
+        24 => return bytes::<T, 3>(data, out),
+        32 => return bytes::<T, 4>(data, out),
+        40 => return bytes::<T, 5>(data, out),
+        48 => return bytes::<T, 6>(data, out),
+        56 => return bytes::<T, 7>(data, out),
+        64 => return bytes::<T, 8>(data, out),
         _ => {}
     }
     let m = mask(k);
+    let groups = n / 8;
+    let (whole, rest) = out.split_at_mut(groups * 8);
     if k <= 16 {
         // Whole groups with constant shifts, then the rest one by one.
-        let groups = n / 8;
-        let mut out = vec![T::default(); n];
-        let whole = &mut out[..groups * 8];
         match k {
             1 => unpack_sub_byte::<T, 1>(data, whole),
             2 => unpack_sub_byte::<T, 2>(data, whole),
             4 => unpack_sub_byte::<T, 4>(data, whole),
             _ => small_k!(k, K => unpack_groups::<T, K>(data, whole)),
         }
-        let mut pos = (groups * 8) as u64 * u64::from(k);
-        for o in &mut out[groups * 8..] {
-            *o = T::from_u64(peek64(data, pos) & m);
-            pos += u64::from(k);
-        }
-        return out;
-    }
-    if k <= 32 {
-        // Whole groups of eight words (k bytes each) with constant shifts, then the rest
-        // one by one: the 20- and 23-bit mantissa fields of F32 tensors.
-        let groups = n / 8;
-        let mut out = vec![T::default(); n];
-        wide_k!(k, K => unpack_wide_groups::<T, K>(data, &mut out[..groups * 8]));
-        let mut pos = (groups * 8) as u64 * u64::from(k);
-        for o in &mut out[groups * 8..] {
-            *o = T::from_u64(peek64(data, pos) & m);
-            pos += u64::from(k);
-        }
-        return out;
-    }
-    let mut out = Vec::with_capacity(n);
-    let mut pos = 0u64;
-    if k <= 56 {
+    } else if k <= 32 {
+        // Whole groups of eight words (k bytes each) with constant shifts: the 20- and
+        // 23-bit mantissa fields of F32 tensors.
+        wide_k!(k, K => unpack_wide_groups::<T, K>(data, whole));
+    } else if k <= 56 {
         // Eight words of k bits fill exactly k bytes: decode whole groups from a padded
-        // copy with one unaligned load per word, then the rest one by one.
+        // copy with one unaligned load per word.
         let group = k as usize;
-        let groups = n / 8;
         let mut buf = [0u8; 64];
-        for c in data.chunks_exact(group).take(groups) {
+        for (c, o) in data.chunks_exact(group).zip(whole.chunks_exact_mut(8)) {
             buf[..group].copy_from_slice(c);
-            for j in 0..8 {
+            for (j, w) in o.iter_mut().enumerate() {
                 let bit = j * group;
                 let b = bit >> 3;
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&buf[b..b + 8]);
-                out.push(T::from_u64((u64::from_le_bytes(a) >> (bit & 7)) & m));
+                *w = T::from_u64((u64::from_le_bytes(a) >> (bit & 7)) & m);
             }
         }
-        pos = (groups * group * 8) as u64;
-        for _ in groups * 8..n {
-            out.push(T::from_u64(peek64(data, pos) & m));
-            pos += u64::from(k);
-        }
     } else {
-        for _ in 0..n {
+        for (i, w) in whole.iter_mut().enumerate() {
+            let pos = i as u64 * u64::from(k);
             let lo = peek64(data, pos) & mask(32);
             let hi = peek64(data, pos + 32) & mask(k - 32);
-            out.push(T::from_u64(lo | hi << 32));
-            pos += u64::from(k);
+            *w = T::from_u64(lo | hi << 32);
         }
     }
-    out
+    let mut pos = (groups * 8) as u64 * u64::from(k);
+    for o in rest {
+        *o = T::from_u64(if k <= 56 {
+            peek64(data, pos) & m
+        } else {
+            (peek64(data, pos) & mask(32)) | (peek64(data, pos + 32) & mask(k - 32)) << 32
+        });
+        pos += u64::from(k);
+    }
+}
+
+/// The bits per word and the packed words of a bit-packed `body` of `n` words of `width`
+/// bits, after [`decode`]'s checks: what a caller unpacking blocks with [`unpack_into`]
+/// starts from.
+///
+/// # Errors
+/// As [`decode`].
+pub(crate) fn packed(body: &[u8], width: u32, n: usize) -> Result<(u32, &[u8]), CodecError> {
+    validate(body, width, n)
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ impl Layout {
 
 /// How the frequencies are written (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FreqMode {
+pub(super) enum FreqMode {
     /// `f - 1` in a fixed number of bits.
     Fixed(u32),
     /// `f - 1` as Exp-Golomb codes of one order.
@@ -180,7 +180,7 @@ fn freq_deltas(freqs: &[u32]) -> impl Iterator<Item = u64> + Clone + '_ {
 feature_fn! {
     "lzcnt";
     /// The shortest way to write `freqs`, and its size in bits (mode field included).
-    fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) = plan_freqs_in;
+    pub(super) fn plan_freqs(freqs: &[u32]) -> (FreqMode, u64) = plan_freqs_in;
 }
 
 /// [`plan_freqs`]'s pass, inlined into each of its builds.
@@ -820,37 +820,7 @@ impl Plan {
         write_set(&mut w, &self.syms, width, &self.set);
         if self.syms.len() >= 2 {
             w.write(u64::from(self.scale - 1), 4);
-            match self.freq_mode {
-                FreqMode::Fixed(bits) => {
-                    w.write(0, 2);
-                    w.write(u64::from(bits), 5);
-                    for &f in &self.freqs {
-                        w.write(u64::from(f - 1), bits);
-                    }
-                }
-                FreqMode::ExpGolomb(k) => {
-                    w.write(1, 2);
-                    w.write(u64::from(k), 4);
-                    for &f in &self.freqs {
-                        w.write_eg(u64::from(f - 1), k);
-                    }
-                }
-                FreqMode::Adaptive => {
-                    w.write(2, 2);
-                    let mut prev = 0;
-                    for &f in &self.freqs {
-                        w.write_eg(u64::from(f - 1), adaptive_k(prev));
-                        prev = u64::from(f - 1);
-                    }
-                }
-                FreqMode::Delta(k) => {
-                    w.write(3, 2);
-                    w.write(u64::from(k), 4);
-                    for z in freq_deltas(&self.freqs) {
-                        w.write_eg(z, k);
-                    }
-                }
-            }
+            write_freqs(&mut w, &self.freqs, self.freq_mode);
         }
         w.finish()
     }
@@ -1254,35 +1224,53 @@ pub fn encode(words: &Words, out: &mut Vec<u8>, layout: Layout) -> Option<()> {
     Some(())
 }
 
-/// The parsed table of a body.
-struct Table {
-    syms: Vec<u64>,
-    freqs: Vec<u32>,
-    scale: u32,
-    /// Bytes of the table, padding included.
-    bytes: usize,
+/// Writes `freqs` (each `f >= 1`) as `mode` says: the 2-bit mode, its parameter, the
+/// values (see the module docs, table item 3).
+pub(super) fn write_freqs(w: &mut BitWriter, freqs: &[u32], mode: FreqMode) {
+    match mode {
+        FreqMode::Fixed(bits) => {
+            w.write(0, 2);
+            w.write(u64::from(bits), 5);
+            for &f in freqs {
+                w.write(u64::from(f - 1), bits);
+            }
+        }
+        FreqMode::ExpGolomb(k) => {
+            w.write(1, 2);
+            w.write(u64::from(k), 4);
+            for &f in freqs {
+                w.write_eg(u64::from(f - 1), k);
+            }
+        }
+        FreqMode::Adaptive => {
+            w.write(2, 2);
+            let mut prev = 0;
+            for &f in freqs {
+                w.write_eg(u64::from(f - 1), adaptive_k(prev));
+                prev = u64::from(f - 1);
+            }
+        }
+        FreqMode::Delta(k) => {
+            w.write(3, 2);
+            w.write(u64::from(k), 4);
+            for z in freq_deltas(freqs) {
+                w.write_eg(z, k);
+            }
+        }
+    }
 }
 
-fn read_table(body: &[u8], width: u32, n: usize, name: &'static str) -> Result<Table, CodecError> {
-    let mut r = BitReader::new(body, name);
-    let m = read_count(&mut r, width, n)?;
-    let syms = read_set(&mut r, m, width)?;
-    if m <= 1 {
-        r.finish()?;
-        return Ok(Table {
-            syms,
-            freqs: Vec::new(),
-            scale: 0,
-            bytes: body.len(),
-        });
-    }
-    let scale = r.read(4)? as u32 + 1;
-    if (1u64 << scale) < m as u64 {
-        return Err(r.invalid(format!(
-            "{m} symbols cannot share a total frequency of {}",
-            1u64 << scale
-        )));
-    }
+/// Reads `m` frequencies written by [`write_freqs`] that must sum to exactly `2^scale`
+/// (`scale <= 16`).
+///
+/// # Errors
+/// A truncated table, a frequency width over 16, a value that does not fit, or a sum
+/// other than `2^scale`.
+pub(super) fn read_freqs(
+    r: &mut BitReader<'_>,
+    m: usize,
+    scale: u32,
+) -> Result<Vec<u32>, CodecError> {
     let total = 1u64 << scale;
     let mode = r.read(2)?;
     let param = match mode {
@@ -1326,6 +1314,39 @@ fn read_table(body: &[u8], width: u32, n: usize, name: &'static str) -> Result<T
     if sum != total {
         return Err(r.invalid(format!("frequencies sum to {sum}, expected {total}")));
     }
+    Ok(freqs)
+}
+
+/// The parsed table of a body.
+struct Table {
+    syms: Vec<u64>,
+    freqs: Vec<u32>,
+    scale: u32,
+    /// Bytes of the table, padding included.
+    bytes: usize,
+}
+
+fn read_table(body: &[u8], width: u32, n: usize, name: &'static str) -> Result<Table, CodecError> {
+    let mut r = BitReader::new(body, name);
+    let m = read_count(&mut r, width, n)?;
+    let syms = read_set(&mut r, m, width)?;
+    if m <= 1 {
+        r.finish()?;
+        return Ok(Table {
+            syms,
+            freqs: Vec::new(),
+            scale: 0,
+            bytes: body.len(),
+        });
+    }
+    let scale = r.read(4)? as u32 + 1;
+    if (1u64 << scale) < m as u64 {
+        return Err(r.invalid(format!(
+            "{m} symbols cannot share a total frequency of {}",
+            1u64 << scale
+        )));
+    }
+    let freqs = read_freqs(&mut r, m, scale)?;
     r.align_zero()?;
     Ok(Table {
         syms,

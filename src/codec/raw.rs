@@ -24,7 +24,7 @@ pub fn encode(words: &Words, out: &mut Vec<u8>) {
 
 /// Checks that `body` holds exactly `n` words of `width` bits: the errors of [`decode`]
 /// for a body of the wrong length.
-fn check_len(body: &[u8], width: u32, n: usize) -> Result<(), CodecError> {
+pub(crate) fn check_len(body: &[u8], width: u32, n: usize) -> Result<(), CodecError> {
     let nb = width.div_ceil(8) as usize;
     let need = (n as u64).saturating_mul(nb as u64);
     if (body.len() as u64) < need {

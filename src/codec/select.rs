@@ -8,7 +8,9 @@
 //! the result.
 
 use super::table::{count_bits, plan_set};
-use super::{bitpack, bucket, huffman, rans, raw, CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS};
+use super::{
+    bitpack, bucket, huffman, rans, rans8, raw, CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS,
+};
 use crate::stats::histogram;
 use crate::tensor::{bits_needed, Words};
 
@@ -85,7 +87,13 @@ impl Analysis {
 /// the codec that comes first in [`super::ALL_CODECS`], and a table codec must beat
 /// the plain codecs by [`table_bar`].
 pub fn encode_best(words: &Words) -> Encoded {
-    encode_analyzed(Stream::Words(words), Analysis::of(words))
+    encode_analyzed(Stream::Words(words), Analysis::of(words), true)
+}
+
+/// [`encode_best`] without codec `rans8` (the classic `rans` layout for every length):
+/// the literal of a `rans8` body's escaped words, which may not be `rans8` again.
+pub(crate) fn encode_best_without_rans8(words: &Words) -> Encoded {
+    encode_analyzed(Stream::Words(words), Analysis::of(words), false)
 }
 
 /// [`encode_best`] with the histogram of `words` already counted: its distinct words
@@ -109,7 +117,7 @@ pub fn encode_stream_with_histogram(stream: Stream<'_>, hist: Vec<(u64, u64)>) -
         pack_bits: bits_needed(max),
         hist: Some(hist),
     };
-    encode_analyzed(stream, a)
+    encode_analyzed(stream, a, true)
 }
 
 /// What both table codecs need before planning: the symbols, their set encoding, and
@@ -178,9 +186,10 @@ pub fn best_size(words: &Words) -> u64 {
         best = best.min(huffman::Plan::with_set(hist, width, n, b.syms.clone(), b.set).size());
     }
     if b.rans_lb < best {
-        let plan = rans::Plan::with_set(hist, width, n, b.syms, b.set);
-        if plan.lower_bound() < best {
-            best = best.min(plan.size(words));
+        if let Some(plan) = RansPlan::new(hist, width, n, b.syms, b.set, true) {
+            if plan.lower_bound() < best {
+                best = best.min(plan.size(Stream::Words(words)));
+            }
         }
     }
     if best < bar {
@@ -190,7 +199,7 @@ pub fn best_size(words: &Words) -> u64 {
     }
 }
 
-fn encode_analyzed(stream: Stream<'_>, a: Analysis) -> Encoded {
+fn encode_analyzed(stream: Stream<'_>, a: Analysis, wide: bool) -> Encoded {
     let (width, n) = (stream.width(), stream.len());
     let mut best = (CodecId::Raw, raw::size(width, n));
     let bp = bitpack::size_for(a.pack_bits, n);
@@ -218,16 +227,8 @@ fn encode_analyzed(stream: Stream<'_>, a: Analysis) -> Encoded {
             huff = Some(plan);
         }
         if rans_lb < best.1 {
-            let rplan = rans::Plan::with_set(hist, width, n, syms, set);
-            if rplan.lower_bound() < best.1 {
-                let mut body = Vec::new();
-                rplan.encode_stream(stream, &mut body);
-                if (body.len() as u64) < best.1 {
-                    return Encoded {
-                        codec: rplan.codec(),
-                        body,
-                    };
-                }
+            if let Some(e) = encode_rans(stream, hist, syms, set, best.1, wide) {
+                return e;
             }
         }
     }
@@ -248,7 +249,7 @@ fn encode_analyzed(stream: Stream<'_>, a: Analysis) -> Encoded {
                 plan.encode(&stream.to_words(), &mut body);
             }
         }
-        CodecId::Rans | CodecId::Rans32 => unreachable!("rans returns early"),
+        CodecId::Rans | CodecId::Rans32 | CodecId::Rans8 => unreachable!("rans returns early"),
         CodecId::Bucket => unreachable!("bucket is not among the chosen codecs"),
     }
     debug_assert_eq!(body.len() as u64, best.1);
@@ -256,6 +257,96 @@ fn encode_analyzed(stream: Stream<'_>, a: Analysis) -> Encoded {
         codec: best.0,
         body,
     }
+}
+
+/// The rANS coder [`encode_best`] writes for a stream: codec `rans8` for the streams
+/// the wide layout is for ([`rans::Layout::for_len`]), the classic `rans` below.
+/// `rans32` is no longer written (it decodes as before): `rans8` codes the same streams
+/// within a few bytes at one lookup a word.
+#[derive(Clone, Debug)]
+pub(crate) enum RansPlan {
+    /// Codec `rans`.
+    Classic(rans::Plan),
+    /// Codec `rans8`.
+    Rans8(rans8::Plan),
+}
+
+impl RansPlan {
+    /// The plan for a stream of `n` words of `width` bits with histogram `hist` (its
+    /// symbols `syms`, their set plan `set`); without `wide`, the classic `rans` at every
+    /// length (the escaped words of a `rans8` body). `None` for an empty stream.
+    pub(crate) fn new(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        syms: Vec<u64>,
+        set: super::table::SetPlan,
+        wide: bool,
+    ) -> Option<RansPlan> {
+        if wide && rans::Layout::for_len(n) == rans::Layout::Wide {
+            rans8::Plan::new(hist, width, n).map(RansPlan::Rans8)
+        } else {
+            Some(RansPlan::Classic(rans::Plan::with_set(
+                hist, width, n, syms, set,
+            )))
+        }
+    }
+
+    /// A size in bytes the body can never be smaller than.
+    pub(crate) fn lower_bound(&self) -> u64 {
+        match self {
+            RansPlan::Classic(p) => p.lower_bound(),
+            RansPlan::Rans8(p) => p.lower_bound(),
+        }
+    }
+
+    /// The exact body size in bytes of `stream` (the stream the plan was made from), by
+    /// running the coder.
+    pub(crate) fn size(&self, stream: Stream<'_>) -> u64 {
+        match self {
+            RansPlan::Classic(p) => p.size(&stream.to_words()),
+            RansPlan::Rans8(p) => p.size(stream),
+        }
+    }
+
+    /// Appends the body of `stream` and returns its codec.
+    pub(crate) fn encode(&self, stream: Stream<'_>, out: &mut Vec<u8>) -> CodecId {
+        match self {
+            RansPlan::Classic(p) => {
+                p.encode_stream(stream, out);
+                p.codec()
+            }
+            RansPlan::Rans8(p) => {
+                p.encode(stream, out);
+                CodecId::Rans8
+            }
+        }
+    }
+
+    /// Whether the body is `rans8`'s (the wide slot of [`Sizes`]).
+    pub(crate) fn is_rans8(&self) -> bool {
+        matches!(self, RansPlan::Rans8(_))
+    }
+}
+
+/// The rANS body of `stream` (histogram `hist`, its symbols `syms` and their set plan
+/// `set`) as [`RansPlan`] writes it, if it comes under `bar` bytes.
+fn encode_rans(
+    stream: Stream<'_>,
+    hist: &[(u64, u64)],
+    syms: Vec<u64>,
+    set: super::table::SetPlan,
+    bar: u64,
+    wide: bool,
+) -> Option<Encoded> {
+    let (width, n) = (stream.width(), stream.len());
+    let plan = RansPlan::new(hist, width, n, syms, set, wide)?;
+    if plan.lower_bound() >= bar {
+        return None;
+    }
+    let mut body = Vec::new();
+    let codec = plan.encode(stream, &mut body);
+    ((body.len() as u64) < bar).then_some(Encoded { codec, body })
 }
 
 /// Exact body size in bytes each codec would produce, in [`super::ALL_CODECS`] order;
@@ -269,20 +360,22 @@ pub fn all_sizes(words: &Words) -> Sizes {
         Some(hist) => {
             let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
             let set = plan_set(&syms, width);
+            let huff = huffman::Plan::with_set(hist, width, n, syms.clone(), set).size();
+            let plan = RansPlan::new(hist, width, n, syms, set, true);
             (
-                Some(huffman::Plan::with_set(hist, width, n, syms.clone(), set).size()),
-                Some(rans::Plan::with_set(hist, width, n, syms, set).size(words)),
+                Some(huff),
+                plan.map(|p| (p.size(Stream::Words(words)), p.is_rans8())),
             )
         }
         None => (None, None),
     };
-    let wide = rans::Layout::for_len(n) == rans::Layout::Wide;
     [
         Some(raw::size(width, n)),
         Some(bitpack::size_for(a.pack_bits, n)),
         h,
-        r.filter(|_| !wide),
-        r.filter(|_| wide),
+        r.filter(|r| !r.1).map(|r| r.0),
+        None,
+        r.filter(|r| r.1).map(|r| r.0),
     ]
 }
 
@@ -295,6 +388,7 @@ pub fn encode_with(codec: CodecId, words: &Words) -> Option<Encoded> {
         CodecId::Huffman => huffman::encode(words, &mut body)?,
         CodecId::Rans => rans::encode(words, &mut body, rans::Layout::Classic)?,
         CodecId::Rans32 => rans::encode(words, &mut body, rans::Layout::Wide)?,
+        CodecId::Rans8 => rans8::encode(words, &mut body)?,
         CodecId::Bucket => {
             body = bucket::encode(
                 words,
@@ -319,6 +413,7 @@ pub fn table_len(codec: CodecId, body: &[u8], width: u32, n: usize) -> u64 {
         CodecId::BitPack => Ok(1),
         CodecId::Huffman => huffman::table_bits(body, width, n).map(|b| b.div_ceil(8)),
         CodecId::Rans | CodecId::Rans32 => rans::table_bytes(body, width, n),
+        CodecId::Rans8 => rans8::table_bytes(body, width, n),
         CodecId::Bucket => bucket::table_len(body, n),
     };
     t.map_or(len, |t| t.min(len))
@@ -341,6 +436,7 @@ pub fn decode(codec: CodecId, body: &[u8], width: u32, n: usize) -> Result<Words
         CodecId::Huffman => huffman::decode(body, width, n),
         CodecId::Rans => rans::decode(body, width, n, rans::Layout::Classic),
         CodecId::Rans32 => rans::decode(body, width, n, rans::Layout::Wide),
+        CodecId::Rans8 => rans8::decode(body, width, n),
         CodecId::Bucket => bucket::decode(body, width, n, None),
     }
 }
@@ -474,7 +570,7 @@ mod tests {
         assert_eq!((e.codec, e.body.len()), (CodecId::Raw, 0));
         assert_eq!(
             all_sizes(&Words::empty(8)),
-            [Some(0), Some(1), Some(0), Some(0), None]
+            [Some(0), Some(1), Some(0), Some(0), None, None]
         );
         // Small values in wide words: bit packing.
         let w = Words::from_u64s(32, &[1, 2, 3, 0, 1, 2, 3, 0]);
@@ -521,7 +617,7 @@ mod tests {
     #[test]
     fn wide_streams_skip_table_codecs() {
         let w = Words::from_fn(32, 70_000, |i| i as u64 * 2654435761 % (1 << 32));
-        assert_eq!(all_sizes(&w)[2..], [None, None, None]);
+        assert_eq!(all_sizes(&w)[2..], [None, None, None, None]);
         let e = encode_best(&w);
         assert_eq!(e.codec, CodecId::Raw);
         assert!(encode_with(CodecId::Huffman, &w).is_none());
@@ -598,7 +694,7 @@ mod tests {
                 CodecId::BitPack,
                 CodecId::Huffman,
                 CodecId::Rans,
-                CodecId::Rans32
+                CodecId::Rans8
             ],
             "every codec was exercised"
         );

@@ -34,14 +34,13 @@ use crate::codec::CodecId;
 /// Version of this wire format, stored once in the archive header. Version 2 added
 /// `BackRef` (tag `0x80`) and `Transpose` (`0x90`), version 3 `Dequant` (`0xA0`) of
 /// 8-bit codes, version 4 `Dequant` of 16-bit codes (`0xA2`, `0xA3`) and its cast
-/// without scales, version 5 the bucket codec (`lit` family 5); a reader of a version
-/// reads every earlier one unchanged.
-pub const WIRE_VERSION: u32 = 5;
+/// without scales, version 5 the bucket codec (`lit` family 5), version 6 the `rans8`
+/// codec (`lit` family 6); a reader of a version reads every earlier one unchanged.
+pub const WIRE_VERSION: u32 = 6;
 
-/// The wire version archives without sources declare (every operator but the bucket
-/// codec, which only reference records use): their headers stay as they were before
-/// version 5.
-pub const PLAIN_WIRE_VERSION: u32 = 4;
+/// The wire version archives without sources declare: every operator (the bucket codec,
+/// which only reference records use, since version 6 too).
+pub const PLAIN_WIRE_VERSION: u32 = 6;
 
 /// Deepest tree the reader accepts (root has depth 1).
 pub const MAX_DEPTH: usize = 32;
@@ -247,6 +246,7 @@ pub fn program_pieces<'a>(node: &'a Node, framing: &mut Vec<u8>, pieces: &mut Ve
 /// the version its archive declares.
 pub fn wire_version_of(node: &Node) -> u32 {
     let own = match node.op() {
+        Op::Lit(l) if l.codec == CodecId::Rans8 => 6,
         Op::Lit(l) if l.codec == CodecId::Bucket => 5,
         Op::BackRef(_) | Op::Transpose(..) => 2,
         Op::Dequant(d, _) if d.code.width() == 16 => 4,

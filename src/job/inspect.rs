@@ -1,6 +1,6 @@
 //! `list` and `show`: what an archive or compressed folder holds, without decoding data.
 
-use super::{lossy, percent_smaller, plural, refused, warn_unlisted, Observer};
+use super::{lossy, percent_smaller, plural, refused, warn_unlisted, Input, Observer};
 use crate::archive::base::BaseSet;
 use crate::archive::{escape_name, folder, shown_path, Archive};
 use crate::dsl::{size_report, text::node_line, Node};
@@ -395,6 +395,27 @@ fn list_archive(archive: &Archive, obs: &dyn Observer) -> ListFile {
 /// As [`super::open_archive_with`]; for a folder as [`folder::Folder::open`], and
 /// [`folder::Folder::check_stored`] when a stored file is missing.
 pub fn list(input: &Path, base: Option<&Arc<BaseSet>>, obs: &dyn Observer) -> Result<ListReport> {
+    list_from(Input::Path(input), base, obs)
+}
+
+/// [`list`] of an archive given as `input`: a path, standard input or bytes, read whole
+/// into memory ([`super::open_archive_from`]) unless it is a path. A compressed folder is
+/// a path only.
+///
+/// # Errors
+/// As [`list`] and [`super::open_archive_from`].
+pub fn list_from(
+    input: Input<'_>,
+    base: Option<&Arc<BaseSet>>,
+    obs: &dyn Observer,
+) -> Result<ListReport> {
+    let input = match input {
+        Input::Path(p) => p,
+        _ => {
+            let archive = super::open_archive_from(input, base)?;
+            return Ok(ListReport::File(list_archive(&archive, obs)));
+        }
+    };
     let Some(dir) = folder::compressed_folder(input) else {
         return Ok(ListReport::File(list_archive(
             &super::open_archive_with(input, base)?,

@@ -1,9 +1,9 @@
 //! `verify`: an archive or compressed folder against its stored checksums, and
 //! optionally against the original.
 
-use super::{lossy, open_archive_with, open_folder_with, refused, warn_unlisted, Observer};
+use super::{lossy, open_archive_with, open_folder_with, refused, warn_unlisted, Input, Observer};
 use crate::archive::base::BaseSet;
-use crate::archive::{self, folder, shown_path, CheckStatus, ProgressEvent};
+use crate::archive::{self, folder, shown_path, Archive, CheckStatus, ProgressEvent};
 use crate::error::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -267,6 +267,39 @@ pub fn verify(
         return verify_folder(&dir, against, jobs, base, obs).map(VerifyReport::Folder);
     }
     let archive = open_archive_with(input, base)?;
+    verify_archive(&archive, input, against, jobs, obs)
+}
+
+/// [`verify`] of an archive given as `input`: a path, standard input or bytes, read
+/// whole into memory ([`super::open_archive_from`]) unless it is a path. A compressed
+/// folder is a path only.
+///
+/// # Errors
+/// As [`verify`] and [`super::open_archive_from`].
+pub fn verify_from(
+    input: Input<'_>,
+    against: Option<&Path>,
+    jobs: Option<usize>,
+    base: Option<&Arc<BaseSet>>,
+    obs: &dyn Observer,
+) -> Result<VerifyReport> {
+    match input {
+        Input::Path(p) => verify(p, against, jobs, base, obs),
+        _ => {
+            let archive = super::open_archive_from(input, base)?;
+            verify_archive(&archive, &input.label(), against, jobs, obs)
+        }
+    }
+}
+
+/// [`verify`] of an archive already open; `input` names it in the report.
+fn verify_archive(
+    archive: &Archive,
+    input: &Path,
+    against: Option<&Path>,
+    jobs: Option<usize>,
+    obs: &dyn Observer,
+) -> Result<VerifyReport> {
     if let Some(original) = against {
         // A folder or shard index is what a folder archive is compared with; against a
         // single-file archive it compared the index's own bytes.
@@ -284,11 +317,9 @@ pub fn verify(
         }
     }
     let progress = |ev: ProgressEvent<'_>| obs.progress("", ev);
-    let report = archive::verify(&archive, jobs, &progress)?;
+    let report = archive::verify(archive, jobs, &progress)?;
     let compared = match against {
-        Some(original) => Some(archive::verify_against(
-            &archive, original, jobs, &progress,
-        )?),
+        Some(original) => Some(archive::verify_against(archive, original, jobs, &progress)?),
         None => None,
     };
     let ok = report.is_ok() && compared.as_ref().is_none_or(|c| c.identical);

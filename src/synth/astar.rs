@@ -114,7 +114,7 @@ struct RootLit {
     /// The smaller of the raw and bit-packed body sizes.
     plain: u64,
     huff: u64,
-    rans: codec::rans::Plan,
+    rans: Option<codec::select::RansPlan>,
 }
 
 impl RootLit {
@@ -122,7 +122,10 @@ impl RootLit {
     /// plain body is `plain` bytes.
     #[cfg(test)]
     fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> RootLit {
-        let (huff, rans) = table_plans(h, width, n);
+        let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
+        let set = codec::table::plan_set(&syms, width);
+        let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
+        let rans = codec::select::RansPlan::new(h, width, n, syms, set, true);
         RootLit { plain, huff, rans }
     }
 
@@ -141,8 +144,10 @@ impl RootLit {
         bytes: u64,
     ) -> bool {
         let (width, n) = (target.width(), target.len());
-        let rans = codec::rans::Plan::with_set(h, width, n, b.syms.clone(), b.set);
-        let least = plain.min(b.huff_lb).min(rans.lower_bound());
+        let rans = codec::select::RansPlan::new(h, width, n, b.syms.clone(), b.set, true);
+        let least = plain
+            .min(b.huff_lb)
+            .min(rans.as_ref().map_or(u64::MAX, |r| r.lower_bound()));
         if 1 + uleb_len(least) + least > bytes {
             return true;
         }
@@ -157,8 +162,12 @@ impl RootLit {
         // smaller of the plain and Huffman bodies it can change neither the size chosen
         // nor, under `chosen_size`'s bar, whether a table codec is chosen.
         let others = self.plain.min(self.huff);
-        let rans = (self.rans.lower_bound() < others).then(|| self.rans.size(target));
-        let sizes = [Some(self.plain), None, Some(self.huff), rans, None];
+        let rans = self
+            .rans
+            .as_ref()
+            .filter(|r| r.lower_bound() < others)
+            .map(|r| r.size(codec::Stream::Words(target)));
+        let sizes = [Some(self.plain), None, Some(self.huff), rans, None, None];
         let body = codec::select::chosen_size(&sizes);
         1 + uleb_len(body) + body
     }
@@ -1587,7 +1596,14 @@ mod tests {
                 + codec::table::plan_set(&syms, w.width()).bits;
             let mut counts: Vec<u64> = hist.iter().map(|&(_, c)| c).collect();
             counts.sort_unstable();
-            assert!(codec::rans::body_lower_bound(&counts, w.len(), head) <= root.rans.size(w));
+            let rans = root.rans.as_ref().unwrap();
+            if !rans.is_rans8() {
+                assert!(
+                    codec::rans::body_lower_bound(&counts, w.len(), head)
+                        <= rans.size(codec::Stream::Words(w))
+                );
+            }
+            assert!(rans.lower_bound() <= rans.size(codec::Stream::Words(w)));
             assert!(codec::huffman::body_lower_bound(&counts, w.len(), head) <= root.huff);
         }
         assert!(many, "one case has more than APPROX_SYMBOLS distinct words");

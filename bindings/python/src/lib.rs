@@ -7,10 +7,11 @@
 use brevis::archive::{self, CompressOptions, DecompressOptions, ProgressEvent};
 use brevis::job::{self, Observer};
 use brevis::synth::{PriorChoice, SearchOptions};
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyByteArray;
-use std::path::PathBuf;
+use pyo3::types::{PyByteArray, PyBytes};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The Python exception class for a library error: by [`brevis::Error::kind`], one of
@@ -37,10 +38,15 @@ fn error_class(e: &brevis::Error) -> &'static str {
 
 /// `e` as the Python exception of its class, with its message and kind.
 fn to_py(e: brevis::Error) -> PyErr {
+    py_error(error_class(&e), e.to_string(), e.kind())
+}
+
+/// The exception `class` of `brevis._errors` saying `message`, of `kind`.
+fn py_error(class: &str, message: String, kind: &str) -> PyErr {
     Python::attach(|py| {
         let made = || -> PyResult<PyErr> {
-            let class = py.import("brevis._errors")?.getattr(error_class(&e))?;
-            let value = class.call1((e.to_string(), e.kind()))?;
+            let class = py.import("brevis._errors")?.getattr(class)?;
+            let value = class.call1((message, kind))?;
             Ok(PyErr::from_value(value))
         };
         made().unwrap_or_else(|err| err)
@@ -141,6 +147,58 @@ fn check_jobs(jobs: Option<usize>) -> PyResult<Option<usize>> {
     }
 }
 
+/// The CLI's compress options from their keywords (`None`: the CLI's default), checked
+/// as the CLI checks them (a `ValueError` where the CLI gives a usage error).
+#[allow(clippy::too_many_arguments)]
+fn compress_options(
+    budget: Option<u64>,
+    max_depth: Option<u32>,
+    max_nodes: Option<u32>,
+    jobs: Option<usize>,
+    force: bool,
+    verify: bool,
+    prior: Option<&Path>,
+    uniform: bool,
+) -> PyResult<CompressOptions> {
+    let defaults = SearchOptions::default();
+    let max_depth = max_depth.unwrap_or(defaults.max_depth);
+    let max_nodes = max_nodes.unwrap_or(defaults.max_nodes);
+    if !(1..=brevis::dsl::wire::MAX_DEPTH as u32).contains(&max_depth) {
+        return Err(PyValueError::new_err(format!(
+            "max_depth must be 1 to {}, not {max_depth}",
+            brevis::dsl::wire::MAX_DEPTH
+        )));
+    }
+    if !(1..=brevis::dsl::wire::MAX_NODES as u32).contains(&max_nodes) {
+        return Err(PyValueError::new_err(format!(
+            "max_nodes must be 1 to {}, not {max_nodes}",
+            brevis::dsl::wire::MAX_NODES
+        )));
+    }
+    if uniform && prior.is_some() {
+        return Err(PyValueError::new_err("give prior or uniform, not both"));
+    }
+    let prior = match (prior, uniform) {
+        (_, true) => PriorChoice::Uniform,
+        (None, false) => PriorChoice::Auto,
+        (Some(path), false) => job::read_prior(path).map_err(to_py)?,
+    };
+    Ok(CompressOptions {
+        search: SearchOptions {
+            budget: budget.unwrap_or(defaults.budget),
+            max_depth,
+            max_nodes,
+            ..defaults
+        },
+        jobs: check_jobs(jobs)?,
+        force,
+        verify,
+        prior,
+        file_name: None,
+        links: None,
+    })
+}
+
 /// Compresses a `.safetensors` file or checkpoint folder `src` into `dst` (default: the
 /// CLI's, `x.safetensors` -> `x.brv`, folder `x` -> `x.brv`); the options are the
 /// CLI's. Returns the report of `brevis compress --json` as a dict.
@@ -164,43 +222,16 @@ fn compress_file<'py>(
     progress: Option<Py<PyAny>>,
     base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let defaults = SearchOptions::default();
-    let max_depth = max_depth.unwrap_or(defaults.max_depth);
-    let max_nodes = max_nodes.unwrap_or(defaults.max_nodes);
-    if !(1..=brevis::dsl::wire::MAX_DEPTH as u32).contains(&max_depth) {
-        return Err(PyValueError::new_err(format!(
-            "max_depth must be 1 to {}, not {max_depth}",
-            brevis::dsl::wire::MAX_DEPTH
-        )));
-    }
-    if !(1..=brevis::dsl::wire::MAX_NODES as u32).contains(&max_nodes) {
-        return Err(PyValueError::new_err(format!(
-            "max_nodes must be 1 to {}, not {max_nodes}",
-            brevis::dsl::wire::MAX_NODES
-        )));
-    }
-    if uniform && prior.is_some() {
-        return Err(PyValueError::new_err("give prior or uniform, not both"));
-    }
-    let prior = match (&prior, uniform) {
-        (_, true) => PriorChoice::Uniform,
-        (None, false) => PriorChoice::Auto,
-        (Some(path), false) => job::read_prior(path).map_err(to_py)?,
-    };
-    let opts = CompressOptions {
-        search: SearchOptions {
-            budget: budget.unwrap_or(defaults.budget),
-            max_depth,
-            max_nodes,
-            ..defaults
-        },
-        jobs: check_jobs(jobs)?,
+    let opts = compress_options(
+        budget,
+        max_depth,
+        max_nodes,
+        jobs,
         force,
         verify,
-        prior,
-        file_name: None,
-        links: None,
-    };
+        prior.as_deref(),
+        uniform,
+    )?;
     let obs = PyObserver::new(progress);
     let result = py.detach(|| {
         let links = match &base {
@@ -219,6 +250,70 @@ fn compress_file<'py>(
     });
     let report = obs.finish(result)?;
     to_dict(py, &report)
+}
+
+/// Compresses `data`, the bytes of a whole `.safetensors` file, as `brevis compress -`
+/// does (the same library call, [`job::compress_from`] of bytes): into the archive file
+/// `dst` (written to a temporary file beside it and renamed into place; an existing
+/// `dst` is replaced only with `force`), returning the report of `brevis compress
+/// --json` as a dict; or, with `dst` `None`, into an archive in memory
+/// ([`job::compress_to_bytes`]), returned as bytes.
+#[pyfunction]
+#[pyo3(signature = (data, dst=None, *, budget=None, max_depth=None, max_nodes=None, jobs=None,
+                    force=false, verify=true, prior=None, uniform=false, progress=None,
+                    base=None))]
+#[allow(clippy::too_many_arguments)]
+fn compress_bytes<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    dst: Option<PathBuf>,
+    budget: Option<u64>,
+    max_depth: Option<u32>,
+    max_nodes: Option<u32>,
+    jobs: Option<usize>,
+    force: bool,
+    verify: bool,
+    prior: Option<PathBuf>,
+    uniform: bool,
+    progress: Option<Py<PyAny>>,
+    base: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let opts = compress_options(
+        budget,
+        max_depth,
+        max_nodes,
+        jobs,
+        force,
+        verify,
+        prior.as_deref(),
+        uniform,
+    )?;
+    let obs = PyObserver::new(progress);
+    let label = Path::new("tensors in memory");
+    let result = py.detach(|| {
+        let links = match &base {
+            Some(b) => Some(std::sync::Arc::new(brevis::archive::writer::Links {
+                base: Some(job::open_base(b)?),
+                ..Default::default()
+            })),
+            None => None,
+        };
+        let opts = CompressOptions { links, ..opts };
+        match &dst {
+            Some(d) => job::compress_from(
+                job::Input::Bytes { bytes: data, label },
+                job::Destination::Path(d),
+                &opts,
+                &obs,
+            )
+            .map(Ok),
+            None => job::compress_to_bytes(data, label, &opts, &obs).map(Err),
+        }
+    });
+    match obs.finish(result)? {
+        Ok(report) => to_dict(py, &report),
+        Err(bytes) => Ok(PyBytes::new(py, &bytes).into_any()),
+    }
 }
 
 /// Restores the original of an archive or compressed folder `src` into `dst` (default:
@@ -288,13 +383,34 @@ fn list_file<'py>(py: Python<'py>, src: PathBuf) -> PyResult<Bound<'py, PyAny>> 
 #[pyclass(module = "brevis._brevis", frozen)]
 struct Archive {
     inner: brevis::Archive,
+    /// Bytes of the original that decoding has produced so far ([`Archive::bytes_decoded`]).
+    decoded: AtomicU64,
 }
 
 impl Archive {
+    fn of(inner: brevis::Archive) -> Archive {
+        Archive {
+            inner,
+            decoded: AtomicU64::new(0),
+        }
+    }
+
+    /// The index of tensor `name`, or `NoSuchTensorError` (a `KeyError` too) naming it.
     fn index(&self, name: &str) -> PyResult<usize> {
-        self.inner
-            .find(name)
-            .ok_or_else(|| PyKeyError::new_err(name.to_string()))
+        self.inner.find(name).ok_or_else(|| {
+            py_error(
+                "NoSuchTensorError",
+                format!(
+                    "{}: no tensor named {name:?}",
+                    brevis::archive::shown_path(self.inner.path())
+                ),
+                "no_such_tensor",
+            )
+        })
+    }
+
+    fn count(&self, bytes: u64) {
+        self.decoded.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -320,12 +436,61 @@ impl Archive {
                     Ok::<_, brevis::Error>(a)
                 })
                 .map_err(to_py)?;
-            return Ok(Archive { inner });
+            return Ok(Archive::of(inner));
         }
         let inner = py
             .detach(|| job::open_archive_with(&path, base.as_ref()))
             .map_err(to_py)?;
-        Ok(Archive { inner })
+        Ok(Archive::of(inner))
+    }
+
+    /// An archive held in memory: `data`, the bytes of a whole `.brv` file (copied).
+    #[staticmethod]
+    #[pyo3(signature = (data, base=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], base: Option<PathBuf>) -> PyResult<Archive> {
+        let inner = py
+            .detach(|| {
+                let base = base.as_deref().map(job::open_base).transpose()?;
+                let label = Path::new("archive in memory");
+                job::open_archive_from(job::Input::Bytes { bytes: data, label }, base.as_ref())
+            })
+            .map_err(to_py)?;
+        Ok(Archive::of(inner))
+    }
+
+    /// Bytes of the original that decoding has produced so far: a whole tensor's for
+    /// each `decode_tensor` (its group's, for a tensor in a group record), the regions'
+    /// for each `decode_range` that needed only some of a tensor's regions.
+    #[getter]
+    fn bytes_decoded(&self) -> u64 {
+        self.decoded.load(Ordering::Relaxed)
+    }
+
+    /// The tensor `name`'s position in the original file's data region: its
+    /// `data_offsets` (begin, end), in bytes.
+    fn offsets(&self, name: &str) -> PyResult<(u64, u64)> {
+        let t = &self.inner.tensors()[self.index(name)?];
+        Ok((t.begin, t.end))
+    }
+
+    /// Bytes `begin..end` of tensor `name` (offsets within the tensor), decoding only
+    /// the regions of its program they lie in when it is stored as regions (tensors of
+    /// more than 1 Mi words); else the whole tensor, checked against its checksum.
+    /// Returns the bytes and whether they were checked (a part decoded from some of the
+    /// regions is not: the checksum covers the whole tensor).
+    fn decode_range<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        begin: u64,
+        end: u64,
+    ) -> PyResult<(Bound<'py, PyByteArray>, bool)> {
+        let i = self.index(name)?;
+        let part = py
+            .detach(|| self.inner.decode_tensor_range(i, begin..end))
+            .map_err(to_py)?;
+        self.count(part.decoded_bytes);
+        Ok((PyByteArray::new(py, &part.bytes), part.checked))
     }
 
     /// Bytes read from the archive so far: for an `s3://` archive, the bytes its ranged
@@ -367,6 +532,11 @@ impl Archive {
     fn decode_tensor<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyByteArray>> {
         let i = self.index(name)?;
         let bytes = py.detach(|| self.inner.decode_tensor(i)).map_err(to_py)?;
+        let t = &self.inner.tensors()[i];
+        self.count(match t.group {
+            Some(g) => self.inner.groups()[g].end - self.inner.groups()[g].begin,
+            None => t.original_bytes(),
+        });
         Ok(PyByteArray::new(py, &bytes))
     }
 
@@ -507,8 +677,10 @@ mod store {
 /// The extension module.
 #[pymodule]
 fn _brevis(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Archive>()?;
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(verify_file, m)?)?;
     m.add_function(wrap_pyfunction!(list_file, m)?)?;

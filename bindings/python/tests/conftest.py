@@ -18,6 +18,27 @@ def corpus_dir() -> Path:
     return Path(os.environ.get("BREVIS_CORPUS", REPO.parent / "shared" / "corpus"))
 
 
+#: The corpus's .safetensors files (empty without a corpus).
+CORPUS = sorted(corpus_dir().glob("*.safetensors"))
+
+
+@pytest.fixture(scope="session")
+def corpus_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every corpus file compressed once per session (default settings, all cores), by
+    the corpus file's name."""
+    import brevis
+
+    if not CORPUS:
+        pytest.skip(f"no corpus at {corpus_dir()}")
+    out = tmp_path_factory.mktemp("corpus-archives")
+    made = {}
+    for src in CORPUS:
+        dst = out / (src.stem + ".brv")
+        brevis.compress_file(src, dst, jobs=0)
+        made[src.name] = dst
+    return made
+
+
 @pytest.fixture
 def corpus_file() -> Path:
     path = corpus_dir() / "fracast0-f32.safetensors"

@@ -2,7 +2,7 @@
 //! they become the library's options.
 
 use brevis::archive::{self, CompressOptions};
-use brevis::job::Destination;
+use brevis::job::{Destination, Input};
 use brevis::synth::{PriorChoice, SearchOptions};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -15,8 +15,11 @@ Lossless compression of model checkpoints (.safetensors) as program synthesis.
 Every tensor becomes a short program in a small language of reversible operators (bit \
 fields, deltas, repeats, literals coded by Huffman or rANS); decoding runs the program. \
 The archive (.brv) restores the original file byte for byte, header and padding included, \
-and stores checksums so a decode can be proved exact without the original.
+and stores checksums so a decode can be proved exact without the original.";
 
+/// What `brevis --help` says after the list of commands: exit codes and conventions
+/// (before the commands, it hid them under 20 lines of prose).
+const AFTER_LONG_HELP: &str = "\
 Exit codes: 0 success; 1 error: a file cannot be read or written, is not a valid \
 .safetensors file or archive, or holds a program that cannot be decoded (the message \
 names the file, the tensor and what is wrong); 2 usage error; 3 verification mismatch: \
@@ -36,15 +39,24 @@ wrote the file with damaged tensors zero-filled (they are listed on stderr), and
 nothing can be salvaged (the header record, index or trailer is damaged).
 
 Unix conventions: `-` as compress's input reads the .safetensors file from standard \
-input (whole, into memory; -o is then needed), and `-o -` writes decompress's, \
-extract's or compress's output to standard output (messages go to standard error). \
+input (whole, into memory; -o is then needed), and as the input of decompress, verify \
+and ls reads the archive from it the same way (decompress then needs -o too); `-o -` \
+writes decompress's, extract's or compress's output to standard output (messages go to \
+standard error). A pipe is read as `-`, not by its path (`brevis compress <(cat f)` is \
+refused, saying so). \
 `-o DIR`, an existing folder, writes DIR/NAME.brv (compress) or DIR/<the original file \
 name the archive records> (decompress). A character device such as /dev/null is \
 written directly, with no temporary file. `brevis completions SHELL` and `brevis man` \
 print shell completions and a man page.";
 
 #[derive(Parser)]
-#[command(name = "brevis", version, about = ABOUT, long_about = LONG_ABOUT)]
+#[command(
+    name = "brevis",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_long_help = AFTER_LONG_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -275,7 +287,8 @@ pub struct CompressArgs {
 
 #[derive(Args)]
 pub struct DecompressArgs {
-    /// The .brv archive to decompress, or a compressed checkpoint folder
+    /// The .brv archive to decompress, or a compressed checkpoint folder; `-` reads the
+    /// archive from standard input (whole, into memory; -o is then needed)
     pub input: PathBuf,
     /// The file (or, for a compressed folder, the folder) to write; for an archive, an
     /// existing folder: the file inside it under the original name the archive records;
@@ -341,7 +354,8 @@ pub struct CompletionsArgs {
 
 #[derive(Args)]
 pub struct VerifyArgs {
-    /// The .brv archive, or compressed checkpoint folder, to check
+    /// The .brv archive, or compressed checkpoint folder, to check; `-` reads the
+    /// archive from standard input (whole, into memory)
     pub input: PathBuf,
     /// Also compare the decoded file byte for byte with this file (for a compressed
     /// folder: every file with the original folder, or its model.safetensors.index.json)
@@ -363,7 +377,7 @@ pub struct VerifyArgs {
 
 #[derive(Args)]
 pub struct LsArgs {
-    /// The .brv archive to list
+    /// The .brv archive to list; `-` reads it from standard input (whole, into memory)
     pub input: PathBuf,
     /// The base checkpoint the archive was compressed against (compress --base), to
     /// name the base tensor each reference record uses; another than the one the archive
@@ -494,6 +508,28 @@ pub fn destination(path: Option<&Path>) -> Destination<'_> {
     }
 }
 
+/// The archive a reading command (`decompress`, `verify`, `ls`) takes: `-` is standard
+/// input, read whole into memory as `compress -` reads a checkpoint.
+///
+/// # Errors
+/// A usage failure when `-` is given and standard input is a terminal.
+pub fn archive_input<'a>(path: &'a Path, command: &str) -> anyhow::Result<Input<'a>> {
+    use std::io::IsTerminal;
+    if !is_stdio(Some(path)) {
+        return Ok(Input::Path(path));
+    }
+    if std::io::stdin().is_terminal() {
+        return Err(crate::failure(
+            "usage",
+            format!(
+                "standard input is a terminal: pipe a .brv archive into \
+                 `brevis {command} -` (or name the file)"
+            ),
+        ));
+    }
+    Ok(Input::Stdin)
+}
+
 /// Whether `path` is `-` (standard input or output).
 pub fn is_stdio(path: Option<&Path>) -> bool {
     path.is_some_and(|p| p == Path::new(STDIO))
@@ -569,7 +605,17 @@ impl Command {
                 }
                 (a.output.as_deref(), a.json)
             }
-            Command::Decompress(a) => (a.output.as_deref(), a.json),
+            Command::Decompress(a) => {
+                if is_stdio(Some(&a.input)) && a.output.is_none() {
+                    return Err(usage(
+                        ErrorKind::MissingRequiredArgument,
+                        "reading the archive from standard input (`-`) needs -o OUT: the \
+                         file to restore (or -o - for standard output); standard input has \
+                         no name to make one from",
+                    ));
+                }
+                (a.output.as_deref(), a.json)
+            }
             Command::Extract(a) => (Some(a.output.as_path()), a.json),
             _ => (None, false),
         };

@@ -213,6 +213,46 @@ fn run(cli: Cli) -> Result<Outcome> {
     }
 }
 
+/// `e` with `hint` (when there is one) appended to its message; its kind and exit code
+/// stay those of the error inside (anyhow's context keeps it for `downcast_ref`).
+fn hinted(e: anyhow::Error, hint: Option<String>) -> anyhow::Error {
+    match hint {
+        Some(h) => {
+            let msg = format!("{e}{h}");
+            e.context(msg)
+        }
+        None => e,
+    }
+}
+
+/// When `input` is a pipe given by its path (`brevis compress <(cat f)`), what to do
+/// instead: give `-` and send the pipe to standard input (a pipe is not read by path,
+/// since it cannot be mapped or read twice).
+fn pipe_hint(input: &Path, command: &str) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::metadata(input).ok()?;
+        if !meta.file_type().is_fifo() {
+            return None;
+        }
+        let out = if command == "compress" || command == "decompress" {
+            " -o OUT"
+        } else {
+            ""
+        };
+        Some(format!(
+            "; to read from a pipe, give `-` and send it to standard input: \
+             `... | brevis {command} -{out}` or `brevis {command} -{out} < FILE`"
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (input, command);
+        None
+    }
+}
+
 /// Writes `s` to stderr: the report of a command whose output went to stdout.
 fn emit_stderr(s: &str) {
     eprint!("{s}");

@@ -16,6 +16,17 @@ pub fn fmt_percent(p: Option<f64>) -> String {
     }
 }
 
+/// The REDUCTION column of `ls`: [`fmt_percent`] of how much smaller the record is than
+/// the tensor; a record larger than its tensor shows how many bytes larger (`+5 B`): a
+/// 2-byte scalar in a 7-byte record is the record's fixed cost (its framing and checksum),
+/// which a percentage of 2 bytes (-250.0%) overstates.
+pub fn fmt_reduction(original: u64, archive: u64) -> String {
+    if archive > original {
+        return format!("+{} B", archive - original);
+    }
+    fmt_percent(percent_smaller(original, archive))
+}
+
 /// "34.1% smaller", or "30.9% larger" when the archive grew ("-" for an empty input).
 pub fn fmt_change(p: Option<f64>) -> String {
     match p {

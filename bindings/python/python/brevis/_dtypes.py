@@ -97,3 +97,70 @@ def to_torch(data: bytearray, dtype: str, shape: list[int]) -> Any:
     if len(data) == 0:
         return torch.empty(shape, dtype=tdt)
     return torch.frombuffer(data, dtype=tdt).reshape(shape)
+
+
+# Bytes per element of each safetensors dtype (sub-byte dtypes F4 and F6_* have none:
+# they are read as raw bytes).
+ITEM_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E4M3FNUZ": 1,
+    "F8_E5M2FNUZ": 1, "F8_E8M0": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2, "U32": 4,
+    "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8, "C64": 8,
+}
+
+# The order safetensors lays tensors out in when it saves: by dtype, in descending order
+# of this list (its `Dtype` enum), then by name.
+SAVE_ORDER = [
+    "BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+    "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64", "U64",
+]
+
+
+def numpy_code(dt: Any) -> str:
+    """The safetensors dtype of numpy dtype ``dt`` (ml_dtypes' BF16 and FP8 types
+    included). Raises ``ValueError`` for a dtype safetensors has no code for."""
+    import numpy as np
+
+    dt = np.dtype(dt)
+    for code, ch in NUMPY.items():
+        if np.dtype(ch).newbyteorder("=") == dt.newbyteorder("="):
+            return code
+    for code, (ml_name, _raw) in ML_DTYPES.items():
+        if dt.name == ml_name:
+            return code
+    raise ValueError(f"dtype {dt} has no safetensors dtype (supported: {', '.join(SAVE_ORDER)})")
+
+
+def torch_code(dt: Any) -> str:
+    """The safetensors dtype of torch dtype ``dt``."""
+    name = str(dt).split(".")[-1]
+    for code, t in TORCH.items():
+        if t == name:
+            return code
+    raise ValueError(f"dtype {dt} has no safetensors dtype (supported: {', '.join(SAVE_ORDER)})")
+
+
+def serialize(parts: list[tuple[str, str, list[int], bytes]], metadata: Any) -> bytes:
+    """The ``.safetensors`` file of ``parts`` (name, safetensors dtype, shape, little-endian
+    bytes), laid out as the ``safetensors`` package lays out what it saves: by dtype in
+    descending ``SAVE_ORDER``, then by name; the JSON header compact, ``__metadata__``
+    first, padded with spaces to a multiple of 8 bytes."""
+    import json
+    import struct
+
+    if metadata is not None:
+        if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise TypeError("metadata must be a dict of str to str")
+    rank = {code: i for i, code in enumerate(SAVE_ORDER)}
+    ordered = sorted(parts, key=lambda p: (-rank[p[1]], p[0]))
+    header: dict[str, Any] = {}
+    if metadata is not None:
+        header["__metadata__"] = dict(metadata)
+    at = 0
+    for name, code, shape, data in ordered:
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [at, at + len(data)]}
+        at += len(data)
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)
+    return b"".join([struct.pack("<Q", len(text)), text] + [p[3] for p in ordered])

@@ -382,6 +382,26 @@ def run_dask(the_plan, workers: int, progress: Callable, address: Optional[str] 
 
 ENGINES = {"ray": run_ray, "dask": run_dask, "local": run_local}
 
+#: The package each engine needs: (module to import, what to pip install).
+ENGINE_PACKAGES = {"ray": ("ray", "ray"), "dask": ("dask.distributed", "'dask[distributed]'")}
+
+
+def require_engine(engine: str) -> None:
+    """Raises ``ModuleNotFoundError`` naming the ``pip install`` when ``engine``'s
+    package is not installed (checked before any work, rather than a traceback from
+    inside the engine)."""
+    if engine not in ENGINE_PACKAGES:
+        return
+    module, package = ENGINE_PACKAGES[engine]
+    try:
+        __import__(module)
+    except ImportError as e:
+        raise ModuleNotFoundError(
+            f"--engine {engine} needs {module}, which is not installed: pip install {package} "
+            "(or run with --engine local: processes on this machine)",
+            name=module,
+        ) from e
+
 
 def run(command: str, src: str, dst: Optional[str] = None, *, engine: str = "ray", workers: int = 2,
         address: Optional[str] = None, progress: Optional[Callable] = _report) -> dict[str, Any]:
@@ -392,6 +412,7 @@ def run(command: str, src: str, dst: Optional[str] = None, *, engine: str = "ray
         raise ValueError(f"engine must be one of {sorted(ENGINES)}, not {engine!r}")
     if command != "verify" and not dst:
         raise ValueError(f"{command} needs a destination")
+    require_engine(engine)
     the_plan = plan(command, src, dst)
     if command == "compress" and size(join(dst, MANIFEST)) is not None:
         raise OutputExistsError(f"{join(dst, MANIFEST)}: exists (the job was committed already)", "output_exists")
@@ -445,7 +466,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             return 0
         summary = run(a.command, a.src, getattr(a, "dst", None), engine=a.engine, workers=a.workers,
                       address=a.address)
-    except BrevisError as e:
+    except (BrevisError, ModuleNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if a.json:

@@ -2,7 +2,10 @@
 
 use crate::args::{destination, is_stdio, CompressArgs};
 use crate::print::{fmt_change, mb_per_s, plural};
-use crate::{after_writing, emit, emit_report, emit_stderr, failure, shown, Console, Outcome};
+use crate::{
+    after_writing, emit, emit_report, emit_stderr, failure, hinted, pipe_hint, shown, Console,
+    Outcome,
+};
 use anyhow::Result;
 use brevis::job::{self, CompressDetail, Input};
 use std::io::IsTerminal;
@@ -23,7 +26,8 @@ pub fn run(a: CompressArgs) -> Result<Outcome> {
         Input::Path(&a.input)
     };
     let console = Console::new("compress");
-    let r = job::compress_from(input, destination(a.output.as_deref()), &opts, &console)?;
+    let r = job::compress_from(input, destination(a.output.as_deref()), &opts, &console)
+        .map_err(|e| hinted(e.into(), pipe_hint(&a.input, "compress")))?;
     drop(console);
     if a.json {
         after_writing(&r.output, emit_report(&r))?;

@@ -1,13 +1,16 @@
 //! `brevis decompress`.
 
-use crate::args::{destination, is_stdio, DecompressArgs};
+use crate::args::{archive_input, destination, is_stdio, DecompressArgs};
 use crate::print::{mb_per_s, plural};
-use crate::{after_writing, emit, emit_report, emit_stderr, shown, Console, Outcome};
+use crate::{
+    after_writing, emit, emit_report, emit_stderr, hinted, pipe_hint, shown, Console, Outcome,
+};
 use anyhow::Result;
 use brevis::archive::{escape_name, DecompressOptions};
 use brevis::job::{self, DecompressDetail};
 
 pub fn run(a: DecompressArgs) -> Result<Outcome> {
+    let input = archive_input(&a.input, "decompress")?;
     let opts = DecompressOptions {
         jobs: a.jobs,
         force: a.force,
@@ -15,7 +18,12 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
         base: a.base.as_deref().map(job::open_base).transpose()?,
     };
     let console = Console::new("decompress");
-    let r = job::decompress_into(&a.input, destination(a.output.as_deref()), &opts, &console)?;
+    let r = job::decompress_from(input, destination(a.output.as_deref()), &opts, &console)
+        .map_err(|e| {
+            let hint = pipe_hint(&a.input, "decompress")
+                .or_else(|| (!a.salvage).then(|| salvage_hint(&e, &a.input)).flatten());
+            hinted(e.into(), hint)
+        })?;
     drop(console);
     // The damaged regions a salvage zero-filled: on stderr, one line per tensor.
     for d in &r.damaged {
@@ -82,4 +90,15 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
         after_writing(&r.output, emit(&line))?;
     }
     Ok(outcome)
+}
+
+/// For a damaged archive file (a tensor record that does not decode or does not match its
+/// checksum), what `--salvage` would do about it.
+fn salvage_hint(e: &brevis::Error, input: &std::path::Path) -> Option<String> {
+    let damaged = e.is_mismatch() || matches!(e.kind(), "damaged_record" | "undecodable_record");
+    (damaged && !input.is_dir()).then(|| {
+        "; `brevis decompress --salvage` restores every other tensor and zero-fills the \
+         damaged ones (it needs the header record, index and trailer intact)"
+            .to_string()
+    })
 }

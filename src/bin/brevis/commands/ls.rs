@@ -1,17 +1,19 @@
 //! `brevis ls`.
 
-use crate::args::LsArgs;
-use crate::print::{fmt_change, fmt_percent, fmt_shape, percent_smaller, plural};
-use crate::{emit, emit_report, Console, Outcome};
+use crate::args::{archive_input, LsArgs};
+use crate::print::{fmt_change, fmt_reduction, fmt_shape, percent_smaller, plural};
+use crate::{emit, emit_report, hinted, pipe_hint, Console, Outcome};
 use anyhow::Result;
 use brevis::archive::escape_name;
 use brevis::job::{self, FolderListEntry, ListFile, ListReport};
 use std::fmt::Write as _;
 
 pub fn run(a: LsArgs) -> Result<Outcome> {
+    let input = archive_input(&a.input, "ls")?;
     let console = Console::new("ls");
     let base = a.base.as_deref().map(job::open_base).transpose()?;
-    let r = job::list(&a.input, base.as_ref(), &console)?;
+    let r = job::list_from(input, base.as_ref(), &console)
+        .map_err(|e| hinted(e.into(), pipe_hint(&a.input, "ls")))?;
     drop(console);
     if a.json {
         emit_report(&r)?;
@@ -64,7 +66,7 @@ fn table(l: &ListFile) -> Result<String> {
                 fmt_shape(&t.shape),
                 t.original_bytes.to_string(),
                 t.archive_bytes.to_string(),
-                fmt_percent(t.reduction_percent),
+                fmt_reduction(t.original_bytes, t.archive_bytes),
                 t.reference
                     .as_ref()
                     .map_or_else(|| t.root_op.to_string(), |r| r.short()),

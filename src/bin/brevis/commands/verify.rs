@@ -1,23 +1,19 @@
 //! `brevis verify`.
 
-use crate::args::VerifyArgs;
+use crate::args::{archive_input, VerifyArgs};
 use crate::print::plural;
-use crate::{emit, emit_report, shown, Console, Outcome};
+use crate::{emit, emit_report, hinted, pipe_hint, shown, Console, Outcome};
 use anyhow::Result;
 use brevis::archive::escape_name;
 use brevis::job::{self, FolderComparison, RegionStatus, VerifyFile, VerifyFolder, VerifyReport};
 use std::fmt::Write as _;
 
 pub fn run(a: VerifyArgs) -> Result<Outcome> {
+    let input = archive_input(&a.input, "verify")?;
     let console = Console::new("verify");
     let base = a.base.as_deref().map(job::open_base).transpose()?;
-    let r = job::verify(
-        &a.input,
-        a.against.as_deref(),
-        a.jobs,
-        base.as_ref(),
-        &console,
-    )?;
+    let r = job::verify_from(input, a.against.as_deref(), a.jobs, base.as_ref(), &console)
+        .map_err(|e| hinted(e.into(), pipe_hint(&a.input, "verify")))?;
     drop(console);
     if a.json {
         emit_report(&r)?;
@@ -45,14 +41,21 @@ fn file_text(v: &VerifyFile) -> Result<String> {
     for d in &v.disagreements {
         writeln!(s, "{name}: FAILED: {d}")?;
     }
+    // Compared with the original and different: the verdict is FAILED, so the archive's
+    // own soundness is said without "ok:" (it printed "ok:" and then "FAILED:").
+    let differs = v.against.as_ref().is_some_and(|c| !c.identical);
     if v.checksums_ok() {
-        writeln!(
-            s,
-            "{name}: ok: {}, {}, header and whole file ({} bytes) match their checksums",
+        let sound = format!(
+            "{}, {}, header and whole file ({} bytes) match their checksums",
             plural(v.tensor_count, "tensor"),
             plural(v.gap_count, "gap"),
             v.original_bytes
-        )?;
+        );
+        if differs {
+            writeln!(s, "{name}: the archive is sound: {sound}")?;
+        } else {
+            writeln!(s, "{name}: ok: {sound}")?;
+        }
     } else if data_ok {
         // Only the records are damaged: say that the data itself decodes right.
         writeln!(
@@ -123,9 +126,16 @@ fn folder_text(v: &VerifyFolder) -> Result<String> {
         }
     }
     if v.files.iter().all(|f| f.ok) {
+        // As for a file: "ok:" only when nothing below says FAILED.
+        let differs = v.against.as_ref().is_some_and(|a| !a.identical);
         writeln!(
             s,
-            "{name}: ok: {} ({}) match their checksums ({} bytes)",
+            "{name}: {}{} ({}) match their checksums ({} bytes)",
+            if differs {
+                "the archive is sound: "
+            } else {
+                "ok: "
+            },
             plural(v.files.len(), "file"),
             plural(v.shard_count, "shard"),
             v.original_bytes

@@ -1,0 +1,965 @@
+//! Codec `rans8` (program wire version 6): static order-0 rANS over at most 256 symbols
+//! at a precision of at most 12 bits, with 32 or 64 interleaved 32-bit states and 16-bit
+//! renormalization, so that a decoding step is one lookup of one 32-bit entry in a table
+//! of at most 16 KB (its symbol, frequency and bias packed together), with 64 states on
+//! long streams so that the latency of one state's lookup is hidden behind the others: the layout of the
+//! fastest public rANS decoders (`../shared/ENTROPY.md`: hypersonic-rANS, htscodecs'
+//! rANS 32x16). Duda, "Asymmetric numeral systems" (2013); Giesen, "Interleaved entropy
+//! coders" (2014).
+//!
+//! Words that are not among the coded symbols (a stream of more than 256 distinct words,
+//! or words so rare that a slot of the 4,096 would overpay them) are coded as one
+//! *escape* symbol, and their values follow as a literal of their own (any codec but
+//! this one): a token plus its value, as JPEG XL's hybrid integers and pcodec's bins
+//! code wide values. Two fields of a word coded as one symbol (a float's exponent with
+//! the top bits of its mantissa) are so coded at their joint entropy, which is the
+//! exponent's entropy plus that of the mantissa bits given the exponent: the field
+//! context-coded by the exponent, at one lookup a word.
+//!
+//! # Body
+//!
+//! A table as an LSB-first bit stream ([`super::bitio`]) zero-padded to a whole byte,
+//! then the escaped words' literal, then the payload:
+//!
+//! 1. 1 bit: whether an escape symbol is coded; 1 bit: the number of states `K`, 32 (0)
+//!    or 64 (1);
+//! 2. `m - 1` in 8 bits: the number `m` of coded words (1..=256, at most 255 with an
+//!    escape; at most `2^b`), then their sorted set ([`super::table`]'s symbol set);
+//!    the escape, when there is one, is symbol `m`, after them;
+//! 3. with an escape: the number `e >= 1` of escaped words minus one, as an order-8
+//!    Exp-Golomb code;
+//! 4. with `k = m + escape >= 2` symbols: the precision `s - 1` in 4 bits (`s <= 12`,
+//!    `2^s >= k`), then the `k` frequencies, each at least 1 and summing to `2^s`, written
+//!    as the codec `rans` writes its frequencies ([`super::rans`], table item 3);
+//! 5. zero bits to the byte boundary;
+//! 6. with an escape: the escaped words, in stream order, as a literal of `e` words of `b`
+//!    bits: its codec id in one byte (raw, bit packing, Huffman, `rans` or `rans32`), its
+//!    body length in 4 bytes (`u32` little-endian), its body;
+//! 7. with `k >= 2`: the payload: `K` states as 4-byte little-endian integers, each in
+//!    `[2^16, 2^32)`, then 16-bit little-endian renormalization words. Word `i` is
+//!    decoded by state `i mod K` in that order: slot `x mod 2^s`, the symbol `y` whose
+//!    cumulative range `[c_y, c_y + f_y)` holds it, `x = f_y (x >> s) + slot - c_y`,
+//!    then if `x < 2^16`, `x = x << 16 | next word`. After the last word every state
+//!    must be `2^16` and every payload word read. A word decoded as the escape is the
+//!    next escaped word (all `e` must be taken); any other is the coded word of its
+//!    symbol. With `k = 1` every word is the one coded word.
+
+use super::bitio::{BitReader, BitWriter};
+use super::rans::{plan_freqs, quantize, read_freqs, write_freqs, FreqMode};
+use super::table::{check_width, plan_set, read_set, write_set, SetPlan};
+use super::{CodecError, CodecId, Stream};
+use crate::tensor::{container_bytes, WordBuf, Words};
+
+mod simd;
+
+const NAME: &str = "rans8";
+
+/// Most interleaved states. With 32 (two AVX-512 vectors) the decoder waits on its
+/// gathers: 0.47 ns a word on minilm's FP8 bytes against 0.27 with 64 (docs/bench.md).
+pub const LANES: usize = 64;
+
+/// Streams of at least this many words are coded with 64 states, shorter ones with 32:
+/// the 128 bytes more of states are under 0.06% of such a stream at 6 bits a word (on a
+/// group of fracast0-int8's tensors, 80 Ki words, they cost more than the codec saved).
+pub const WIDE_WORDS: usize = 1 << 18;
+
+/// The number of states of a stream of `n` words.
+pub fn lanes_for(n: usize) -> usize {
+    if n >= WIDE_WORDS {
+        64
+    } else {
+        32
+    }
+}
+
+/// Highest precision in bits (`M = 2^12` slots, a 16 KB decoding table).
+pub const MAX_SCALE_BITS: u32 = 12;
+
+/// Most symbols, the escape included.
+pub const MAX_SYMBOLS: usize = 256;
+
+/// Lower bound of the normalized state interval `[L, 2^32)`.
+const L: u32 = 1 << 16;
+
+/// Bytes of the flushed states of `lanes` states.
+fn state_bytes(lanes: usize) -> u64 {
+    4 * lanes as u64
+}
+
+/// A decoding table entry: symbol in bits 0..8, `f - 1` in bits 8..20, `slot - c` in bits
+/// 20..32.
+#[inline(always)]
+fn entry(sym: u32, freq: u32, bias: u32) -> u32 {
+    sym | (freq - 1) << 8 | bias << 20
+}
+
+/// A `rans8` encoding of one stream planned from its histogram: everything but the
+/// payload and the escaped words' literal.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The coded words, ascending.
+    syms: Vec<u64>,
+    /// Number of escaped words (0: no escape symbol).
+    escaped: u64,
+    /// Frequencies of the coded words, then of the escape.
+    freqs: Vec<u32>,
+    scale: u32,
+    set: SetPlan,
+    freq_mode: FreqMode,
+    /// Exact bits of the table before the byte padding.
+    table_bits: u64,
+    /// Ideal payload size `sum c_i log2(2^s / f_i)` in bits under the quantized model.
+    ideal_bits: f64,
+    /// An estimate in bytes of the escaped words' literal (0 without escapes).
+    escape_estimate: u64,
+    n: usize,
+    width: u32,
+}
+
+/// Ideal bits of `counts` under `freqs` at precision `scale`.
+fn model_bits(counts: &[u64], freqs: &[u32], scale: u32) -> f64 {
+    counts
+        .iter()
+        .zip(freqs)
+        .map(|(&c, &f)| c as f64 * (f64::from(scale) - f64::from(f).log2()))
+        .sum()
+}
+
+/// An estimate in bytes of a literal of the escaped words `hist` (their values and
+/// counts) of `width` bits: bit packing, or an order-0 code with a table of about two
+/// bytes a word.
+fn escape_estimate(hist: &[(u64, u64)], width: u32) -> u64 {
+    let e: u64 = hist.iter().map(|&(_, c)| c).sum();
+    if e == 0 {
+        return 0;
+    }
+    let max = hist.iter().map(|&(v, _)| v).max().unwrap_or(0);
+    let packed = 1 + (e * u64::from(crate::tensor::bits_needed(max).max(1))).div_ceil(8);
+    let h: f64 = hist
+        .iter()
+        .map(|&(_, c)| {
+            let p = c as f64 / e as f64;
+            -(c as f64) * p.log2()
+        })
+        .sum();
+    let table = 4 + 2 * hist.len() as u64 + u64::from(width) / 8;
+    5 + packed.min(table + (h / 8.0).ceil() as u64)
+}
+
+impl Plan {
+    /// Plans the coder for a stream of `n` words of `width` bits (1..=64) with histogram
+    /// `hist` (distinct words ascending with their counts, summing to `n`): which words
+    /// to code and which to escape (the plan of least estimated size among a few
+    /// thresholds of rarity), the precision and the frequencies. `None` for an empty
+    /// stream.
+    pub fn new(hist: &[(u64, u64)], width: u32, n: usize) -> Option<Plan> {
+        if n == 0 || hist.is_empty() {
+            return None;
+        }
+        // Candidate coded sets: every word (at most 256 of them), or the words whose
+        // count earns at least `t` of 4,096 slots (at most 255, the most frequent),
+        // the rest escaped.
+        let mut by_count: Vec<usize> = (0..hist.len()).collect();
+        by_count.sort_by(|&a, &b| hist[b].1.cmp(&hist[a].1).then(a.cmp(&b)));
+        let mut best: Option<Plan> = None;
+        let consider = |best: &mut Option<Plan>, keep: &[usize]| {
+            let plan = Plan::with_coded(hist, keep, width, n);
+            if best
+                .as_ref()
+                .is_none_or(|b| plan.estimate_bytes() < b.estimate_bytes())
+            {
+                *best = Some(plan);
+            }
+        };
+        if hist.len() <= MAX_SYMBOLS {
+            consider(&mut best, &by_count);
+        }
+        let n64 = n as u64;
+        for t in [1u64, 2, 4] {
+            let keep: Vec<usize> = by_count
+                .iter()
+                .copied()
+                .take(MAX_SYMBOLS - 1)
+                .take_while(|&i| hist[i].1 << MAX_SCALE_BITS >= t * n64)
+                .collect();
+            if keep.is_empty() || keep.len() == hist.len() {
+                continue;
+            }
+            consider(&mut best, &keep);
+        }
+        if best.is_none() {
+            // Every word is rare (or there are more than 256 and none earns a slot):
+            // code the most frequent ones.
+            let keep: Vec<usize> = by_count.iter().copied().take(MAX_SYMBOLS - 1).collect();
+            consider(&mut best, &keep);
+        }
+        best
+    }
+
+    /// The plan that codes the words `hist[i]` for `i` in `keep` and escapes the rest.
+    fn with_coded(hist: &[(u64, u64)], keep: &[usize], width: u32, n: usize) -> Plan {
+        let mut keep = keep.to_vec();
+        keep.sort_unstable();
+        let syms: Vec<u64> = keep.iter().map(|&i| hist[i].0).collect();
+        let mut counts: Vec<u64> = keep.iter().map(|&i| hist[i].1).collect();
+        let kept: u64 = counts.iter().sum();
+        let escaped = n as u64 - kept;
+        let escape_hist: Vec<(u64, u64)> = if escaped > 0 {
+            let mut is_kept = vec![false; hist.len()];
+            for &i in &keep {
+                is_kept[i] = true;
+            }
+            hist.iter()
+                .zip(&is_kept)
+                .filter(|(_, &k)| !k)
+                .map(|(&h, _)| h)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if escaped > 0 {
+            counts.push(escaped);
+        }
+        let set = plan_set(&syms, width);
+        let mut head = 2 + 8 + set.bits;
+        if escaped > 0 {
+            head += super::bitio::eg_len(escaped - 1, 8);
+        }
+        let mut plan = Plan {
+            syms,
+            escaped,
+            freqs: Vec::new(),
+            scale: 0,
+            set,
+            freq_mode: FreqMode::Fixed(0),
+            table_bits: head,
+            ideal_bits: 0.0,
+            escape_estimate: escape_estimate(&escape_hist, width),
+            n,
+            width,
+        };
+        let k = counts.len();
+        if k <= 1 {
+            return plan;
+        }
+        let smin = crate::tensor::bits_needed(k as u64 - 1).max(1);
+        let mut best = f64::INFINITY;
+        for scale in (smin..=MAX_SCALE_BITS).rev() {
+            let freqs = quantize(&counts, scale);
+            let ideal = model_bits(&counts, &freqs, scale);
+            let (mode, fbits) = plan_freqs(&freqs);
+            let table_bits = head + 4 + fbits;
+            let total = table_bits.div_ceil(8) as f64 * 8.0 + ideal;
+            if total < best {
+                best = total;
+                plan.freqs = freqs;
+                plan.scale = scale;
+                plan.freq_mode = mode;
+                plan.table_bits = table_bits;
+                plan.ideal_bits = ideal;
+            } else if scale + 2 <= plan.scale {
+                break;
+            }
+        }
+        plan
+    }
+
+    /// Symbols coded, the escape included.
+    fn symbols(&self) -> usize {
+        self.syms.len() + usize::from(self.escaped > 0)
+    }
+
+    /// Bytes of the table, padding included.
+    pub fn table_bytes(&self) -> u64 {
+        self.table_bits.div_ceil(8)
+    }
+
+    /// An estimate of the body's size in bytes: the table, the escaped words' literal
+    /// estimated, the states and the ideal payload.
+    pub fn estimate_bytes(&self) -> u64 {
+        let mut b = self.table_bytes() + self.escape_estimate;
+        if self.symbols() >= 2 {
+            b += state_bytes(lanes_for(self.n)) + (self.ideal_bits / 8.0).ceil() as u64;
+        }
+        b
+    }
+
+    /// A size in bytes the body can never be smaller than: the table, the escaped
+    /// words' literal header, the states, and the ideal payload less what each state's
+    /// final renormalization can leave unwritten (16 bits).
+    pub fn lower_bound(&self) -> u64 {
+        let mut b = self.table_bytes();
+        if self.escaped > 0 {
+            b += 5;
+        }
+        if self.symbols() >= 2 {
+            let lanes = lanes_for(self.n);
+            let words = (self.ideal_bits / 16.0 - lanes as f64 - 1.0)
+                .max(0.0)
+                .floor() as u64;
+            b += state_bytes(lanes) + 2 * words;
+        }
+        b
+    }
+
+    fn write_table(&self, out: Vec<u8>) -> Vec<u8> {
+        let mut w = BitWriter::from_vec(out);
+        w.write(u64::from(self.escaped > 0), 1);
+        w.write(u64::from(lanes_for(self.n) == 64), 1);
+        w.write(self.syms.len() as u64 - 1, 8);
+        write_set(&mut w, &self.syms, self.width, &self.set);
+        if self.escaped > 0 {
+            w.write_eg(self.escaped - 1, 8);
+        }
+        if self.symbols() >= 2 {
+            w.write(u64::from(self.scale - 1), 4);
+            write_freqs(&mut w, &self.freqs, self.freq_mode);
+        }
+        w.finish()
+    }
+
+    /// Appends the body of `stream` (the stream the plan was made from) to `out`.
+    pub fn encode(&self, stream: Stream<'_>, out: &mut Vec<u8>) {
+        *out = self.write_table(std::mem::take(out));
+        let (words, shift, m) = stream.parts();
+        let index = Index::new(&self.syms, self.width);
+        let esc = self.syms.len() as u8;
+        // Each word's symbol, and the escaped words.
+        let mut symbols = Vec::with_capacity(self.n);
+        let mut escaped = Vec::new();
+        crate::with_buf!(words.buf(), v => {
+            for &x in v.iter() {
+                // `with_buf!` instantiates this for u64 words too.
+                #[allow(clippy::useless_conversion)]
+                let x = (u64::from(x) >> shift) & m;
+                match index.get(x) {
+                    Some(s) => symbols.push(s),
+                    None => {
+                        symbols.push(esc);
+                        escaped.push(x);
+                    }
+                }
+            }
+        });
+        debug_assert_eq!(escaped.len() as u64, self.escaped);
+        if !escaped.is_empty() {
+            let lit = Words::from_u64s(self.width, &escaped);
+            let e = super::select::encode_best_without_rans8(&lit);
+            out.push(e.codec as u8);
+            out.extend_from_slice(&(e.body.len() as u32).to_le_bytes());
+            out.extend_from_slice(&e.body);
+        }
+        if self.symbols() < 2 {
+            return;
+        }
+        encode_payload(&symbols, &self.freqs, self.scale, lanes_for(self.n), out);
+    }
+}
+
+/// Appends the `lanes` states and the renormalization words coding `symbols` (indices
+/// into `freqs`, which sum to `2^scale`).
+fn encode_payload(symbols: &[u8], freqs: &[u32], scale: u32, lanes: usize, out: &mut Vec<u8>) {
+    // Per symbol: frequency, cumulative start, and the reciprocal of the frequency for
+    // an exact division of a state by it: `q = (x * r) >> 44` with `r = 2^44 / f + 1`
+    // is `x / f` for every `x < 2^32` and `f <= 2^12` (the error `x (r - 2^44 / f) /
+    // 2^44` stays below `2^-12 <= 1 / f`).
+    let mut cum = 0u32;
+    let table: Vec<(u32, u32, u64)> = freqs
+        .iter()
+        .map(|&f| {
+            let e = (f, cum, (1u64 << 44) / u64::from(f) + 1);
+            cum += f;
+            e
+        })
+        .collect();
+    let mut x = [L; LANES];
+    let x = &mut x[..lanes];
+    // The words in reverse order of reading; reversed at the end.
+    let mut words: Vec<u16> = Vec::with_capacity(symbols.len() / 2 + lanes);
+    let n = symbols.len();
+    let full = n / lanes * lanes;
+    // The last group may be short: its lanes `0..r`.
+    let mut step = |lane: usize, s: u8, words: &mut Vec<u16>| {
+        let (f, c, r) = table[usize::from(s)];
+        let mut xs = x[lane];
+        if u64::from(xs) >= u64::from(f) << (32 - scale) {
+            words.push(xs as u16);
+            xs >>= 16;
+        }
+        let q = ((u128::from(xs) * u128::from(r)) >> 44) as u32;
+        x[lane] = (q << scale) + (xs - q * f) + c;
+    };
+    for lane in (0..n - full).rev() {
+        step(lane, symbols[full + lane], &mut words);
+    }
+    for g in (0..full / lanes).rev() {
+        let group = &symbols[g * lanes..(g + 1) * lanes];
+        for lane in (0..lanes).rev() {
+            step(lane, group[lane], &mut words);
+        }
+    }
+    out.reserve(state_bytes(lanes) as usize + 2 * words.len());
+    for s in x.iter() {
+        out.extend_from_slice(&s.to_le_bytes());
+    }
+    for &w in words.iter().rev() {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// Word -> symbol index for the encoder: `None` for an escaped word.
+enum Index {
+    /// Over `0..2^width`, `u16::MAX` for an escaped word.
+    Dense(Vec<u16>),
+    Sorted(Vec<u64>),
+}
+
+impl Index {
+    fn new(syms: &[u64], width: u32) -> Index {
+        if width <= 16 {
+            let mut t = vec![u16::MAX; 1 << width];
+            for (i, &s) in syms.iter().enumerate() {
+                t[s as usize] = i as u16;
+            }
+            Index::Dense(t)
+        } else {
+            Index::Sorted(syms.to_vec())
+        }
+    }
+
+    #[inline]
+    fn get(&self, v: u64) -> Option<u8> {
+        match self {
+            Index::Dense(t) => match t[v as usize] {
+                u16::MAX => None,
+                s => Some(s as u8),
+            },
+            Index::Sorted(s) => s.binary_search(&v).ok().map(|i| i as u8),
+        }
+    }
+}
+
+/// Appends the body of `words` in the plan of least estimated size; `None` for an empty
+/// stream.
+pub fn encode(words: &Words, out: &mut Vec<u8>) -> Option<()> {
+    let hist = crate::stats::histogram(words, usize::MAX)?;
+    let plan = Plan::new(&hist, words.width(), words.len())?;
+    plan.encode(Stream::Words(words), out);
+    Some(())
+}
+
+/// The parsed head of a body: table, escaped words, payload.
+pub struct Parsed<'a> {
+    lanes: usize,
+    syms: Vec<u64>,
+    has_escape: bool,
+    escaped: Words,
+    freqs: Vec<u32>,
+    scale: u32,
+    /// The payload: states and words (empty with fewer than two symbols).
+    payload: &'a [u8],
+    n: usize,
+}
+
+/// Bytes of the table and the escaped words' literal at the start of `body`.
+///
+/// # Errors
+/// When the table or the escaped words' literal is invalid or truncated.
+pub fn table_bytes(body: &[u8], width: u32, n: usize) -> Result<u64, CodecError> {
+    let p = parse(body, width, n)?;
+    Ok((body.len() - p.payload.len()) as u64)
+}
+
+/// Parses and checks the table of `body` (a stream of `n` words of `width` bits) and
+/// decodes its escaped words.
+///
+/// # Errors
+/// A truncated body; more symbols than `2^width` or 256 (255 with an escape); a count of
+/// escaped words above `n`; a precision over 12 or below what the symbols need;
+/// frequencies that do not sum to `2^s`; an escaped words' literal that is of this codec
+/// or the bucket codec, or does not decode; a payload whose length is not the states and
+/// whole words.
+pub fn parse(body: &[u8], width: u32, n: usize) -> Result<Parsed<'_>, CodecError> {
+    check_width(width, NAME)?;
+    let invalid = |what: String| CodecError::Invalid { codec: NAME, what };
+    if n == 0 {
+        if !body.is_empty() {
+            return Err(CodecError::TrailingBytes {
+                codec: NAME,
+                extra: body.len() as u64,
+            });
+        }
+        return Ok(Parsed {
+            lanes: 32,
+            syms: Vec::new(),
+            has_escape: false,
+            escaped: Words::empty(width),
+            freqs: Vec::new(),
+            scale: 0,
+            payload: &[],
+            n,
+        });
+    }
+    let mut r = BitReader::new(body, NAME);
+    let has_escape = r.read(1)? == 1;
+    let lanes = if r.read(1)? == 1 { 64 } else { 32 };
+    let m = r.read(8)? as usize + 1;
+    let cap = if width >= 8 { 256 } else { 1usize << width };
+    if m > cap.min(MAX_SYMBOLS - usize::from(has_escape)) {
+        return Err(invalid(format!(
+            "{m} coded words{}, expected at most {}",
+            if has_escape { " and an escape" } else { "" },
+            cap.min(MAX_SYMBOLS - usize::from(has_escape))
+        )));
+    }
+    let syms = read_set(&mut r, m, width)?;
+    let escaped = if has_escape {
+        let e = r.read_eg(8)?.checked_add(1);
+        match e {
+            Some(e) if e <= n as u64 && e < u64::from(u32::MAX) => e as usize,
+            _ => return Err(invalid(format!("escapes more words than the stream's {n}"))),
+        }
+    } else {
+        0
+    };
+    let k = m + usize::from(has_escape);
+    let (scale, freqs) = if k >= 2 {
+        let scale = r.read(4)? as u32 + 1;
+        if scale > MAX_SCALE_BITS || (1usize << scale) < k {
+            return Err(invalid(format!(
+                "precision {scale} bits for {k} symbols, expected at most {MAX_SCALE_BITS} \
+                 and room for each"
+            )));
+        }
+        (scale, read_freqs(&mut r, k, scale)?)
+    } else {
+        (0, Vec::new())
+    };
+    r.align_zero()?;
+    let mut at = (r.position() / 8) as usize;
+    let escaped_words = if has_escape {
+        let head = body.get(at..at + 5).ok_or(CodecError::Truncated {
+            codec: NAME,
+            needed: at as u64 + 5,
+            available: body.len() as u64,
+        })?;
+        let codec = CodecId::from_u8(head[0])
+            .filter(|c| !matches!(c, CodecId::Rans8 | CodecId::Bucket))
+            .ok_or_else(|| invalid(format!("escaped words in codec {}", head[0])))?;
+        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let end = (at + 5)
+            .checked_add(len)
+            .filter(|&e| e <= body.len())
+            .ok_or(CodecError::Truncated {
+                codec: NAME,
+                needed: (at + 5 + len) as u64,
+                available: body.len() as u64,
+            })?;
+        let words = super::select::decode(codec, &body[at + 5..end], width, escaped)?;
+        at = end;
+        words
+    } else {
+        Words::empty(width)
+    };
+    let payload = &body[at..];
+    if k < 2 {
+        if !payload.is_empty() {
+            return Err(CodecError::TrailingBytes {
+                codec: NAME,
+                extra: payload.len() as u64,
+            });
+        }
+    } else if (payload.len() as u64) < state_bytes(lanes) || !payload.len().is_multiple_of(2) {
+        return Err(invalid(format!(
+            "payload of {} bytes: expected the states' {} and whole 16-bit words",
+            payload.len(),
+            state_bytes(lanes)
+        )));
+    }
+    Ok(Parsed {
+        lanes,
+        syms,
+        has_escape,
+        escaped: escaped_words,
+        freqs,
+        scale,
+        payload,
+        n,
+    })
+}
+
+/// Decodes `n` words of `width` bits from exactly `body`.
+///
+/// # Errors
+/// As [`parse`]; also initial states out of range, a payload that runs out or is not
+/// used up, final states other than `2^16`, and a number of escapes decoded other than
+/// the table's.
+pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
+    let p = parse(body, width, n)?;
+    let mut d = p.decoder()?;
+    let buf = match container_bytes(width) {
+        1 => WordBuf::U8(d.decode_all()?),
+        2 => WordBuf::U16(d.decode_all()?),
+        4 => WordBuf::U32(d.decode_all()?),
+        _ => WordBuf::U64(d.decode_all()?),
+    };
+    // Every word is a symbol of the validated set or an escaped word of a validated
+    // literal of `width` bits.
+    Ok(Words::from_buf_trusted(width, buf))
+}
+
+impl<'a> Parsed<'a> {
+    /// A decoder of the words, block by block.
+    ///
+    /// # Errors
+    /// Initial states out of range.
+    pub fn decoder(self) -> Result<Decoder<'a>, CodecError> {
+        Decoder::new(self)
+    }
+}
+
+/// Decodes a `rans8` body in blocks of words ([`Decoder::next`]), keeping its states
+/// between blocks: what a caller that merges the words into wider ones a block at a
+/// time uses, so that no stream of the tensor's length is ever held.
+pub struct Decoder<'a> {
+    /// Decoding table: `2^s` entries ([`entry`]).
+    table: Vec<u32>,
+    /// The coded words by symbol, then (for the escape) 0.
+    values: [u64; MAX_SYMBOLS],
+    /// The same, truncated to bytes and to 16 bits (for the SIMD maps).
+    values_u8: [u8; MAX_SYMBOLS],
+    values_u16: [u16; MAX_SYMBOLS],
+    /// The escape symbol (`m`), or 256 without one.
+    esc: u32,
+    escaped: Words,
+    /// Escaped words taken so far.
+    taken: usize,
+    scale: u32,
+    /// The states (the first `lanes` of them).
+    x: [u32; LANES],
+    lanes: usize,
+    /// The renormalization words.
+    words: &'a [u8],
+    /// Payload words read so far.
+    pos: usize,
+    /// Words decoded so far, and in all.
+    done: usize,
+    n: usize,
+    /// Symbols of the block being decoded.
+    symbols: Vec<u8>,
+    /// With a single symbol: its word.
+    single: Option<u64>,
+}
+
+impl<'a> Decoder<'a> {
+    fn new(p: Parsed<'a>) -> Result<Decoder<'a>, CodecError> {
+        let mut values = [0u64; MAX_SYMBOLS];
+        values[..p.syms.len()].copy_from_slice(&p.syms);
+        let has_escape = p.has_escape;
+        let k = p.freqs.len();
+        let mut d = Decoder {
+            table: Vec::new(),
+            values,
+            values_u8: std::array::from_fn(|i| values[i] as u8),
+            values_u16: std::array::from_fn(|i| values[i] as u16),
+            esc: if has_escape { p.syms.len() as u32 } else { 256 },
+            escaped: p.escaped,
+            taken: 0,
+            scale: p.scale,
+            x: [L; LANES],
+            lanes: p.lanes,
+            words: &[],
+            pos: 0,
+            done: 0,
+            n: p.n,
+            symbols: Vec::new(),
+            single: None,
+        };
+        if p.n == 0 {
+            return Ok(d);
+        }
+        if k < 2 {
+            // One symbol: the coded word (an escape alone is refused by the set count
+            // of at least one coded word, and the parser's check that k >= 2 then).
+            d.single = p.syms.first().copied();
+            return Ok(d);
+        }
+        let mut table = vec![0u32; 1 << p.scale];
+        let mut cum = 0usize;
+        for (s, &f) in p.freqs.iter().enumerate() {
+            for (b, e) in table[cum..cum + f as usize].iter_mut().enumerate() {
+                *e = entry(s as u32, f, b as u32);
+            }
+            cum += f as usize;
+        }
+        d.table = table;
+        for (i, x) in d.x[..p.lanes].iter_mut().enumerate() {
+            let b = &p.payload[4 * i..4 * i + 4];
+            *x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            if *x < L {
+                return Err(CodecError::Invalid {
+                    codec: NAME,
+                    what: format!("state {i} is {x}, below 2^16"),
+                });
+            }
+        }
+        d.words = &p.payload[state_bytes(p.lanes) as usize..];
+        Ok(d)
+    }
+
+    /// Words left to decode.
+    pub fn remaining(&self) -> usize {
+        self.n - self.done
+    }
+
+    /// Decodes the next `out.len()` words (at most [`Decoder::remaining`]) into `out`.
+    /// Blocks should be a multiple of [`LANES`] words but the last.
+    ///
+    /// # Errors
+    /// A payload that runs out, an escape beyond the escaped words, and after the last
+    /// word: final states other than `2^16`, payload words left over, escaped words left
+    /// over. After an error the decoder's output is meaningless.
+    pub(crate) fn next<T: super::table::Word>(&mut self, out: &mut [T]) -> Result<(), CodecError> {
+        let len = out.len().min(self.remaining());
+        let out = &mut out[..len];
+        if let Some(v) = self.single {
+            out.fill(T::from_u64(v));
+            self.done += len;
+            return Ok(());
+        }
+        if len == 0 {
+            return self.finish_if_done();
+        }
+        self.symbols.resize(len, 0);
+        let mut symbols = std::mem::take(&mut self.symbols);
+        let r = self.decode_symbols(&mut symbols);
+        let r = r.and_then(|()| self.map(&symbols, out));
+        self.symbols = symbols;
+        r?;
+        self.done += len;
+        self.finish_if_done()
+    }
+
+    /// Decodes every word left.
+    fn decode_all<T: super::table::Word>(&mut self) -> Result<Vec<T>, CodecError> {
+        let mut out = super::table::try_filled(T::default(), self.remaining(), NAME)?;
+        for chunk in out.chunks_mut(1 << 14) {
+            self.next(chunk)?;
+        }
+        Ok(out)
+    }
+
+    /// The symbols of the next `out.len()` words.
+    fn decode_symbols(&mut self, out: &mut [u8]) -> Result<(), CodecError> {
+        // The lane of the first word: blocks are multiples of the states but the last.
+        let lanes = self.lanes;
+        debug_assert_eq!(self.done % lanes, 0);
+        let words = self.words;
+        let nwords = words.len() / 2;
+        let full = out.len() / lanes;
+        // Whole groups while the payload holds a group's most (a word per state) ahead:
+        // SIMD.
+        let mut g = 0;
+        if let Some(kernel) = simd::kernel() {
+            let safe = nwords.saturating_sub(self.pos) / lanes;
+            let groups = full.min(safe);
+            if groups > 0 {
+                self.pos = kernel(
+                    &self.table,
+                    self.scale,
+                    &mut self.x[..lanes],
+                    words,
+                    self.pos,
+                    &mut out[..groups * lanes],
+                );
+                g = groups;
+            }
+        }
+        // The rest, each refill checked.
+        let mask = (1u32 << self.scale) - 1;
+        for (i, o) in out.iter_mut().enumerate().skip(g * lanes) {
+            let lane = i % lanes;
+            let x = self.x[lane];
+            let e = self.table[(x & mask) as usize];
+            *o = e as u8;
+            let mut y = ((e >> 8) & 0xfff) + 1;
+            y = y * (x >> self.scale) + (e >> 20);
+            if y < L {
+                let at = 2 * self.pos;
+                let w = words.get(at..at + 2).ok_or(CodecError::Truncated {
+                    codec: NAME,
+                    needed: state_bytes(lanes) + (at + 2) as u64,
+                    available: state_bytes(lanes) + words.len() as u64,
+                })?;
+                y = y << 16 | u32::from(u16::from_le_bytes([w[0], w[1]]));
+                self.pos += 1;
+            }
+            self.x[lane] = y;
+        }
+        Ok(())
+    }
+
+    /// The words of `symbols`, escapes taken from the escaped words.
+    fn map<T: super::table::Word>(
+        &mut self,
+        symbols: &[u8],
+        out: &mut [T],
+    ) -> Result<(), CodecError> {
+        let done = match std::mem::size_of::<T>() {
+            1 => simd::map_u8(symbols, &self.values_u8, bytemuck::cast_slice_mut(out)),
+            2 => simd::map_u16(symbols, &self.values_u16, bytemuck::cast_slice_mut(out)),
+            _ => false,
+        };
+        if !done {
+            let values: [T; MAX_SYMBOLS] = std::array::from_fn(|i| T::from_u64(self.values[i]));
+            for (o, &s) in out.iter_mut().zip(symbols) {
+                *o = values[usize::from(s)];
+            }
+        }
+        if self.esc < 256 && symbols.iter().any(|&s| u32::from(s) == self.esc) {
+            let esc = self.esc as u8;
+            for (o, &s) in out.iter_mut().zip(symbols) {
+                if s == esc {
+                    if self.taken >= self.escaped.len() {
+                        return Err(CodecError::Invalid {
+                            codec: NAME,
+                            what: format!(
+                                "more escapes than the {} escaped words",
+                                self.escaped.len()
+                            ),
+                        });
+                    }
+                    *o = T::from_u64(self.escaped.get(self.taken));
+                    self.taken += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After the last word: the checks of a complete stream.
+    fn finish_if_done(&self) -> Result<(), CodecError> {
+        if self.done < self.n || self.single.is_some() {
+            return Ok(());
+        }
+        if let Some(i) = self.x[..self.lanes].iter().position(|&x| x != L) {
+            return Err(CodecError::Invalid {
+                codec: NAME,
+                what: format!("state {i} ends at {}, expected 2^16", self.x[i]),
+            });
+        }
+        if 2 * self.pos != self.words.len() {
+            return Err(CodecError::TrailingBytes {
+                codec: NAME,
+                extra: (self.words.len() - 2 * self.pos) as u64,
+            });
+        }
+        if self.taken != self.escaped.len() {
+            return Err(CodecError::Invalid {
+                codec: NAME,
+                what: format!(
+                    "{} escapes decoded, but {} words escaped",
+                    self.taken,
+                    self.escaped.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Plan {
+    /// The exact body size in bytes of `stream` (the stream the plan was made from), by
+    /// encoding it.
+    pub fn size(&self, stream: Stream<'_>) -> u64 {
+        let mut out = Vec::new();
+        self.encode(stream, &mut out);
+        out.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::mask;
+
+    fn round_trip(words: &Words) -> Vec<u8> {
+        let mut body = Vec::new();
+        encode(words, &mut body).expect("non-empty");
+        let back = decode(&body, words.width(), words.len()).expect("decodes");
+        assert_eq!(&back, words);
+        body
+    }
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn round_trips_of_every_shape() {
+        let mut seed = 7u64;
+        for &(width, n, spread) in &[
+            (8u32, 1usize, 4u64),
+            (8, 31, 4),
+            (8, 32, 4),
+            (8, 33, 200),
+            (8, 5000, 256),
+            (11, 100_000, 300),
+            (16, 70_000, 2000),
+            (32, 9000, 700),
+            (1, 1000, 2),
+            (64, 4096, 3),
+        ] {
+            let words = Words::from_fn(width, n, |_| {
+                // Geometric-ish: small values common, a tail of rare ones.
+                let r = lcg(&mut seed);
+                let v = (r % spread) * (r % 3) / 2 % spread;
+                v & mask(width)
+            });
+            round_trip(&words);
+        }
+    }
+
+    #[test]
+    fn a_constant_stream_is_its_table() {
+        let words = Words::filled(16, 0x3f80, 10_000);
+        let body = round_trip(&words);
+        // Escape bit, count, the word in 16 bits: 25 bits.
+        assert_eq!(body.len(), 4);
+    }
+
+    #[test]
+    fn more_than_256_words_are_escaped() {
+        let mut seed = 1u64;
+        let words = Words::from_fn(16, 50_000, |i| {
+            if i % 50 == 0 {
+                1000 + lcg(&mut seed) % 5000
+            } else {
+                lcg(&mut seed) % 100
+            }
+        });
+        let body = round_trip(&words);
+        assert_eq!(body[0] & 1, 1, "an escape");
+    }
+
+    #[test]
+    fn damage_is_refused_or_decodes_to_other_words() {
+        let mut seed = 3u64;
+        let words = Words::from_fn(8, 20_000, |_| lcg(&mut seed) % 40);
+        let body = round_trip(&words);
+        for at in (0..body.len()).step_by(7) {
+            let mut b = body.clone();
+            b[at] ^= 0x24;
+            if let Ok(w) = decode(&b, 8, words.len()) {
+                assert_eq!(w.len(), words.len());
+            }
+        }
+        for cut in [0, 1, body.len() / 2, body.len() - 1] {
+            assert!(decode(&body[..cut], 8, words.len()).is_err());
+        }
+        assert!(decode(&body, 8, words.len() - 1).is_err());
+    }
+}

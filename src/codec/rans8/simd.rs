@@ -1,0 +1,351 @@
+//! SIMD decoding steps of codec `rans8` (see the parent module): the 32 or 64 states as
+//! vectors of 16 (AVX-512) or 8 (AVX2); each step one gather of the states'
+//! table entries, a multiply-add, and the refill of the lanes below `2^16` from the next
+//! 16-bit words, expanded into those lanes (AVX-512 `vpexpandd`; AVX2 a permute from a
+//! table of the 256 lane masks). The lanes of a group are stepped and refilled in lane
+//! order, so the words are read in the order of the scalar decoder, and the results are
+//! the same.
+//!
+//! Gathers: htscodecs 1.6 replaced its AVX2 gathers with scalar loads after the Downfall
+//! microcode update on Intel and on AMD Zen 4 (`../shared/ENTROPY.md`). Measured on this
+//! project's machine (an Intel Xeon with AVX-512, the update in place) on minilm's
+//! exponent bytes: AVX2 with gathers 0.58 ns a symbol, with eight loads 0.63, AVX-512
+//! with gathers 0.47, scalar 2.5 (docs/bench.md); so gathers, with the AVX-512 path first.
+//!
+//! Chosen at run time ([`kernel`]); `None` where neither applies (the scalar decoder of
+//! the parent module runs then).
+
+/// Decodes whole groups of `x.len()` (32 or 64) words: `out.len()` (a multiple of that)
+/// symbols into `out`, from states `x` and the 16-bit words `words[2 * pos..]`; returns
+/// the new `pos`. Requires `words` to hold at least `out.len()` words from `pos` on (a
+/// group reads at most one a state), the table to have `2^scale` entries, and
+/// `scale <= 12`.
+pub(super) type Kernel = fn(&[u32], u32, &mut [u32], &[u8], usize, &mut [u8]) -> usize;
+
+/// The fastest kernel this processor has, if any.
+pub(super) fn kernel() -> Option<Kernel> {
+    use std::sync::OnceLock;
+    static K: OnceLock<Option<Kernel>> = OnceLock::new();
+    *K.get_or_init(|| {
+        if std::env::var_os("BREVIS_NO_SIMD").is_some() {
+            return None;
+        }
+        imp::avx512().or_else(imp::avx2)
+    })
+}
+
+/// The AVX-512 kernel, if this processor has AVX-512 F.
+#[allow(dead_code)]
+pub(super) fn avx512() -> Option<Kernel> {
+    imp::avx512()
+}
+
+/// The AVX2 kernel, if this processor has AVX2.
+#[allow(dead_code)]
+pub(super) fn avx2() -> Option<Kernel> {
+    imp::avx2()
+}
+
+/// Maps symbols to words of at most 8 bits: `out[i] = table[symbols[i]]`, with AVX-512
+/// VBMI (two 128-entry byte permutes and a blend per 64 symbols) where the processor has
+/// it; `false` (nothing done) otherwise.
+pub(super) fn map_u8(symbols: &[u8], table: &[u8; 256], out: &mut [u8]) -> bool {
+    imp::map_u8(symbols, table, out)
+}
+
+/// Maps symbols to 16-bit words: `out[i] = table[symbols[i]]`, with AVX-512 BW (four
+/// 64-entry word permutes and three blends per 32 symbols) where the processor has it;
+/// `false` (nothing done) otherwise.
+pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bool {
+    imp::map_u16(symbols, table, out)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod imp {
+    use super::Kernel;
+    pub(super) fn avx512() -> Option<Kernel> {
+        None
+    }
+    pub(super) fn avx2() -> Option<Kernel> {
+        None
+    }
+    pub(super) fn map_u8(_: &[u8], _: &[u8; 256], _: &mut [u8]) -> bool {
+        false
+    }
+    pub(super) fn map_u16(_: &[u8], _: &[u16; 256], _: &mut [u16]) -> bool {
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use super::Kernel;
+    use std::arch::x86_64::*;
+
+    pub(super) fn avx512() -> Option<Kernel> {
+        (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("popcnt"))
+            .then_some(run512 as Kernel)
+    }
+
+    fn simd_allowed() -> bool {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *OK.get_or_init(|| std::env::var_os("BREVIS_NO_SIMD").is_none())
+    }
+
+    pub(super) fn map_u8(symbols: &[u8], table: &[u8; 256], out: &mut [u8]) -> bool {
+        if !(simd_allowed()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vbmi"))
+        {
+            return false;
+        }
+        assert_eq!(symbols.len(), out.len());
+        // SAFETY: the features were detected; every load and store is of whole vectors
+        // inside `symbols` and `out` (the tail is done by scalar code), and the table
+        // loads read its 256 bytes.
+        unsafe { map_u8_vbmi(symbols, table, out) };
+        true
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn map_u8_vbmi(symbols: &[u8], table: &[u8; 256], out: &mut [u8]) {
+        let t = table.as_ptr() as *const __m512i;
+        let (t0, t1, t2, t3) = (
+            _mm512_loadu_si512(t),
+            _mm512_loadu_si512(t.add(1)),
+            _mm512_loadu_si512(t.add(2)),
+            _mm512_loadu_si512(t.add(3)),
+        );
+        let whole = symbols.len() / 64 * 64;
+        for i in (0..whole).step_by(64) {
+            let s = _mm512_loadu_si512(symbols.as_ptr().add(i) as *const __m512i);
+            // Entries 0..128 and 128..256, picked by the symbol's top bit.
+            let lo = _mm512_permutex2var_epi8(t0, s, t1);
+            let hi = _mm512_permutex2var_epi8(t2, s, t3);
+            let top = _mm512_movepi8_mask(s);
+            let v = _mm512_mask_blend_epi8(top, lo, hi);
+            _mm512_storeu_si512(out.as_mut_ptr().add(i) as *mut __m512i, v);
+        }
+        for i in whole..symbols.len() {
+            out[i] = table[usize::from(symbols[i])];
+        }
+    }
+
+    pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bool {
+        if !(simd_allowed()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw"))
+        {
+            return false;
+        }
+        assert_eq!(symbols.len(), out.len());
+        // SAFETY: as in `map_u8`; the table loads read its 512 bytes.
+        unsafe { map_u16_bw(symbols, table, out) };
+        true
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn map_u16_bw(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) {
+        let t = table.as_ptr() as *const __m512i;
+        let tv: [__m512i; 8] = std::array::from_fn(|k| _mm512_loadu_si512(t.add(k)));
+        let bit6 = _mm512_set1_epi16(64);
+        let bit7 = _mm512_set1_epi16(128);
+        let whole = symbols.len() / 32 * 32;
+        for i in (0..whole).step_by(32) {
+            let s =
+                _mm512_cvtepu8_epi16(_mm256_loadu_si256(symbols.as_ptr().add(i) as *const __m256i));
+            // Four 64-entry quarters, picked by the symbol's bits 6 and 7.
+            let q0 = _mm512_permutex2var_epi16(tv[0], s, tv[1]);
+            let q1 = _mm512_permutex2var_epi16(tv[2], s, tv[3]);
+            let q2 = _mm512_permutex2var_epi16(tv[4], s, tv[5]);
+            let q3 = _mm512_permutex2var_epi16(tv[6], s, tv[7]);
+            let m6 = _mm512_test_epi16_mask(s, bit6);
+            let m7 = _mm512_test_epi16_mask(s, bit7);
+            let lo = _mm512_mask_blend_epi16(m6, q0, q1);
+            let hi = _mm512_mask_blend_epi16(m6, q2, q3);
+            let v = _mm512_mask_blend_epi16(m7, lo, hi);
+            _mm512_storeu_si512(out.as_mut_ptr().add(i) as *mut __m512i, v);
+        }
+        for i in whole..symbols.len() {
+            out[i] = table[usize::from(symbols[i])];
+        }
+    }
+
+    pub(super) fn avx2() -> Option<Kernel> {
+        (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt"))
+            .then_some(run256 as Kernel)
+    }
+
+    fn checks(table: &[u32], scale: u32, lanes: usize, words: &[u8], pos: usize, out: &[u8]) {
+        assert!(
+            scale <= 12 && table.len() == 1 << scale,
+            "table of 2^scale entries"
+        );
+        assert!(lanes == 32 || lanes == 64, "32 or 64 states");
+        assert_eq!(out.len() % lanes, 0, "whole groups");
+        assert!(
+            words.len() / 2 >= pos + out.len(),
+            "room for every group's words"
+        );
+    }
+
+    fn run512(
+        table: &[u32],
+        scale: u32,
+        x: &mut [u32],
+        words: &[u8],
+        pos: usize,
+        out: &mut [u8],
+    ) -> usize {
+        checks(table, scale, x.len(), words, pos, out);
+        // SAFETY: AVX-512 F and POPCNT were detected ([`avx512`]); `checks` holds: every
+        // gathered index is below `2^scale` = the table's length (masked), every group
+        // reads at most one word a state from a position that `pos + lanes * groups <=
+        // words.len() / 2` bounds, and each 16-word load of a vector's states starts at
+        // most `lanes - 16` words past the group's start.
+        unsafe {
+            match x.len() {
+                32 => decode512::<2>(table, scale, x, words, pos, out),
+                _ => decode512::<4>(table, scale, x, words, pos, out),
+            }
+        }
+    }
+
+    /// `V` vectors of 16 states.
+    #[target_feature(enable = "avx512f,popcnt")]
+    unsafe fn decode512<const V: usize>(
+        table: &[u32],
+        scale: u32,
+        x: &mut [u32],
+        words: &[u8],
+        pos: usize,
+        out: &mut [u8],
+    ) -> usize {
+        let mut xv: [__m512i; V] =
+            std::array::from_fn(|k| _mm512_loadu_si512(x.as_ptr().add(16 * k) as *const __m512i));
+        let mask = _mm512_set1_epi32(((1u32 << scale) - 1) as i32);
+        let shift = _mm_cvtsi32_si128(scale as i32);
+        let m12 = _mm512_set1_epi32(0xfff);
+        let one = _mm512_set1_epi32(1);
+        let lv = _mm512_set1_epi32(1 << 16);
+        let base = table.as_ptr() as *const i32;
+        let mut p = words.as_ptr().add(2 * pos) as *const u16;
+        for chunk in out.chunks_exact_mut(16 * V) {
+            for (k, xk) in xv.iter_mut().enumerate() {
+                let s = *xk;
+                let e = _mm512_i32gather_epi32::<4>(_mm512_and_si512(s, mask), base);
+                _mm_storeu_si128(
+                    chunk.as_mut_ptr().add(16 * k) as *mut __m128i,
+                    _mm512_cvtepi32_epi8(e),
+                );
+                let f = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<8>(e), m12), one);
+                let bias = _mm512_srli_epi32::<20>(e);
+                let y = _mm512_add_epi32(_mm512_mullo_epi32(f, _mm512_srl_epi32(s, shift)), bias);
+                let need = _mm512_cmplt_epu32_mask(y, lv);
+                let loaded = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p as *const __m256i));
+                let w = _mm512_maskz_expand_epi32(need, loaded);
+                *xk = _mm512_mask_or_epi32(y, need, _mm512_slli_epi32::<16>(y), w);
+                p = p.add(need.count_ones() as usize);
+            }
+        }
+        for (k, v) in xv.iter().enumerate() {
+            _mm512_storeu_si512(x.as_mut_ptr().add(16 * k) as *mut __m512i, *v);
+        }
+        (p as usize - words.as_ptr() as usize) / 2
+    }
+
+    /// For each mask of 8 lanes, the index of the loaded word each lane takes (its rank
+    /// among the lanes that refill).
+    static EXPAND: [[u32; 8]; 256] = {
+        let mut t = [[0u32; 8]; 256];
+        let mut m = 0;
+        while m < 256 {
+            let mut c = 0;
+            let mut l = 0;
+            while l < 8 {
+                if m >> l & 1 == 1 {
+                    t[m][l] = c;
+                    c += 1;
+                }
+                l += 1;
+            }
+            m += 1;
+        }
+        t
+    };
+
+    fn run256(
+        table: &[u32],
+        scale: u32,
+        x: &mut [u32],
+        words: &[u8],
+        pos: usize,
+        out: &mut [u8],
+    ) -> usize {
+        checks(table, scale, x.len(), words, pos, out);
+        // SAFETY: AVX2 and POPCNT were detected ([`avx2`]); the bounds hold as in
+        // [`run512`], each 8-word load of a vector's states starting at most
+        // `lanes - 8` words past the group's start.
+        unsafe {
+            match x.len() {
+                32 => decode256::<4>(table, scale, x, words, pos, out),
+                _ => decode256::<8>(table, scale, x, words, pos, out),
+            }
+        }
+    }
+
+    /// `V` vectors of 8 states.
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn decode256<const V: usize>(
+        table: &[u32],
+        scale: u32,
+        x: &mut [u32],
+        words: &[u8],
+        pos: usize,
+        out: &mut [u8],
+    ) -> usize {
+        let mut xv: [__m256i; V] =
+            std::array::from_fn(|k| _mm256_loadu_si256(x.as_ptr().add(8 * k) as *const __m256i));
+        let mask = _mm256_set1_epi32(((1u32 << scale) - 1) as i32);
+        let shift = _mm_cvtsi32_si128(scale as i32);
+        let m12 = _mm256_set1_epi32(0xfff);
+        let one = _mm256_set1_epi32(1);
+        // `y < 2^16` as a signed compare: y is below 2^28 after a step.
+        let lv = _mm256_set1_epi32(1 << 16);
+        let pick = _mm256_setr_epi8(
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
+            -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        );
+        let base = table.as_ptr() as *const i32;
+        let mut p = words.as_ptr().add(2 * pos) as *const u16;
+        for chunk in out.chunks_exact_mut(8 * V) {
+            for (k, xk) in xv.iter_mut().enumerate() {
+                let s = *xk;
+                let e = _mm256_i32gather_epi32::<4>(base, _mm256_and_si256(s, mask));
+                let b = _mm256_shuffle_epi8(e, pick);
+                let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(b)) as u32;
+                let hi = _mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(b)) as u32;
+                std::ptr::write_unaligned(
+                    chunk.as_mut_ptr().add(8 * k) as *mut u64,
+                    u64::from(lo) | u64::from(hi) << 32,
+                );
+                let f = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(e), m12), one);
+                let bias = _mm256_srli_epi32::<20>(e);
+                let y = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srl_epi32(s, shift)), bias);
+                let need = _mm256_cmpgt_epi32(lv, y);
+                let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
+                let loaded = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+                let idx = _mm256_loadu_si256(EXPAND[bits].as_ptr() as *const __m256i);
+                let w = _mm256_permutevar8x32_epi32(loaded, idx);
+                let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), w);
+                *xk = _mm256_blendv_epi8(y, refilled, need);
+                p = p.add(bits.count_ones() as usize);
+            }
+        }
+        for (k, v) in xv.iter().enumerate() {
+            _mm256_storeu_si256(x.as_mut_ptr().add(8 * k) as *mut __m256i, *v);
+        }
+        (p as usize - words.as_ptr() as usize) / 2
+    }
+}

@@ -1,0 +1,245 @@
+//! Archives read from standard input (`-`) by `decompress`, `verify` and `ls`, whole into
+//! memory as `compress -` reads a checkpoint, and a pipe given by its path.
+
+#![cfg(all(feature = "cli", unix))]
+
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const LAYER0: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors"
+);
+const BREVIS: &str = env!("CARGO_BIN_EXE_brevis");
+
+fn brevis<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
+    Command::new(BREVIS)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run brevis")
+}
+
+/// `brevis ARGS` with `input` on its standard input.
+fn brevis_fed<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I, input: &[u8]) -> Output {
+    let mut child = Command::new(BREVIS)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run brevis");
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&feed);
+    });
+    let out = child.wait_with_output().expect("wait for brevis");
+    writer.join().unwrap();
+    out
+}
+
+/// `bash -c SCRIPT` with `$B` the brevis binary and `$1`.. the arguments (pipefail on).
+fn bash(script: &str, args: &[&OsStr]) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!("set -o pipefail; {script}"))
+        .arg("bash")
+        .args(args)
+        .env("B", BREVIS)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        stderr(o)
+    );
+}
+
+fn layer0_archive(dir: &Path) -> Vec<u8> {
+    let archive = dir.join("x.brv");
+    ok(&brevis([
+        OsStr::new("compress"),
+        OsStr::new(LAYER0),
+        OsStr::new("-o"),
+        archive.as_os_str(),
+    ]));
+    std::fs::read(&archive).unwrap()
+}
+
+#[test]
+fn compress_to_stdout_piped_into_decompress_from_stdin_restores_byte_for_byte() {
+    // brevis compress F -o - | brevis decompress - -o - | cmp - F
+    let o = bash(
+        r#"$B compress "$1" -o - | $B decompress - -o - | cmp - "$1""#,
+        &[OsStr::new(LAYER0)],
+    );
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}{}",
+        o.status.code(),
+        stdout(&o),
+        stderr(&o)
+    );
+    // Both status lines went to stderr, naming standard input and output.
+    assert!(
+        stderr(&o).contains("standard input -> standard output: 4247680 bytes, tensor and whole-file checksums match"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn decompress_verify_and_ls_read_the_archive_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = layer0_archive(dir.path());
+    let original = std::fs::read(LAYER0).unwrap();
+
+    // decompress - -o FILE, and -o DIR (the name the archive records).
+    let out = dir.path().join("back.safetensors");
+    let o = brevis_fed(
+        [
+            OsStr::new("decompress"),
+            OsStr::new("-"),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ],
+        &archive,
+    );
+    ok(&o);
+    assert!(std::fs::read(&out).unwrap() == original);
+    assert!(
+        stdout(&o).starts_with(&format!(
+            "standard input -> {}: 4247680 bytes",
+            out.display()
+        )),
+        "{}",
+        stdout(&o)
+    );
+    let into = dir.path().join("into");
+    std::fs::create_dir(&into).unwrap();
+    ok(&brevis_fed(
+        [
+            OsStr::new("decompress"),
+            OsStr::new("-"),
+            OsStr::new("-o"),
+            into.as_os_str(),
+        ],
+        &archive,
+    ));
+    let restored = into.join("minilm-l6-v2-bf16-layer0.safetensors");
+    assert!(std::fs::read(&restored).unwrap() == original);
+
+    // Without -o: a usage error (standard input has no name), as for compress -.
+    let o = brevis_fed(["decompress", "-"], &archive);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: reading the archive from standard input (`-`) needs -o OUT"),
+        "{}",
+        stderr(&o)
+    );
+
+    // verify -
+    let o = brevis_fed(["verify", "-"], &archive);
+    ok(&o);
+    assert_eq!(
+        stdout(&o),
+        "standard input: ok: 23 tensors, 0 gaps, header and whole file (4247680 bytes) \
+         match their checksums\n"
+    );
+    let o = brevis_fed(["verify", "-", "--json"], &archive);
+    ok(&o);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["archive"], "standard input");
+    // verify - --against the original.
+    let o = brevis_fed(["verify", "-", "--against", LAYER0], &archive);
+    ok(&o);
+    assert!(
+        stdout(&o).contains("standard input: identical to"),
+        "{}",
+        stdout(&o)
+    );
+
+    // ls - lists what ls FILE lists.
+    let by_path = brevis([OsStr::new("ls"), dir.path().join("x.brv").as_os_str()]);
+    ok(&by_path);
+    let o = brevis_fed(["ls", "-"], &archive);
+    ok(&o);
+    assert_eq!(stdout(&o), stdout(&by_path));
+    assert_eq!(stdout(&o).lines().count(), 1 + 23 + 1);
+
+    // A damaged archive on standard input: verify finds it (exit 3) as for a file.
+    let mut bad = archive.clone();
+    let at = bad.len() / 2;
+    bad[at] ^= 0x5a;
+    let o = brevis_fed(["verify", "-"], &bad);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+
+    // Not an archive: an error naming standard input, exit 1, nothing written.
+    let junk = dir.path().join("junk.safetensors");
+    let o = brevis_fed(
+        [
+            OsStr::new("decompress"),
+            OsStr::new("-"),
+            OsStr::new("-o"),
+            junk.as_os_str(),
+        ],
+        b"not an archive",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("error: standard input: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!junk.exists());
+    let o = brevis_fed(["ls", "-", "--json"], b"");
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "not_archive", "{v}");
+}
+
+#[test]
+fn a_pipe_given_by_path_suggests_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    layer0_archive(dir.path());
+    let x = dir.path().join("x.brv");
+    for (script, command) in [
+        (r#"$B compress <(cat "$1") -o "$2/y.brv""#, "compress"),
+        (
+            r#"$B decompress <(cat "$2/x.brv") -o "$2/y.safetensors""#,
+            "decompress",
+        ),
+        (r#"$B verify <(cat "$2/x.brv")"#, "verify"),
+        (r#"$B ls <(cat "$2/x.brv")"#, "ls"),
+    ] {
+        let o = bash(script, &[OsStr::new(LAYER0), dir.path().as_os_str()]);
+        assert_eq!(o.status.code(), Some(1), "{command}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("is not a regular file")
+                && err.contains(&format!(
+                    "to read from a pipe, give `-` and send it to standard input: `... | brevis {command} -"
+                )),
+            "{command}: {err}"
+        );
+    }
+    assert!(x.exists());
+}
