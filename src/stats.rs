@@ -50,27 +50,52 @@ fn dense_u8(v: &[u8]) -> Vec<(u64, u64)> {
 }
 
 fn dense_u16(v: &[u16]) -> Vec<(u64, u64)> {
-    fn count<C: Copy + Default + Into<u64> + std::ops::AddAssign + From<u8>>(
-        v: &[u16],
-    ) -> Vec<(u64, u64)> {
-        let mut t: Vec<C> = Vec::new();
-        t.resize(65_536, C::default());
-        for &x in v {
-            t[usize::from(x)] += C::from(1);
-        }
-        t.iter()
-            .enumerate()
-            .filter_map(|(s, &c)| {
-                let c: u64 = c.into();
-                (c > 0).then_some((s as u64, c))
-            })
-            .collect()
-    }
     if v.len() < u32::MAX as usize {
-        count::<u32>(v)
-    } else {
-        count::<u64>(v)
+        return with_u16_counts(|t| {
+            for &x in v {
+                t[usize::from(x)] += 1;
+            }
+            drain_counts(t)
+        });
     }
+    let mut t = vec![0u64; 65_536];
+    for &x in v {
+        t[usize::from(x)] += 1;
+    }
+    t.iter()
+        .enumerate()
+        .filter_map(|(s, &c)| (c > 0).then_some((s as u64, c)))
+        .collect()
+}
+
+thread_local! {
+    static U16_COUNTS: std::cell::RefCell<Box<[u32; 1 << 16]>> = std::cell::RefCell::new(
+        vec![0u32; 1 << 16]
+            .into_boxed_slice()
+            .try_into()
+            .expect("2^16 counters"),
+    );
+}
+
+/// Runs `f` on this thread's table of 2^16 counters, all zero on entry; `f` must leave
+/// them zero ([`drain_counts`]). One table per thread, kept across calls: a fresh
+/// zeroed 256 KiB table per histogram cost its clearing and page faults on every
+/// 16-bit tensor.
+pub(crate) fn with_u16_counts<R>(f: impl FnOnce(&mut [u32; 1 << 16]) -> R) -> R {
+    U16_COUNTS.with(|t| f(&mut t.borrow_mut()))
+}
+
+/// The `(word, count)` pairs of the nonzero counters of `t`, ascending, leaving every
+/// counter zero.
+pub(crate) fn drain_counts(t: &mut [u32; 1 << 16]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for (s, c) in t.iter_mut().enumerate() {
+        if *c > 0 {
+            out.push((s as u64, u64::from(*c)));
+            *c = 0;
+        }
+    }
+    out
 }
 
 /// The histogram of a short 16-bit stream, too short to pay for clearing a dense table:
@@ -130,34 +155,55 @@ const RADIX_U32_WORDS: usize = 1 << 17;
 /// skipped), then the runs of equal words.
 fn radix_runs_u32(v: &[u32], width: u32) -> Vec<(u64, u64)> {
     const BITS: u32 = 11;
-    let mut cur = v.to_vec();
-    let mut next = vec![0u32; v.len()];
-    let mut shift = 0;
-    while shift < width {
-        let digit = |x: u32| ((x >> shift) & ((1 << BITS) - 1)) as usize;
-        let mut starts = [0usize; 1 << BITS];
-        for &x in &cur {
-            starts[digit(x)] += 1;
-        }
-        if starts.contains(&cur.len()) {
-            shift += BITS;
-            continue;
-        }
-        let mut at = 0;
-        for c in starts.iter_mut() {
-            let n = *c;
-            *c = at;
-            at += n;
-        }
-        for &x in &cur {
-            let slot = &mut starts[digit(x)];
-            next[*slot] = x;
-            *slot += 1;
-        }
-        std::mem::swap(&mut cur, &mut next);
-        shift += BITS;
+    if v.len() <= SORT_U32_WORDS {
+        let mut sorted = v.to_vec();
+        sorted.sort_unstable();
+        return runs(sorted.into_iter().map(u64::from));
     }
-    runs(cur.into_iter().map(u64::from))
+    // The counts of every pass's digit in one pass over the words (the counts of a
+    // digit do not depend on the order the words are in).
+    let passes = width.div_ceil(BITS).min(3) as usize;
+    let digit = |x: u32, p: usize| ((x >> (p as u32 * BITS)) & ((1 << BITS) - 1)) as usize;
+    let mut starts = [[0u32; 1 << BITS]; 3];
+    for &x in v {
+        for (p, s) in starts.iter_mut().enumerate().take(passes) {
+            s[digit(x, p)] += 1;
+        }
+    }
+    RADIX_U32.with(|bufs| {
+        let (cur, next) = &mut *bufs.borrow_mut();
+        cur.clear();
+        cur.extend_from_slice(v);
+        next.resize(v.len(), 0);
+        for (p, starts) in starts.iter_mut().enumerate().take(passes) {
+            if starts.contains(&(v.len() as u32)) {
+                continue;
+            }
+            let mut at = 0;
+            for c in starts.iter_mut() {
+                let n = *c;
+                *c = at;
+                at += n;
+            }
+            for &x in cur.iter() {
+                let slot = &mut starts[digit(x, p)];
+                next[*slot as usize] = x;
+                *slot += 1;
+            }
+            std::mem::swap(cur, next);
+        }
+        runs(cur[..v.len()].iter().map(|&x| u64::from(x)))
+    })
+}
+
+/// 32-bit streams of at most this many words are sorted by comparison: the radix
+/// sort's three tables of 2,048 counters cost more to clear and sum than a short sort.
+const SORT_U32_WORDS: usize = 512;
+
+thread_local! {
+    /// The radix sort's two buffers, kept by each thread across calls.
+    static RADIX_U32: std::cell::RefCell<(Vec<u32>, Vec<u32>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 fn sparse(it: impl Iterator<Item = u64>, n: usize, max_distinct: usize) -> Option<Vec<(u64, u64)>> {
@@ -317,10 +363,19 @@ pub fn entropy_bits(counts: impl IntoIterator<Item = u64> + Clone) -> f64 {
     }
     let t = total as f64;
     let mut h = 0.0;
+    // Each small count's term computed once (the same value every time): most distinct
+    // words of a wide stream occur once or a few times, and `log2` was most of the time.
+    let mut memo = [None::<f64>; 64];
+    let term = |c: u64| {
+        let p = c as f64 / t;
+        p * p.log2()
+    };
     for c in counts {
         if c > 0 {
-            let p = c as f64 / t;
-            h -= p * p.log2();
+            h -= match memo.get_mut(c as usize) {
+                Some(m) => *m.get_or_insert_with(|| term(c)),
+                None => term(c),
+            };
         }
     }
     h

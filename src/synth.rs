@@ -6,6 +6,7 @@ pub mod backref;
 pub mod calibrate;
 pub mod decompose;
 pub mod dequant;
+pub mod fast;
 pub mod prior;
 
 use crate::dsl::Node;
@@ -42,6 +43,9 @@ pub struct SearchOptions {
     /// Ablation: depth first in proposal order, stopping at the first complete program
     /// (compared with `Lit(target)` still), instead of A*.
     pub first_complete: bool,
+    /// The compression level: [`Level::Fast`] replaces the search by a fixed layout
+    /// ([`fast`]); the other levels search with `budget`.
+    pub level: Level,
     /// Watch and stop the search from another thread (none by default). Never changes
     /// the program found for a search that is not stopped.
     pub control: SearchControl,
@@ -53,7 +57,69 @@ impl SearchOptions {
     /// expanded, and the result (the exactly smallest finalist, the best record by
     /// rollout size) does not depend on the prior's order, so callers skip calibration.
     pub fn prior_matters(&self) -> bool {
-        self.budget >= 2
+        self.budget >= 2 && self.level != Level::Fast
+    }
+}
+
+/// A compression level (`--level`): what a tensor's search may spend, as zstd's and
+/// xz's levels trade speed for size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Level {
+    /// No search: each tensor gets the fixed field layout of its dtype ([`fast`]), coded
+    /// in two passes over its words. Faster than ZipNN both ways, and as small.
+    Fast,
+    /// The search at budget 1: every root proposal sized, the smallest kept.
+    #[default]
+    Default,
+    /// The search at budget [`Level::MAX_BUDGET`] with a calibrated production prior.
+    Max,
+}
+
+impl Level {
+    /// Every level, fastest first.
+    pub const ALL: [Level; 3] = [Level::Fast, Level::Default, Level::Max];
+
+    /// The expansion budget of [`Level::Max`].
+    pub const MAX_BUDGET: u64 = 4;
+
+    /// The level's name (`fast`, `default`, `max`), as `--level` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Fast => "fast",
+            Level::Default => "default",
+            Level::Max => "max",
+        }
+    }
+
+    /// The level's number (1 to 3), as `--level` also takes it.
+    pub fn number(self) -> u8 {
+        match self {
+            Level::Fast => 1,
+            Level::Default => 2,
+            Level::Max => 3,
+        }
+    }
+
+    /// The level named `s` (a name or a number), or `None`.
+    pub fn parse(s: &str) -> Option<Level> {
+        Level::ALL
+            .into_iter()
+            .find(|l| s.eq_ignore_ascii_case(l.name()) || s == l.number().to_string())
+    }
+
+    /// The search budget the level uses (ignored by [`Level::Fast`]).
+    pub fn budget(self) -> u64 {
+        match self {
+            Level::Fast => 0,
+            Level::Default => 1,
+            Level::Max => Level::MAX_BUDGET,
+        }
+    }
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -111,6 +177,7 @@ impl Default for SearchOptions {
             max_nodes: 64,
             max_memory: 512 << 20,
             first_complete: false,
+            level: Level::Default,
             control: SearchControl::default(),
         }
     }

@@ -515,6 +515,20 @@ impl Words {
         with_buf!(&self.buf, v => v.first().map(|&f| v.iter().fold(f, |a, &x| a.min(x)) as u64))
     }
 
+    /// The bitwise AND and OR of all words (`(u64::MAX, 0)` for an empty stream), in one
+    /// pass over the container (a fold over copies vectorizes; one over [`Words::iter`]
+    /// makes a dynamic call per word).
+    #[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u64 included
+    pub fn and_or(&self) -> (u64, u64) {
+        with_buf!(&self.buf, v => match v.first() {
+            None => (u64::MAX, 0),
+            Some(&f) => {
+                let (a, o) = v.iter().fold((f, f), |(a, o), &x| (a & x, o | x));
+                (a as u64, o as u64)
+            }
+        })
+    }
+
     /// Whether every word equals the first (true for empty streams).
     pub fn is_constant(&self) -> bool {
         with_buf!(&self.buf, v => v.first().is_none_or(|f| v.iter().all(|x| x == f)))

@@ -1789,3 +1789,71 @@ fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
         "{text}"
     );
 }
+
+/// `--level fast` codes a corpus file's large tensors in the fixed field layout (no
+/// search), restores it byte for byte, and is refused with `--budget`; numbers name the
+/// levels as names do; `bench --level fast` reports the level.
+#[test]
+fn the_fast_level_round_trips_and_refuses_a_budget() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors");
+    let dir = tempfile::tempdir().unwrap();
+    let arc = dir.path().join("f.brv");
+    let back = dir.path().join("f.safetensors");
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        arc.as_os_str(),
+        OsStr::new("--level"),
+        OsStr::new("1"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = brevis([
+        OsStr::new("decompress"),
+        arc.as_os_str(),
+        OsStr::new("-o"),
+        back.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&src).unwrap() == std::fs::read(&back).unwrap());
+    // The query weights: the sign, the exponent with the top mantissa bits in rans8, the
+    // rest of the mantissa packed.
+    let o = brevis([
+        OsStr::new("show"),
+        arc.as_os_str(),
+        OsStr::new("encoder.layer.0.attention.self.query.weight"),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("merge fields[1,"), "{text}");
+    assert!(text.contains("lit rans8"), "{text}");
+    let o = brevis([
+        OsStr::new("compress"),
+        src.as_os_str(),
+        OsStr::new("-o"),
+        dir.path().join("g.brv").as_os_str(),
+        OsStr::new("--level"),
+        OsStr::new("fast"),
+        OsStr::new("--budget"),
+        OsStr::new("2"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--level fast"));
+    assert!(!dir.path().join("g.brv").exists());
+    let o = brevis(["compress", "x.safetensors", "--level", "turbo"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fast (1), default (2) or max (3)"));
+    let v = json_of(&brevis([
+        OsStr::new("bench"),
+        OsStr::new("--json"),
+        OsStr::new("--runs"),
+        OsStr::new("1"),
+        OsStr::new("--jobs"),
+        OsStr::new("1"),
+        OsStr::new("--level"),
+        OsStr::new("fast"),
+        src.as_os_str(),
+    ]));
+    assert_eq!(v["files"][0]["level"], "fast");
+    assert_eq!(v["files"][0]["budget"], 0);
+}

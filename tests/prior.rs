@@ -212,7 +212,8 @@ fn larger_budgets_never_return_larger_programs_on_estimated_holes() {
         })
         .collect();
     // 433,901 bytes before the wide rANS layout (rans32), whose 32 states cost 112
-    // bytes more than the classic layout's 4; its precision cap (2^14) saves 15 here.
-    assert_eq!(sizes[0], 433_998);
+    // bytes more than the classic layout's 4; its precision cap (2^14) saves 15 here;
+    // 433,998 with rans32, 433,959 since rans8 is written in its place.
+    assert_eq!(sizes[0], 433_959);
     assert!(sizes[1] <= sizes[0] && sizes[2] <= sizes[1], "{sizes:?}");
 }

@@ -18,9 +18,11 @@
 use super::format::{RefOp, SourceEntry, SourceRole};
 use super::reader::Archive;
 use super::safetensors::{parse, Region};
+use crate::codec::{bucket, CodecId};
+use crate::dsl::{ExecError, Node, Op, Ty};
 use crate::error::{Error, Result};
 use crate::hash::xxh3_64;
-use crate::tensor::Dtype;
+use crate::tensor::{Dtype, Words};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -393,20 +395,94 @@ impl BaseSet {
     }
 }
 
+/// The bytes of a tensor coded against a source tensor: its reference record's residual
+/// program `node` (of type `ty`) run against the source tensor's bytes `source`
+/// (little-endian words of `ty`'s width, `ty.len` of them), each residual word combined
+/// with the source's word by `op`.
+///
+/// A literal or a `concat` of literals (what the writer makes) is decoded literal by
+/// literal straight into the output: a bucket literal combined with its base words as it
+/// is decoded ([`bucket::decode_combined`], the base read in place), any other literal
+/// decoded and then combined ([`combine`]). Another program runs through the executor,
+/// given the base as words only if a literal is coded against them. Either way the
+/// bytes, and for a damaged program the error, are the executor's.
+///
+/// # Errors
+/// As [`crate::dsl::execute_in`].
+pub fn restore(
+    node: &Node,
+    ty: Ty,
+    source: &[u8],
+    op: RefOp,
+) -> std::result::Result<Vec<u8>, ExecError> {
+    let word_bytes = crate::tensor::container_bytes(ty.width);
+    let literals: Option<Vec<&Node>> = match node.op() {
+        Op::Lit(_) => Some(vec![node]),
+        Op::Concat(children) if children.iter().all(|c| matches!(c.op(), Op::Lit(_))) => {
+            Some(children.iter().collect())
+        }
+        _ => None,
+    };
+    let whole = Some(source.len() as u64) == ty.len.checked_mul(word_bytes as u64);
+    if let Some(literals) = literals.filter(|_| whole && matches!(ty.width, 8 | 16 | 32 | 64)) {
+        let mut out = Vec::new();
+        if out.try_reserve_exact(source.len()).is_ok() {
+            let how = match op {
+                RefOp::Xor => bucket::Combine::Xor,
+                RefOp::Sub => bucket::Combine::Add,
+            };
+            let mut at = 0;
+            for part in literals {
+                let Op::Lit(lit) = part.op() else {
+                    unreachable!("only literals were taken")
+                };
+                let pty = part.ty();
+                let err = |source| ExecError::Lit { ty: pty, source };
+                // A concat's children have its width; their lengths add up to its length.
+                let n = usize::try_from(pty.len).map_err(|_| err(too_long(lit, pty)))?;
+                let base = &source[at..at + n * word_bytes];
+                if lit.codec == CodecId::Bucket {
+                    bucket::decode_combined(&lit.body, ty.width, n, base, how, &mut out)
+                        .map_err(err)?;
+                } else {
+                    let start = out.len();
+                    lit.decode(pty).map_err(err)?.write_le_bytes(&mut out);
+                    combine(&mut out[start..], base, op, word_bytes);
+                }
+                at += n * word_bytes;
+            }
+            return Ok(out);
+        }
+    }
+    let context = crate::dsl::exec::uses_context(node)
+        .then(|| Words::from_le_bytes(ty.width, source))
+        .flatten();
+    let words = crate::dsl::execute_in(node, ty.len, context.as_ref())?;
+    let mut bytes = super::words_into_le_bytes(words);
+    if bytes.len() == source.len() {
+        combine(&mut bytes, source, op, word_bytes);
+    }
+    Ok(bytes)
+}
+
+fn too_long(lit: &crate::dsl::Lit, ty: Ty) -> crate::codec::CodecError {
+    crate::codec::CodecError::Invalid {
+        codec: lit.codec.name(),
+        what: format!("length {} does not fit in memory", ty.len),
+    }
+}
+
 /// Combines residual words with a source's words in place: `w[i] = op(s[i], r[i])` on
 /// little-endian words of `word_bytes` bytes (1, 2, 4 or 8), where `residual` holds the
-/// `r` and receives the `w`, and `source` the `s` (same length).
+/// `r` and receives the `w`, and `source` the `s` (same length). Vectorized: 32-byte
+/// chunks as arrays of words, which the compiler keeps in vector registers.
 ///
 /// # Panics
 /// If the lengths differ or `word_bytes` is not 1, 2, 4 or 8 (callers check both).
 pub fn combine(residual: &mut [u8], source: &[u8], op: RefOp, word_bytes: usize) {
     assert_eq!(residual.len(), source.len(), "residual and source lengths");
     match op {
-        RefOp::Xor => {
-            for (r, s) in residual.iter_mut().zip(source) {
-                *r ^= *s;
-            }
-        }
+        RefOp::Xor => xor_bytes(residual, source),
         RefOp::Sub => add_words(residual, source, word_bytes, false),
     }
 }
@@ -420,31 +496,59 @@ pub fn residual(target: &[u8], source: &[u8], op: RefOp, word_bytes: usize) -> V
     assert_eq!(target.len(), source.len(), "target and source lengths");
     let mut out = target.to_vec();
     match op {
-        RefOp::Xor => {
-            for (r, s) in out.iter_mut().zip(source) {
-                *r ^= *s;
-            }
-        }
+        RefOp::Xor => xor_bytes(&mut out, source),
         RefOp::Sub => add_words(&mut out, source, word_bytes, true),
     }
     out
 }
 
+/// Bytes a chunk of [`combine`]'s loops holds: one AVX2 register.
+const CHUNK: usize = 32;
+
+fn xor_bytes(acc: &mut [u8], src: &[u8]) {
+    let mut a = acc.chunks_exact_mut(CHUNK);
+    let mut s = src.chunks_exact(CHUNK);
+    for (a, s) in (&mut a).zip(&mut s) {
+        for (x, y) in a.iter_mut().zip(s) {
+            *x ^= *y;
+        }
+    }
+    for (x, y) in a.into_remainder().iter_mut().zip(s.remainder()) {
+        *x ^= *y;
+    }
+}
+
 /// `acc[i] = acc[i] + s[i]` (or `- s[i]` with `subtract`) on little-endian words.
 fn add_words(acc: &mut [u8], src: &[u8], word_bytes: usize, subtract: bool) {
     macro_rules! go {
-        ($t:ty, $n:expr) => {
-            for (a, s) in acc.chunks_exact_mut($n).zip(src.chunks_exact($n)) {
-                let x = <$t>::from_le_bytes(a.try_into().expect("chunk"));
-                let y = <$t>::from_le_bytes(s.try_into().expect("chunk"));
-                let z = if subtract {
+        ($t:ty, $n:expr) => {{
+            let op = |x: $t, y: $t| {
+                if subtract {
                     x.wrapping_sub(y)
                 } else {
                     x.wrapping_add(y)
-                };
-                a.copy_from_slice(&z.to_le_bytes());
+                }
+            };
+            let word = |b: &[u8]| <$t>::from_le_bytes(b.try_into().expect("a word's bytes"));
+            let mut a = acc.chunks_exact_mut(CHUNK);
+            let mut s = src.chunks_exact(CHUNK);
+            for (a, s) in (&mut a).zip(&mut s) {
+                // A chunk's words read into an array, combined, written back: each step
+                // a vector operation.
+                let mut w = [0 as $t; CHUNK / $n];
+                for ((w, a), s) in w.iter_mut().zip(a.chunks_exact($n)).zip(s.chunks_exact($n)) {
+                    *w = op(word(a), word(s));
+                }
+                for (a, w) in a.chunks_exact_mut($n).zip(w) {
+                    a.copy_from_slice(&w.to_le_bytes());
+                }
             }
-        };
+            let a = a.into_remainder();
+            for (a, s) in a.chunks_exact_mut($n).zip(s.remainder().chunks_exact($n)) {
+                let w = op(word(a), word(s));
+                a.copy_from_slice(&w.to_le_bytes());
+            }
+        }};
     }
     match word_bytes {
         1 => go!(u8, 1),

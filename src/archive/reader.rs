@@ -763,16 +763,7 @@ impl Archive {
         let wb = crate::tensor::container_bytes(ty.width);
         let len = ty.len.saturating_mul(wb as u64);
         let source = self.source_bytes(item, &r, len)?;
-        // The residual's literals may be coded against the base words (bucket literals
-        // with a context, codec::bucket).
-        let context = crate::dsl::exec::uses_context(node)
-            .then(|| crate::tensor::Words::from_le_bytes(ty.width, &source))
-            .flatten();
-        let words = crate::dsl::execute_in(node, ty.len, context.as_ref())
-            .map_err(|e| self.decode_err(item, e))?;
-        let mut bytes = words_into_le_bytes(words);
-        super::base::combine(&mut bytes, &source, r.op, wb);
-        Ok(bytes)
+        super::base::restore(node, ty, &source, r.op).map_err(|e| self.decode_err(item, e))
     }
 
     /// Whether `item` is a tensor coded against a source.

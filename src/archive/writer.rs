@@ -1267,10 +1267,34 @@ fn link_tensors(src: &SourceFile<'_>, links: Option<&Links>) -> Linked {
 /// usually one or two bytes each), the source tensor's checksum and the op.
 const REFERENCE_HEAD_EXTRA: u64 = 12;
 
+/// Tensors of at most this many bytes with a counterpart are also searched alone, always:
+/// the search costs little there, and an estimate of so few words says little.
+const SMALL_TENSOR_BYTES: usize = 64 << 10;
+
+/// A larger tensor is searched alone only if its residual is estimated to cost more than
+/// this share of its own words' estimate ([`Estimates::own`]). The estimate is an order-0
+/// entropy, which a program of real weights rarely beats by more than a few percent (the
+/// README's "order-0 field bound": 33.67% against Brevis's 34.2% on minilm); a residual
+/// estimated under 80% of it is smaller than the program the search would find.
+const SEARCH_OWN_ABOVE: f64 = 0.8;
+
+/// Both ops are coded exactly when the other op's estimate is within this factor of the
+/// better one's; otherwise only the better one.
+const BOTH_OPS_WITHIN: f64 = 1.03;
+
 /// Encodes record `rec`: as [`encode_item_whole`], or for a tensor with a counterpart
 /// ([`Linked::of`]) the smallest of its own program and the programs of its residual
 /// against the counterpart by XOR and by subtraction (an identical tensor: `const 0`
 /// against it; a shard's counterpart is used only when identical).
+///
+/// Which of those are worth making is estimated first, on a sample of the words
+/// ([`Estimates`]): only the op the estimate picks is coded (both when their estimates
+/// are within [`BOTH_OPS_WITHIN`]), and the tensor is searched alone only when it is
+/// small or its residual is not clearly smaller ([`SEARCH_OWN_ABOVE`]). A residual is
+/// coded region by region as the smallest of a literal of its words and its bucket
+/// literals, plain or offset by the base word's exponent, and only the codings whose
+/// lower bounds ([`crate::codec::bucket::Counts::bound_len`], the order-0 entropy) do
+/// not rule them out are encoded ([`residual_program`]).
 fn encode_linked(
     src: &SourceFile<'_>,
     rec: &PlannedRecord,
@@ -1312,117 +1336,303 @@ fn encode_linked(
             warning: None,
         };
     }
-    let own = encode_item_whole(src, rec, opts, release);
-    if c.exact {
-        return own;
+    if c.exact || !matches!(width, 8 | 16 | 32 | 64) {
+        return encode_item_whole(src, rec, opts, release);
     }
-    let wb = crate::tensor::container_bytes(width);
-    let rows = (info.shape.len() >= 2).then(|| info.shape[0]);
-    let describe = || format!("tensor {:?} against its base", info.name);
-    let mut best = own;
-    let mut best_len = best.program.as_ref().map_or(u64::MAX, program_len);
-    for op in [RefOp::Xor, RefOp::Sub] {
-        let residual = super::base::residual(bytes, &base, op, wb);
-        let (node, search, warning) = program_in_regions(
-            &residual,
-            REGION_WORDS,
-            usize::MAX,
-            (width, Some(info.dtype), rows),
-            opts,
-            describe,
-            &|_| {},
-        );
-        let mut node = node;
-        let buckets = bucket_residual(&residual, &base, width, info.dtype, op == RefOp::Sub);
-        if program_len(&buckets) < program_len(&node) {
-            node = buckets;
-        }
-        let len = program_len(&node) + REFERENCE_HEAD_EXTRA;
-        let mut search = search;
-        search.absorb(&best.search);
-        if len < best_len {
-            best_len = len;
-            best = Encoded {
-                checksum,
-                program: Some(node),
-                reference: Some(chosen(op)),
-                search,
-                warning,
-            };
-        } else {
-            best.search = search;
+    let field = info
+        .dtype
+        .float_layout()
+        .map(|[_, e, m]| crate::codec::bucket::Field { shift: m, width: e });
+    let est = Estimates::of(bytes, &base, width, field);
+    let ops = est.ops();
+    let search_own =
+        bytes.len() <= SMALL_TENSOR_BYTES || est.residual(ops[0]) > SEARCH_OWN_ABOVE * est.own;
+    let mut best = Encoded {
+        checksum,
+        program: None,
+        reference: None,
+        search: SearchStats::default(),
+        warning: None,
+    };
+    let mut best_len = u64::MAX;
+    if search_own {
+        best = encode_item_whole(src, rec, opts, release);
+        best_len = best.program.as_ref().map_or(u64::MAX, program_len);
+    }
+    for op in ops {
+        let cap = best_len.saturating_sub(REFERENCE_HEAD_EXTRA);
+        let residual = residual_program(bytes, &base, op, width, field, cap, opts.verify);
+        if let Some(node) = residual {
+            let len = program_len(&node) + REFERENCE_HEAD_EXTRA;
+            if len < best_len {
+                best_len = len;
+                best.program = Some(node);
+                best.reference = Some(chosen(op));
+                best.warning = None;
+            }
         }
     }
+    if !search_own && bytes.len() >= EARLY_RELEASE_BYTES {
+        release(bytes);
+    }
+    debug_assert!(
+        best.program.is_some(),
+        "a residual is coded when nothing else is"
+    );
     best
 }
 
-/// The residual of a tensor against its base (little-endian `width`-bit words, as
-/// `base`) as bucket literals ([`crate::codec::bucket`]), one per region of
-/// [`REGION_WORDS`] words under a `concat`: each the smaller of plain buckets and buckets
-/// offset by the base words' exponent (for a float `dtype`). With `zigzag` (a
-/// difference) the words are coded as their ZigZag. Checked by decoding: a literal that
-/// does not give its words back (a defect) is replaced by a plain literal.
-fn bucket_residual(residual: &[u8], base: &[u8], width: u32, dtype: Dtype, zigzag: bool) -> Node {
-    use crate::codec::bucket::{self, Context, Field, Params};
-    let words_of =
-        |b: &[u8]| Words::from_le_bytes(width, b).expect("the parser checked every byte length");
-    let (words, base) = (words_of(residual), words_of(base));
-    let field = dtype
-        .float_layout()
-        .map(|[_, e, m]| Field { shift: m, width: e });
-    let regions: Vec<(usize, usize)> = (0..words.len())
-        .step_by(REGION_WORDS)
-        .map(|at| (at, (at + REGION_WORDS).min(words.len())))
-        .collect();
-    let lits: Vec<Node> = regions
-        .par_iter()
-        .map(|&(at, end)| {
-            let part = words.slice(at, end);
-            let ctx = Context {
-                words: &base,
-                start: at,
+/// Estimates in bytes per word, from a sample of a tensor's words ([`SAMPLE_RUNS`] runs
+/// of [`SAMPLE_RUN_WORDS`] words spread over it), of what [`encode_linked`] chooses
+/// between: its residual by each op (the least of [`residual_program`]'s lower bounds)
+/// and its own words (their order-0 entropy; of the top 16 bits plus the rest raw for
+/// wider words).
+#[derive(Clone, Copy, Debug)]
+struct Estimates {
+    xor: f64,
+    sub: f64,
+    own: f64,
+}
+
+/// Runs of words an estimate samples.
+const SAMPLE_RUNS: usize = 16;
+/// Words in a sampled run (a tensor of at most `SAMPLE_RUNS * SAMPLE_RUN_WORDS` words is
+/// read whole).
+const SAMPLE_RUN_WORDS: usize = 4096;
+
+impl Estimates {
+    fn of(
+        target: &[u8],
+        base: &[u8],
+        width: u32,
+        field: Option<crate::codec::bucket::Field>,
+    ) -> Estimates {
+        let wb = crate::tensor::container_bytes(width);
+        let n = target.len() / wb;
+        let (runs, run) = if n <= SAMPLE_RUNS * SAMPLE_RUN_WORDS {
+            (1, n)
+        } else {
+            (SAMPLE_RUNS, SAMPLE_RUN_WORDS)
+        };
+        let mut t = Vec::with_capacity(runs * run * wb);
+        let mut b = Vec::with_capacity(runs * run * wb);
+        for r in 0..runs {
+            // Run r starts at its share of the words, so the runs spread over the tensor.
+            let at = if runs == 1 {
+                0
+            } else {
+                (n - run) * r / (runs - 1)
             };
-            let plain = bucket::encode(
-                &part,
-                Params {
-                    zigzag,
-                    context: None,
+            t.extend_from_slice(&target[at * wb..(at + run) * wb]);
+            b.extend_from_slice(&base[at * wb..(at + run) * wb]);
+        }
+        let words = |x: &[u8]| Words::from_le_bytes(width, x).expect("a byte width");
+        let (tw, bw) = (words(&t), words(&b));
+        let m = tw.len().max(1) as f64;
+        let per_op = |op: RefOp| {
+            let r = words(&super::base::residual(&t, &b, op, wb));
+            Bounds::of(&r, &bw, op, field).least() as f64 / m
+        };
+        let own = if width <= 16 {
+            crate::stats::stream_entropy_bits(&tw, crate::codec::MAX_TABLE_SYMBOLS)
+                .unwrap_or(f64::from(width))
+                / 8.0
+        } else {
+            let top = crate::tensor::extract(tw.buf(), width - 16, 16);
+            crate::stats::stream_entropy_bits(&top, crate::codec::MAX_TABLE_SYMBOLS).unwrap_or(16.0)
+                / 8.0
+                + f64::from(width - 16) / 8.0
+        };
+        Estimates {
+            xor: per_op(RefOp::Xor),
+            sub: per_op(RefOp::Sub),
+            own,
+        }
+    }
+
+    fn residual(&self, op: RefOp) -> f64 {
+        match op {
+            RefOp::Xor => self.xor,
+            RefOp::Sub => self.sub,
+        }
+    }
+
+    /// The ops worth coding, the better first.
+    fn ops(&self) -> Vec<RefOp> {
+        let (better, worse) = if self.sub < self.xor {
+            (RefOp::Sub, RefOp::Xor)
+        } else {
+            (RefOp::Xor, RefOp::Sub)
+        };
+        if self.residual(worse) <= self.residual(better) * BOTH_OPS_WITHIN {
+            vec![better, worse]
+        } else {
+            vec![better]
+        }
+    }
+}
+
+/// One way [`residual_program`] may code a region of a residual.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coding {
+    /// A literal of the words ([`crate::codec::encode_best`]).
+    Words,
+    /// Bucket literal, plain.
+    Buckets,
+    /// Bucket literal, offset by the base words' exponent.
+    Offset,
+}
+
+/// What [`residual_program`] knows of a region of a residual before encoding it: lower
+/// bounds in bytes of its [`Coding`]s, ascending (its bucket literals'
+/// [`crate::codec::bucket::Counts::bound_len`] and, for words of at most 16 bits, a
+/// literal of its words': their order-0 entropy less 16 bytes), and the counts they come
+/// from, which the encoders take.
+struct Bounds {
+    bounds: Vec<(u64, Coding)>,
+    counts: crate::codec::bucket::Counts,
+    histogram: Option<Vec<(u64, u64)>>,
+}
+
+impl Bounds {
+    fn of(
+        r: &Words,
+        base: &Words,
+        op: RefOp,
+        field: Option<crate::codec::bucket::Field>,
+    ) -> Bounds {
+        use crate::codec::bucket::{self, Context};
+        let ctx = field.map(|f| {
+            (
+                Context {
+                    words: base,
+                    start: 0,
                 },
-            );
-            let offset = field.map(|f| {
-                bucket::encode(
-                    &part,
-                    Params {
-                        zigzag,
-                        context: Some((ctx, f)),
-                    },
-                )
-            });
-            let body = match offset {
-                Some(o) if o.len() < plain.len() => o,
-                _ => plain,
-            };
-            let ty = Ty::new(width, part.len() as u64);
-            let decoded = bucket::decode(&body, width, part.len(), Some(ctx));
-            if decoded.as_ref().ok() != Some(&part) {
-                debug_assert!(false, "a bucket literal did not give its words back");
-                return Node::lit(&part);
-            }
-            Node::lit_encoded(
-                ty,
-                Lit {
-                    codec: CodecId::Bucket,
-                    body,
-                },
+                f,
             )
-            .expect("a bucket literal has its type")
+        });
+        let counts = bucket::count(r, op == RefOp::Sub, ctx);
+        let mut bounds = vec![(counts.bound_len(false).expect("plain"), Coding::Buckets)];
+        if let Some(b) = counts.bound_len(true) {
+            bounds.push((b, Coding::Offset));
+        }
+        let histogram = (r.width() <= 16)
+            .then(|| crate::stats::histogram(r, crate::codec::MAX_TABLE_SYMBOLS))
+            .flatten();
+        if let Some(h) = &histogram {
+            let bits = crate::stats::entropy_bits(h.iter().map(|&(_, c)| c)) * r.len() as f64;
+            bounds.push((((bits / 8.0) as u64).saturating_sub(16), Coding::Words));
+        }
+        bounds.sort_by_key(|&(b, c)| (b, c as u8));
+        Bounds {
+            bounds,
+            counts,
+            histogram,
+        }
+    }
+
+    fn least(&self) -> u64 {
+        self.bounds.first().map_or(0, |&(b, _)| b)
+    }
+}
+
+/// The residual of a tensor's bytes against its base's by `op` (little-endian
+/// `width`-bit words), as one literal per region of [`REGION_WORDS`] words under a
+/// `concat`: each the smallest of the region's [`Coding`]s, only those its lower bound
+/// does not rule out encoded ([`Bounds`]). `None` when the residual cannot come under
+/// `cap` bytes (the sum of the regions' least bounds is not below it). With `verify`, a
+/// bucket literal is decoded and one that does not give its words back (a defect)
+/// replaced by a plain literal. A region's residual is made twice (for its bounds, then
+/// to encode it), so no more than the regions in work are held at once.
+fn residual_program(
+    target: &[u8],
+    base: &[u8],
+    op: RefOp,
+    width: u32,
+    field: Option<crate::codec::bucket::Field>,
+    cap: u64,
+    verify: bool,
+) -> Option<Node> {
+    use crate::codec::bucket::{self, Context, Params};
+    let wb = crate::tensor::container_bytes(width);
+    let words_of = |b: &[u8]| Words::from_le_bytes(width, b).expect("a byte width");
+    let region =
+        |(t, b): (&[u8], &[u8])| (words_of(&super::base::residual(t, b, op, wb)), words_of(b));
+    let region_bytes = REGION_WORDS * wb;
+    let bounds: Vec<Bounds> = target
+        .par_chunks(region_bytes)
+        .zip(base.par_chunks(region_bytes))
+        .map(|tb| {
+            let (r, b) = region(tb);
+            Bounds::of(&r, &b, op, field)
         })
         .collect();
-    if lits.len() == 1 {
+    if bounds.iter().map(Bounds::least).sum::<u64>() >= cap {
+        return None;
+    }
+    let zigzag = op == RefOp::Sub;
+    let lits: Vec<Node> = target
+        .par_chunks(region_bytes)
+        .zip(base.par_chunks(region_bytes))
+        .zip(bounds)
+        .map(|(tb, bounds)| {
+            let (r, b) = region(tb);
+            let ty = Ty::new(width, r.len() as u64);
+            let ctx = Context {
+                words: &b,
+                start: 0,
+            };
+            let mut best: Option<Lit> = None;
+            let Bounds {
+                bounds,
+                counts,
+                mut histogram,
+            } = bounds;
+            for (bound, coding) in bounds {
+                if best.as_ref().is_some_and(|l| l.body.len() as u64 <= bound) {
+                    break;
+                }
+                let lit = match coding {
+                    Coding::Words => {
+                        let hist = histogram.take().expect("bounded from its histogram");
+                        let e = crate::codec::encode_best_with_histogram(&r, hist);
+                        Lit {
+                            codec: e.codec,
+                            body: e.body,
+                        }
+                    }
+                    Coding::Buckets | Coding::Offset => {
+                        let context = (coding == Coding::Offset)
+                            .then(|| (ctx, field.expect("offset needs a field")));
+                        Lit {
+                            codec: CodecId::Bucket,
+                            body: bucket::encode_counted(&r, Params { zigzag, context }, &counts),
+                        }
+                    }
+                };
+                let smaller = best
+                    .as_ref()
+                    .is_none_or(|b| (lit.body.len(), lit.codec) < (b.body.len(), b.codec));
+                if smaller {
+                    best = Some(lit);
+                }
+            }
+            let lit = best.expect("every region has a coding");
+            if verify && lit.codec == CodecId::Bucket {
+                let back = bucket::decode(&lit.body, width, r.len(), Some(ctx));
+                if back.as_ref().ok() != Some(&r) {
+                    debug_assert!(false, "a bucket literal did not give its words back");
+                    return Node::lit(&r);
+                }
+            }
+            Node::lit_encoded(ty, lit).expect("a literal has its type")
+        })
+        .collect();
+    Some(if lits.len() == 1 {
         lits.into_iter().next().expect("one region")
     } else {
         Node::concat(lits).expect("regions are non-empty")
-    }
+    })
 }
 
 /// Encodes record `rec`: its checksum and program. A group gets the smaller of one

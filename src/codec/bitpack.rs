@@ -15,6 +15,8 @@ use crate::with_buf;
 
 const NAME: &str = "bitpack";
 
+mod simd;
+
 /// Exact body size in bytes for `n` words of `k` bits (saturating).
 pub fn size_for(k: u32, n: usize) -> u64 {
     let bits = u128::from(k) * n as u128;
@@ -588,11 +590,19 @@ fn unpack<T: Word>(data: &[u8], k: u32, n: usize) -> Vec<T> {
 /// # Panics
 /// If `data` is shorter than the words need.
 pub(crate) fn unpack_into<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
-    let n = out.len();
     assert!(
-        data.len() as u64 * 8 >= n as u64 * u64::from(k),
+        data.len() as u64 * 8 >= out.len() as u64 * u64::from(k),
         "the data holds the words"
     );
+    if !matches!(k, 0 | 8 | 16 | 24 | 32) && simd::unpack(data, k, out) {
+        return;
+    }
+    unpack_scalar(data, k, out);
+}
+
+/// [`unpack_into`] without SIMD: the reference the SIMD path is tested against.
+pub(crate) fn unpack_scalar<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
+    let n = out.len();
     fn bytes<T: Word, const NB: usize>(data: &[u8], out: &mut [T]) {
         for (o, c) in out.iter_mut().zip(data.chunks_exact(NB)) {
             let mut a = [0u8; 8];
@@ -680,6 +690,35 @@ mod tests {
         (0..n as u64)
             .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48)
             .collect()
+    }
+
+    /// The SIMD unpacking (where this processor has it) gives the scalar path's words
+    /// for every width it takes, every output container and lengths around its steps.
+    #[test]
+    fn simd_unpacking_equals_scalar() {
+        fn check<T: Word + std::fmt::Debug + PartialEq>(data: &[u8], k: u32, n: usize) {
+            let mut a = vec![T::default(); n];
+            let mut b = vec![T::default(); n];
+            unpack_into(data, k, &mut a);
+            unpack_scalar(data, k, &mut b);
+            assert_eq!(a, b, "k {k}, n {n}, {} bytes", std::mem::size_of::<T>());
+        }
+        let bytes: Vec<u8> = (0..4096u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
+            .collect();
+        for k in 1..=25u32 {
+            for n in [0, 1, 15, 16, 17, 64, 333, 1024] {
+                let data = &bytes[..(n * k as usize).div_ceil(8)];
+                if k <= 8 {
+                    check::<u8>(data, k, n);
+                }
+                if k <= 16 {
+                    check::<u16>(data, k, n);
+                }
+                check::<u32>(data, k, n);
+                check::<u64>(data, k, n);
+            }
+        }
     }
 
     #[test]

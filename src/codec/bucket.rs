@@ -31,10 +31,33 @@
 //! | 4 | the symbols' body length `m` in bytes, `u32` little-endian |
 //! | m | the symbols' body: `n` words of `w` bits |
 //! | rest | the extra bits, LSB first, word after word (`k - 1` bits for each word of bucket `k >= 2`), zero padded to a byte |
+//!
+//! **Speed.** [`decode`] and [`decode_combined`] work in blocks of [`BLOCK`] words: the
+//! buckets from the symbols (less the context field) and their validity in one
+//! branch-free pass that vectorizes, the extra bits read at positions a running sum gives
+//! (an unaligned 8-byte load, a shift and a mask per word, no branch), the words
+//! finished (ZigZag undone; with a base, combined with it) in a pass that vectorizes, and
+//! appended to the output; nothing of the stream's length is allocated besides the
+//! symbols and the output, and a context or base is read in place. Any damage makes the
+//! block decoder give up, and the reference decoder ([`decode_reference`], word by word)
+//! then says what is wrong, so both give the same words or the same error
+//! (`fuzz/fuzz_targets/lit_bucket_paths.rs` holds them to it). On x86-64 processors
+//! with AVX2, BMI2 and LZCNT the block decoder and the encoder's passes are compiled a
+//! second time for them and that build is picked at run time.
+//!
+//! The encoder counts a stream in one pass ([`count`]) and writes the body from those
+//! counts ([`encode_counted`]); the counts also give a lower bound on the body's length
+//! ([`Counts::bound_len`]), so a caller choosing among codings encodes only those the
+//! bound does not rule out.
 
-use super::bitio::{BitReader, BitWriter};
+use super::bitio::{peek64, BitReader};
+use super::table::Word;
 use super::{CodecError, CodecId};
-use crate::tensor::{bits_needed, mask, Words};
+use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
+use crate::with_buf;
+use std::borrow::Cow;
+
+mod simd;
 
 const NAME: &str = "bucket";
 
@@ -81,10 +104,6 @@ fn unzigzag(z: u64, width: u32) -> u64 {
     crate::dsl::MapFn::ZigZag.invert(z, width)
 }
 
-fn zigzag(v: u64, width: u32) -> u64 {
-    crate::dsl::MapFn::ZigZag.apply(v, width)
-}
-
 /// The context field of each of `n` words from `ctx.start`, or the error that the
 /// context is too short or too narrow for the field.
 fn context_field(ctx: Context<'_>, field: Field, n: usize) -> Result<Words, CodecError> {
@@ -114,36 +133,370 @@ fn context_field(ctx: Context<'_>, field: Field, n: usize) -> Result<Words, Code
     Ok(crate::tensor::extract(part.buf(), field.shift, field.width))
 }
 
+/// How [`decode_combined`] combines each decoded word `r` with the base word `b` at its
+/// position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// `b ^ r`.
+    Xor,
+    /// `b + r`, modulo `2^b` (`b` the words' width).
+    Add,
+}
+
+/// A context's words lined up with a literal's, as little-endian bytes of `word_bytes`
+/// each (the container of the context's width), and the field of them that offsets the
+/// buckets. Borrowed from the context's container on a little-endian machine.
+struct View<'a> {
+    bytes: Cow<'a, [u8]>,
+    word_bytes: usize,
+    field: Field,
+}
+
+/// The context's words `start..start + n` as a [`View`], or the error that the context
+/// is too short or too narrow for the field (the same as [`decode_reference`] gives).
+fn context_view<'a>(ctx: Context<'a>, field: Field, n: usize) -> Result<View<'a>, CodecError> {
+    let end = ctx.start.checked_add(n).filter(|&e| e <= ctx.words.len());
+    let Some(end) = end else {
+        return Err(context_too_short(ctx, n));
+    };
+    if field.width == 0 || field.width > 16 || field.shift + field.width > ctx.words.width() {
+        return Err(field_outside(ctx, field));
+    }
+    let word_bytes = container_bytes(ctx.words.width());
+    let bytes = if cfg!(target_endian = "little") {
+        with_buf!(ctx.words.buf(), v => Cow::Borrowed(bytemuck::cast_slice(&v[ctx.start..end])))
+    } else {
+        let mut le = Vec::with_capacity(n * word_bytes);
+        ctx.words.slice(ctx.start, end).write_le_bytes(&mut le);
+        Cow::Owned(le)
+    };
+    Ok(View {
+        bytes,
+        word_bytes,
+        field,
+    })
+}
+
+fn context_too_short(ctx: Context<'_>, n: usize) -> CodecError {
+    CodecError::Invalid {
+        codec: NAME,
+        what: format!(
+            "{n} words from position {} of a context of {} words",
+            ctx.start,
+            ctx.words.len()
+        ),
+    }
+}
+
+fn field_outside(ctx: Context<'_>, field: Field) -> CodecError {
+    CodecError::Invalid {
+        codec: NAME,
+        what: format!(
+            "context field of {} bits at bit {} of {}-bit words",
+            field.width,
+            field.shift,
+            ctx.words.width()
+        ),
+    }
+}
+
+/// The little-endian word of `N` bytes at the start of `b`.
+#[inline(always)]
+fn le_word<const N: usize>(b: &[u8]) -> u64 {
+    match N {
+        1 => u64::from(b[0]),
+        2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
+        4 => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        _ => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+    }
+}
+
+/// The low `len` bits set, `len` in 0..=63.
+#[inline(always)]
+fn low_bits(len: u32) -> u64 {
+    (1u64 << len) - 1
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding
+
+/// What [`encode_counted`] needs of a stream besides its words, counted in one pass by
+/// [`count`]: how many words fall in each bucket and, with a context, how many have each
+/// symbol `k + e`. From these come the symbols' table and width, the extra bits' length,
+/// and a lower bound on the body's length without encoding it ([`Counts::bound_len`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counts {
+    n: usize,
+    zigzag: bool,
+    /// `plain[k]`: words of bucket `k` (0..=64).
+    plain: Vec<u64>,
+    /// With a context: `offset[s]`, words of symbol `s` (`k + e`, or 0 for `k = 0`).
+    offset: Option<Vec<u64>>,
+}
+
+/// Bytes of a body before the symbols' body without the context flag: flags, symbol
+/// width, codec id, body length.
+const HEAD_BYTES: u64 = 7;
+/// Bytes the context flag adds: the field's shift and width.
+const FIELD_BYTES: u64 = 2;
+/// Bytes a coder of the symbols may write under their order-0 entropy (a rANS coder's
+/// final states carry part of the message).
+const ENTROPY_SLACK_BYTES: u64 = 16;
+
+impl Counts {
+    /// Words counted.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether no words were counted.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Whether the words were counted against a context.
+    pub fn has_context(&self) -> bool {
+        self.offset.is_some()
+    }
+
+    /// Extra bits the words take in all: `k - 1` for each word of bucket `k >= 2`.
+    pub fn extra_bits(&self) -> u64 {
+        self.plain
+            .iter()
+            .enumerate()
+            .map(|(k, &c)| c * (k as u64).saturating_sub(1))
+            .sum()
+    }
+
+    /// The symbols' histogram, distinct symbols ascending with their (nonzero) counts:
+    /// the buckets, or with `offset` the offset symbols (`None` if counted without a
+    /// context).
+    pub fn histogram(&self, offset: bool) -> Option<Vec<(u64, u64)>> {
+        let counts = if offset {
+            self.offset.as_ref()?
+        } else {
+            &self.plain
+        };
+        Some(
+            counts
+                .iter()
+                .enumerate()
+                .filter(|&(_, &c)| c > 0)
+                .map(|(s, &c)| (s as u64, c))
+                .collect(),
+        )
+    }
+
+    /// A lower bound in bytes on the body [`encode`] writes for the words counted, plain
+    /// or with `offset` (`None` if counted without a context): its fixed fields, the
+    /// extra bits, and the symbols' order-0 entropy (no codec of the symbols takes fewer
+    /// bits for them, tables aside) less [`ENTROPY_SLACK_BYTES`].
+    pub fn bound_len(&self, offset: bool) -> Option<u64> {
+        let hist = self.histogram(offset)?;
+        let per_word = crate::stats::entropy_bits(hist.iter().map(|&(_, c)| c));
+        let bits = self.extra_bits() as f64 + per_word * self.n as f64;
+        let head = HEAD_BYTES + if offset { FIELD_BYTES } else { 0 };
+        Some(head + ((bits / 8.0).floor() as u64).saturating_sub(ENTROPY_SLACK_BYTES))
+    }
+}
+
+/// Counts `words` as [`encode`] codes them with `zigzag` and, if given, against
+/// `context` ([`Counts`]): one pass, nothing written.
+///
+/// # Panics
+/// If the context is shorter than the words or its field does not lie inside its words.
+pub fn count(words: &Words, zigzag: bool, context: Option<(Context<'_>, Field)>) -> Counts {
+    let view = context
+        .map(|(c, f)| context_view(c, f, words.len()).expect("the context covers the words"));
+    isa::count(words, zigzag, view.as_ref())
+}
+
+/// A container word's code and bucket, in its own type (so that a 16-bit stream's
+/// passes vectorize 16 words to a 256-bit register).
+trait Code: Word {
+    /// The word or, with `zigzag`, its ZigZag as a `width`-bit word (`top = width - 1`,
+    /// `wmask` the low `width` bits).
+    fn code(self, zigzag: bool, top: u32, wmask: Self) -> Self;
+    /// Its bucket: the bits it needs.
+    fn bucket(self) -> u8;
+}
+
+macro_rules! impl_code {
+    ($($t:ty),*) => {$(
+        impl Code for $t {
+            #[inline(always)]
+            fn code(self, zigzag: bool, top: u32, wmask: $t) -> $t {
+                if zigzag {
+                    ((self << 1) ^ ((self >> top) & 1).wrapping_neg()) & wmask
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn bucket(self) -> u8 {
+                (<$t>::BITS - self.leading_zeros()) as u8
+            }
+        }
+    )*};
+}
+impl_code!(u8, u16, u32, u64);
+
+/// A block of words' codes `z` (the words or their ZigZag), buckets `k` and, with a
+/// context, symbols `s` (`k + e`, or 0 for `k = 0`): the encoder's passes share it.
+#[inline(always)]
+fn codes_block<T: Code>(
+    w: &[T],
+    width: u32,
+    zigzag: bool,
+    ctx: Option<(&[u8], usize, Field)>,
+    z: &mut [T],
+    k: &mut [u8],
+    s: &mut [u32],
+) {
+    let wmask = T::from_u64(mask(width));
+    let top = width - 1;
+    for (o, &x) in z.iter_mut().zip(w) {
+        *o = x.code(zigzag, top, wmask);
+    }
+    for (o, &x) in k.iter_mut().zip(z.iter()) {
+        *o = x.bucket();
+    }
+    if let Some((bytes, nb, f)) = ctx {
+        let fmask = mask(f.width) as u32;
+        macro_rules! go {
+            ($n:literal) => {
+                for ((o, &b), c) in s.iter_mut().zip(k.iter()).zip(bytes.chunks_exact($n)) {
+                    let e = (le_word::<$n>(c) >> f.shift) as u32 & fmask;
+                    *o = if b == 0 { 0 } else { u32::from(b) + e };
+                }
+            };
+        }
+        match nb {
+            1 => go!(1),
+            2 => go!(2),
+            4 => go!(4),
+            _ => go!(8),
+        }
+    }
+}
+
+/// [`count`]'s pass, inlined into each build of [`isa::count`].
+#[inline(always)]
+fn count_in(words: &Words, zigzag: bool, view: Option<&View<'_>>) -> Counts {
+    let width = words.width();
+    let n = words.len();
+    // Four tables each, used in turn, so that a run of equal symbols does not wait on
+    // one counter; 32-bit counters (a block adds at most BLOCK to one), added up per
+    // block into the totals.
+    let mut plain = [[0u32; 256]; 4];
+    let mut plain_total = [0u64; 65];
+    let offset_len = view.map_or(0, |v| (1usize << v.field.width) + 65);
+    let mut offset = vec![[0u32; 4]; offset_len];
+    let mut offset_total = vec![0u64; offset_len];
+    let mut k = [0u8; BLOCK];
+    let mut s = [0u32; BLOCK];
+    with_buf!(words.buf(), w => {
+        let mut z = [Default::default(); BLOCK];
+        for start in (0..n).step_by(BLOCK) {
+            let m = BLOCK.min(n - start);
+            let ctx = view.map(|v| {
+                let nb = v.word_bytes;
+                (&v.bytes[start * nb..(start + m) * nb], nb, v.field)
+            });
+            let (z, k, s) = (&mut z[..m], &mut k[..m], &mut s[..m]);
+            codes_block(&w[start..start + m], width, zigzag, ctx, z, k, s);
+            let mut quads = k.chunks_exact(4);
+            for q in &mut quads {
+                for (t, &b) in plain.iter_mut().zip(q) {
+                    t[usize::from(b)] += 1;
+                }
+            }
+            for &b in quads.remainder() {
+                plain[0][usize::from(b)] += 1;
+            }
+            if view.is_some() {
+                let mut quads = s.chunks_exact(4);
+                for q in &mut quads {
+                    for (j, &x) in q.iter().enumerate() {
+                        if let Some(c) = offset.get_mut(x as usize) {
+                            c[j] += 1;
+                        }
+                    }
+                }
+                for &x in quads.remainder() {
+                    if let Some(c) = offset.get_mut(x as usize) {
+                        c[0] += 1;
+                    }
+                }
+            }
+            if start % (64 * BLOCK) == 0 || start + m == n {
+                for (t, c) in plain_total.iter_mut().enumerate() {
+                    *c += plain.iter_mut().map(|p| u64::from(std::mem::take(&mut p[t]))).sum::<u64>();
+                }
+                for (t, c) in offset_total.iter_mut().zip(offset.iter_mut()) {
+                    *t += c.iter_mut().map(|x| u64::from(std::mem::take(x))).sum::<u64>();
+                }
+            }
+        }
+    });
+    let offset = view.map(|_| {
+        let mut o = offset_total;
+        while o.len() > 1 && o.last() == Some(&0) {
+            o.pop();
+        }
+        o
+    });
+    Counts {
+        n,
+        zigzag,
+        plain: plain_total.to_vec(),
+        offset,
+    }
+}
+
 /// The body for `words` coded as `params` says; the symbols take the smallest of the
 /// other codecs ([`super::encode_best`]).
 ///
 /// # Panics
 /// If the context is shorter than the words or its field does not lie inside its words.
 pub fn encode(words: &Words, params: Params<'_>) -> Vec<u8> {
-    let width = words.width();
+    let counts = count(words, params.zigzag, params.context);
+    encode_counted(words, params, &counts)
+}
+
+/// [`encode`] of words [`count`] counted with the same ZigZag (and, for a body with the
+/// context flag, against the same context): the same body, without counting again.
+///
+/// # Panics
+/// If the context is shorter than the words or its field does not lie inside its words;
+/// if `counts` are of another length or ZigZag, or lack the context `params` asks for.
+pub fn encode_counted(words: &Words, params: Params<'_>, counts: &Counts) -> Vec<u8> {
     let n = words.len();
-    let offsets = params
+    assert!(
+        counts.n == n && counts.zigzag == params.zigzag,
+        "counts of other words"
+    );
+    let view = params
         .context
-        .map(|(ctx, field)| context_field(ctx, field, n).expect("the context covers the words"));
-    let mut symbols = Vec::with_capacity(n);
-    let mut extra = BitWriter::new();
-    for (i, v) in words.iter().enumerate() {
-        let z = if params.zigzag { zigzag(v, width) } else { v };
-        let k = bits_needed(z);
-        if k >= 2 {
-            extra.write(z & mask(k - 1), k - 1);
-        }
-        let s = match &offsets {
-            Some(o) if k > 0 => u64::from(k) + o.get(i),
-            _ => u64::from(k),
-        };
-        symbols.push(s);
-    }
-    let max = symbols.iter().copied().max().unwrap_or(0);
+        .map(|(c, f)| context_view(c, f, n).expect("the context covers the words"));
+    let hist = counts
+        .histogram(view.is_some())
+        .expect("counted against the context it is coded against");
+    let max = hist.last().map_or(0, |&(s, _)| s);
     let sym_width = bits_needed(max).max(1);
-    let symbols = Words::from_u64s(sym_width, &symbols);
-    let inner = super::encode_best(&symbols);
-    let mut out = Vec::new();
+    let (symbols, extra) = isa::symbols(
+        words,
+        params.zigzag,
+        view.as_ref(),
+        sym_width,
+        counts.extra_bits(),
+    );
+    let inner = if hist.len() <= super::MAX_TABLE_SYMBOLS {
+        super::encode_best_with_histogram(&symbols, hist)
+    } else {
+        super::encode_best(&symbols)
+    };
+    let mut out = Vec::with_capacity(16 + inner.body.len() + extra.len());
     let flags =
         u8::from(params.zigzag) * FLAG_ZIGZAG + u8::from(params.context.is_some()) * FLAG_CONTEXT;
     out.push(flags);
@@ -156,8 +509,124 @@ pub fn encode(words: &Words, params: Params<'_>) -> Vec<u8> {
     let len = u32::try_from(inner.body.len()).expect("a literal's symbols fit in 4 GiB");
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&inner.body);
-    out.extend_from_slice(&extra.finish());
+    out.extend_from_slice(&extra);
     out
+}
+
+/// [`encode_counted`]'s pass over the words, inlined into each build of
+/// [`isa::symbols`]: the symbols, `sym_width`-bit words, and the extra bits
+/// (`extra_bits` of them, as counted) zero padded to a byte.
+#[inline(always)]
+fn symbols_in(
+    words: &Words,
+    zigzag: bool,
+    view: Option<&View<'_>>,
+    sym_width: u32,
+    extra_bits: u64,
+) -> (Words, Vec<u8>) {
+    let width = words.width();
+    let n = words.len();
+    let mut bits = FastBits::new(extra_bits);
+    let mut k = [0u8; BLOCK];
+    let mut s = [0u32; BLOCK];
+    macro_rules! symbols {
+        ($t:ty) => {{
+            let mut out: Vec<$t> = Vec::with_capacity(n);
+            with_buf!(words.buf(), w => {
+                let mut z = [Default::default(); BLOCK];
+                for start in (0..n).step_by(BLOCK) {
+                    let m = BLOCK.min(n - start);
+                    let ctx = view.map(|v| {
+                        let nb = v.word_bytes;
+                        (&v.bytes[start * nb..(start + m) * nb], nb, v.field)
+                    });
+                    let (z, k, s) = (&mut z[..m], &mut k[..m], &mut s[..m]);
+                    codes_block(&w[start..start + m], width, zigzag, ctx, z, k, s);
+                    if ctx.is_some() {
+                        out.extend(s.iter().map(|&x| x as $t));
+                    } else {
+                        out.extend(k.iter().map(|&x| x as $t));
+                    }
+                    bits.put_block(z, k);
+                }
+            });
+            out
+        }};
+    }
+    let buf = match container_bytes(sym_width) {
+        1 => WordBuf::U8(symbols!(u8)),
+        2 => WordBuf::U16(symbols!(u16)),
+        _ => WordBuf::U32(symbols!(u32)),
+    };
+    (Words::from_buf_trusted(sym_width, buf), bits.finish())
+}
+
+/// An LSB-first bit writer ([`super::bitio`]'s order) into a buffer sized in advance
+/// for a known number of bits, without a branch per value: each value is or-ed into a
+/// 64-bit accumulator whose 8 bytes are stored at the current byte, which then advances
+/// by the whole bytes filled.
+struct FastBits {
+    buf: Vec<u8>,
+    /// Bytes the bits fill.
+    bytes: usize,
+    /// Where the accumulator's first byte goes.
+    at: usize,
+    acc: u64,
+    /// Bits pending in `acc`, below 8 between values.
+    pending: u32,
+}
+
+impl FastBits {
+    fn new(bits: u64) -> FastBits {
+        let bytes = usize::try_from(bits.div_ceil(8)).expect("extra bits fit in memory");
+        FastBits {
+            buf: vec![0; bytes + 16],
+            bytes,
+            at: 0,
+            acc: 0,
+            pending: 0,
+        }
+    }
+
+    /// Appends the extra bits of a block of words coded `z` of buckets `k`: the `k - 1`
+    /// bits below each word's leading one (none for `k < 2`).
+    #[inline(always)]
+    fn put_block<T: Word>(&mut self, z: &[T], k: &[u8]) {
+        let (mut at, mut acc, mut pending) = (self.at, self.acc, self.pending);
+        // The buffer holds every bit and 16 bytes more, so a store at `at` fits as long
+        // as the bits counted are the bits written.
+        let limit = self.buf.len() - 8;
+        for (&x, &b) in z.iter().zip(k) {
+            let len = u32::from(b).saturating_sub(1);
+            let v = x.into() & low_bits(len);
+            let (first, rest) = if len > 56 { (32, len - 32) } else { (len, 0) };
+            acc |= (v & low_bits(first)) << pending;
+            pending += first;
+            let at8 = at.min(limit);
+            self.buf[at8..at8 + 8].copy_from_slice(&acc.to_le_bytes());
+            let whole = pending & !7;
+            at += (whole / 8) as usize;
+            acc >>= whole;
+            pending &= 7;
+            if rest > 0 {
+                acc |= (v >> 32) << pending;
+                pending += rest;
+                let at8 = at.min(limit);
+                self.buf[at8..at8 + 8].copy_from_slice(&acc.to_le_bytes());
+                let whole = pending & !7;
+                at += (whole / 8) as usize;
+                acc >>= whole;
+                pending &= 7;
+            }
+        }
+        (self.at, self.acc, self.pending) = (at, acc, pending);
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        debug_assert_eq!(self.at + usize::from(self.pending > 0), self.bytes);
+        self.buf.truncate(self.bytes);
+        self.buf
+    }
 }
 
 /// Bytes of `body` before the extra bits that are parameters and tables: the header and
@@ -241,6 +710,9 @@ fn byte(body: &[u8], at: &mut usize) -> Result<u8, CodecError> {
     Ok(b)
 }
 
+// ---------------------------------------------------------------------------------------
+// Decoding
+
 /// Decodes a body of `n` words of `width` bits; `context` is the stream a body with the
 /// context flag is coded against (ignored by one without).
 ///
@@ -251,6 +723,186 @@ fn byte(body: &[u8], at: &mut usize) -> Result<u8, CodecError> {
 /// and [`CodecError::TrailingBytes`] for a body of the wrong length; the symbol codec's
 /// errors.
 pub fn decode(
+    body: &[u8],
+    width: u32,
+    n: usize,
+    context: Option<Context<'_>>,
+) -> Result<Words, CodecError> {
+    match decode_blocks(body, width, n, context, Build::Best) {
+        Some(words) => Ok(words),
+        None => decode_reference(body, width, n, context),
+    }
+}
+
+/// Which build of the block decoder runs (for the tests and the differential fuzz
+/// target; [`decode`] takes the best).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// The baseline build, on every machine.
+    Portable,
+    /// The build for this processor's features where there is one, else the baseline.
+    Best,
+}
+
+/// The block decoder of [`decode`] in `build`: `None` where it gives up, which it does
+/// exactly on the bodies [`decode_reference`] refuses (and on a big-endian machine,
+/// where it does not run).
+#[doc(hidden)]
+pub fn decode_blocks(
+    body: &[u8],
+    width: u32,
+    n: usize,
+    context: Option<Context<'_>>,
+    build: Build,
+) -> Option<Words> {
+    if !(1..=64).contains(&width) || cfg!(target_endian = "big") {
+        return None;
+    }
+    let h = header(body).ok()?;
+    let view = match (h.field, context) {
+        (None, _) => None,
+        (Some(_), None) => return None,
+        (Some(f), Some(ctx)) => Some(context_view(ctx, f, n).ok()?),
+    };
+    let symbols = super::decode(h.codec, &body[h.symbols.clone()], h.sym_width, n).ok()?;
+    let extra = &body[h.symbols.end..];
+    let zigzag = h.flags & FLAG_ZIGZAG != 0;
+    macro_rules! into {
+        ($t:ty, $variant:ident) => {{
+            let mut out: Vec<$t> = super::table::try_with_capacity(n, NAME).ok()?;
+            let mut sink = |le: &[u8]| {
+                out.extend(
+                    le.chunks_exact(size_of::<$t>())
+                        .map(|c| <$t>::from_le_bytes(c.try_into().expect("a word's bytes"))),
+                )
+            };
+            let job = Blocks {
+                symbols: &symbols,
+                extra,
+                width,
+                zigzag,
+                view: view.as_ref(),
+                base: None,
+            };
+            isa::blocks(&job, &mut sink, build)?;
+            WordBuf::$variant(out)
+        }};
+    }
+    let buf = match container_bytes(width) {
+        1 => into!(u8, U8),
+        2 => into!(u16, U16),
+        4 => into!(u32, U32),
+        _ => into!(u64, U64),
+    };
+    Some(Words::from_buf_trusted(width, buf))
+}
+
+/// Decodes a body of `n` words of `width` bits (8, 16, 32 or 64) coded against `base`
+/// (their base words, little-endian, `n * width / 8` bytes: the context of a body with
+/// the context flag) and appends to `out` each word combined with its base word by `op`,
+/// little-endian: a reference record's residual turned into its tensor's bytes in one
+/// pass, the base read in place.
+///
+/// # Errors
+/// As [`decode`]; [`CodecError::Invalid`] for another width, a base of another length,
+/// or an output that cannot be allocated.
+pub fn decode_combined(
+    body: &[u8],
+    width: u32,
+    n: usize,
+    base: &[u8],
+    op: Combine,
+    out: &mut Vec<u8>,
+) -> Result<(), CodecError> {
+    let word_bytes = container_bytes(width);
+    if !matches!(width, 8 | 16 | 32 | 64) || Some(base.len()) != n.checked_mul(word_bytes) {
+        return Err(invalid(format!(
+            "a base of {} bytes for {n} words of {width} bits",
+            base.len()
+        )));
+    }
+    out.try_reserve(base.len())
+        .map_err(|_| invalid(format!("cannot allocate {n} words")))?;
+    if combined_blocks(body, width, n, base, op, out, Build::Best).is_some() {
+        return Ok(());
+    }
+    // Damaged (or a big-endian machine): the reference decoder says why.
+    let ctx = Words::from_le_bytes(width, base).expect("checked width and length");
+    let words = decode_reference(
+        body,
+        width,
+        n,
+        Some(Context {
+            words: &ctx,
+            start: 0,
+        }),
+    )?;
+    for (i, b) in base.chunks_exact(word_bytes).enumerate() {
+        let mut le = [0u8; 8];
+        le[..word_bytes].copy_from_slice(b);
+        let (b, r) = (u64::from_le_bytes(le), words.get(i));
+        let w = match op {
+            Combine::Xor => b ^ r,
+            Combine::Add => b.wrapping_add(r),
+        };
+        out.extend_from_slice(&w.to_le_bytes()[..word_bytes]);
+    }
+    Ok(())
+}
+
+/// The block decoder of [`decode_combined`] in `build`: `None` (and `out` as it was)
+/// where it gives up. The caller checked the width and the base's length.
+#[doc(hidden)]
+pub fn combined_blocks(
+    body: &[u8],
+    width: u32,
+    n: usize,
+    base: &[u8],
+    op: Combine,
+    out: &mut Vec<u8>,
+    build: Build,
+) -> Option<()> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    let h = header(body).ok()?;
+    let word_bytes = container_bytes(width);
+    let view = h.field.map(|field| View {
+        bytes: Cow::Borrowed(base),
+        word_bytes,
+        field,
+    });
+    if h.field
+        .is_some_and(|f| f.width == 0 || f.width > 16 || f.shift + f.width > width)
+    {
+        return None;
+    }
+    let symbols = super::decode(h.codec, &body[h.symbols.clone()], h.sym_width, n).ok()?;
+    let job = Blocks {
+        symbols: &symbols,
+        extra: &body[h.symbols.end..],
+        width,
+        zigzag: h.flags & FLAG_ZIGZAG != 0,
+        view: view.as_ref(),
+        base: Some((base, op)),
+    };
+    let start = out.len();
+    let mut sink = |le: &[u8]| out.extend_from_slice(le);
+    if isa::blocks(&job, &mut sink, build).is_none() {
+        out.truncate(start);
+        return None;
+    }
+    Some(())
+}
+
+/// The reference decoder: word by word, each extra bit read checked. [`decode`] runs
+/// it only on bodies the block decoder gives up on, to say what is wrong with them.
+///
+/// # Errors
+/// As [`decode`].
+#[doc(hidden)]
+pub fn decode_reference(
     body: &[u8],
     width: u32,
     n: usize,
@@ -298,9 +950,621 @@ pub fn decode(
     Ok(Words::from_u64s(width, &out))
 }
 
+/// Words a block decodes: its buckets, extra bits and output words stay in the L1 cache.
+pub const BLOCK: usize = 512;
+
+/// One decode for the block decoder.
+struct Blocks<'a> {
+    /// The symbols, decoded by their codec.
+    symbols: &'a Words,
+    /// The extra bits.
+    extra: &'a [u8],
+    /// The words' width.
+    width: u32,
+    zigzag: bool,
+    /// The context (a body with the context flag), lined up with the words.
+    view: Option<&'a View<'a>>,
+    /// The base words (little-endian, of the words' width) each word is combined with.
+    base: Option<(&'a [u8], Combine)>,
+}
+
+/// Extra bits' values of bucket `k`'s leading one: `2^(k - 1)` for `k` in 1..=64, else 0.
+static LEAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut k = 1;
+    while k <= 64 {
+        t[k] = 1 << (k - 1);
+        k += 1;
+    }
+    t
+};
+
+/// The block decoder's work, inlined into each build of [`isa::blocks`]: every block's
+/// words, little-endian of the width's container, handed to `sink` in order. `None` at
+/// the first symbol that is no bucket, extra bits that run out, or trailing bytes or
+/// nonzero padding after them. With `simd` (the build for processors with AVX2), words
+/// of at most 16 bits are decoded eight at a time by [`simd::steps_checked`], and only a
+/// block's last few words by the scalar passes.
+#[inline(always)]
+fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8]), simd: bool) -> Option<()> {
+    let n = job.symbols.len();
+    let width = job.width;
+    let word_bytes = container_bytes(width);
+    let extra = job.extra;
+    let total = extra.len() as u64 * 8;
+    let wide = width > 57;
+    let wmask = mask(width);
+    let simd = simd
+        && width <= 16
+        && job.view.is_none_or(|v| v.word_bytes <= 2)
+        && matches!(job.symbols.buf(), WordBuf::U8(_) | WordBuf::U16(_));
+    let mut k = [0u8; BLOCK];
+    let mut z = [0u64; BLOCK];
+    let mut out = [0u8; 8 * BLOCK];
+    let mut pos = 0u64;
+    for start in (0..n).step_by(BLOCK) {
+        let m = BLOCK.min(n - start);
+        let out = &mut out[..m * word_bytes];
+        let base = |from: usize| {
+            job.base
+                .map(|(b, op)| (&b[from * word_bytes..(start + m) * word_bytes], op))
+        };
+        let mut done = 0;
+        if simd {
+            let syms = match job.symbols.buf() {
+                WordBuf::U8(v) => simd::Syms::U8(&v[start..start + m]),
+                WordBuf::U16(v) => simd::Syms::U16(&v[start..start + m]),
+                _ => unreachable!("checked above"),
+            };
+            let ctx = job.view.map(|v| {
+                let nb = v.word_bytes;
+                let f = v.field;
+                (
+                    &v.bytes[start * nb..(start + m) * nb],
+                    nb,
+                    f.shift,
+                    mask(f.width) as u32,
+                )
+            });
+            let steps = simd::Steps {
+                syms,
+                ctx,
+                base: base(start),
+                zigzag: job.zigzag,
+                width,
+                word_bytes,
+                extra,
+            };
+            let (d, bad) = simd::steps_checked(&steps, &mut pos, out);
+            if bad {
+                return None;
+            }
+            done = d;
+        }
+        if done < m {
+            let from = start + done;
+            let k = &mut k[..m - done];
+            let (bad, bits) = buckets(job, from, k);
+            if bad || pos + bits > total {
+                return None;
+            }
+            let z = &mut z[..m - done];
+            if !wide && (pos + bits) / 8 + 8 <= extra.len() as u64 {
+                extra_fast(k, extra, &mut pos, z);
+            } else {
+                extra_checked(k, extra, &mut pos, z);
+            }
+            let out = &mut out[done * word_bytes..];
+            finish(z, base(from), job.zigzag, wmask, word_bytes, out);
+        }
+        sink(out);
+    }
+    // As `BitReader::finish`: no whole byte left, zero padding.
+    if pos.div_ceil(8) != extra.len() as u64 {
+        return None;
+    }
+    let tail = if pos.is_multiple_of(8) {
+        0
+    } else {
+        extra[(pos / 8) as usize] >> (pos % 8)
+    };
+    (tail == 0).then_some(())
+}
+
+/// A block's buckets from its symbols (less the context field), into `k`: whether a
+/// symbol is no bucket, and the extra bits the block takes (meaningless if one is not).
+#[inline(always)]
+#[allow(clippy::unnecessary_cast)] // `with_buf!` casts every container, u32 included
+fn buckets(job: &Blocks<'_>, start: usize, k: &mut [u8]) -> (bool, u64) {
+    let m = k.len();
+    let width = job.width;
+    // Symbols are at most 32 bits wide, context fields 16: the arithmetic is on u32 so
+    // that it vectorizes.
+    let bad = with_buf!(job.symbols.buf(), s => {
+        let s = &s[start..start + m];
+        match job.view {
+            None => {
+                let mut bad = 0u32;
+                for (o, &x) in k.iter_mut().zip(s) {
+                    let x = x as u32;
+                    bad |= u32::from(x > width);
+                    *o = x as u8;
+                }
+                bad
+            }
+            Some(v) => {
+                let f = v.field;
+                let fmask = mask(f.width) as u32;
+                let nb = v.word_bytes;
+                let ctx = &v.bytes[start * nb..(start + m) * nb];
+                macro_rules! go {
+                    ($n:literal) => {{
+                        let mut bad = 0u32;
+                        for ((o, &x), c) in k.iter_mut().zip(s).zip(ctx.chunks_exact($n)) {
+                            let x = x as u32;
+                            let e = (le_word::<$n>(c) >> f.shift) as u32 & fmask;
+                            let b = if x == 0 { 0 } else { x.wrapping_sub(e) };
+                            bad |= u32::from((x != 0) & (b.wrapping_sub(1) >= width));
+                            *o = b as u8;
+                        }
+                        bad
+                    }};
+                }
+                match nb {
+                    1 => go!(1),
+                    2 => go!(2),
+                    4 => go!(4),
+                    _ => go!(8),
+                }
+            }
+        }
+    });
+    let bits: u32 = k.iter().map(|&b| u32::from(b.saturating_sub(1))).sum();
+    (bad != 0, u64::from(bits))
+}
+
+/// A block's words before ZigZag from their buckets `k` (of at most 57 bits), reading
+/// the extra bits from bit `pos` by unaligned 8-byte loads: the caller checked that
+/// every load lies inside `extra`.
+#[inline(always)]
+fn extra_fast(k: &[u8], extra: &[u8], pos: &mut u64, z: &mut [u64]) {
+    let mut p = *pos;
+    for (o, &b) in z.iter_mut().zip(k) {
+        let len = u32::from(b).saturating_sub(1);
+        let at = (p / 8) as usize;
+        let w = u64::from_le_bytes(extra[at..at + 8].try_into().expect("8 bytes"));
+        *o = LEAD[usize::from(b)] | ((w >> (p % 8)) & low_bits(len));
+        p += u64::from(len);
+    }
+    *pos = p;
+}
+
+/// [`extra_fast`] for the last blocks of a stream and words of more than 57 bits: every
+/// load checked (bits past the end read as zero; the caller checked that the bits the
+/// block takes are there).
+#[inline(always)]
+fn extra_checked(k: &[u8], extra: &[u8], pos: &mut u64, z: &mut [u64]) {
+    let mut p = *pos;
+    for (o, &b) in z.iter_mut().zip(k) {
+        let len = u32::from(b).saturating_sub(1);
+        let v = if len <= 56 {
+            peek64(extra, p) & low_bits(len)
+        } else {
+            (peek64(extra, p) & mask(32)) | (peek64(extra, p + 32) & low_bits(len - 32)) << 32
+        };
+        *o = LEAD[usize::from(b)] | v;
+        p += u64::from(len);
+    }
+    *pos = p;
+}
+
+/// A block's words finished into `out` (little-endian, `word_bytes` each): ZigZag
+/// undone, combined with the base words.
+#[inline(always)]
+fn finish(
+    z: &[u64],
+    base: Option<(&[u8], Combine)>,
+    zigzag: bool,
+    wmask: u64,
+    word_bytes: usize,
+    out: &mut [u8],
+) {
+    macro_rules! of_width {
+        ($n:literal) => {
+            match (zigzag, base) {
+                (false, None) => finish_as::<$n, false, NONE>(z, &[], wmask, out),
+                (true, None) => finish_as::<$n, true, NONE>(z, &[], wmask, out),
+                (false, Some((b, Combine::Xor))) => finish_as::<$n, false, XOR>(z, b, wmask, out),
+                (true, Some((b, Combine::Xor))) => finish_as::<$n, true, XOR>(z, b, wmask, out),
+                (false, Some((b, Combine::Add))) => finish_as::<$n, false, ADD>(z, b, wmask, out),
+                (true, Some((b, Combine::Add))) => finish_as::<$n, true, ADD>(z, b, wmask, out),
+            }
+        };
+    }
+    match word_bytes {
+        1 => of_width!(1),
+        2 => of_width!(2),
+        4 => of_width!(4),
+        _ => of_width!(8),
+    }
+}
+
+const NONE: u8 = 0;
+const XOR: u8 = 1;
+const ADD: u8 = 2;
+
+#[inline(always)]
+fn finish_as<const N: usize, const ZIG: bool, const OP: u8>(
+    z: &[u64],
+    base: &[u8],
+    wmask: u64,
+    out: &mut [u8],
+) {
+    let code = |r: u64| {
+        if ZIG {
+            ((r >> 1) ^ (r & 1).wrapping_neg()) & wmask
+        } else {
+            r
+        }
+    };
+    if OP == NONE {
+        for (o, &r) in out.chunks_exact_mut(N).zip(z) {
+            o.copy_from_slice(&code(r).to_le_bytes()[..N]);
+        }
+    } else {
+        for ((o, &r), b) in out.chunks_exact_mut(N).zip(z).zip(base.chunks_exact(N)) {
+            let b = le_word::<N>(b);
+            let w = if OP == XOR {
+                b ^ code(r)
+            } else {
+                b.wrapping_add(code(r))
+            };
+            o.copy_from_slice(&w.to_le_bytes()[..N]);
+        }
+    }
+}
+
+/// The passes compiled twice: for the baseline and, on x86-64, for processors with AVX2,
+/// BMI2 and LZCNT (variable shifts without flags, `lzcnt` for bit lengths, wider
+/// vectors), that build picked at run time. Both compute the same results.
+mod isa {
+    use super::*;
+
+    /// Whether this processor runs the second build.
+    #[cfg(target_arch = "x86_64")]
+    fn native() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("bmi1")
+            && std::arch::is_x86_feature_detected!("bmi2")
+            && std::arch::is_x86_feature_detected!("lzcnt")
+    }
+
+    /// Defines `fn $name(args) -> ret` as `$inner(args)`, in the build for this processor
+    /// (or the baseline if `$portable` is true).
+    macro_rules! two_builds {
+        ($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),*) -> $ret:ty = $inner:path;) => {
+            $(#[$m])*
+            pub(super) fn $name($($a: $t,)* portable: bool) -> $ret {
+                #[cfg(target_arch = "x86_64")]
+                if !portable && native() {
+                    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+                    fn with_features($($a: $t),*) -> $ret {
+                        $inner($($a),*)
+                    }
+                    // SAFETY: the processor has these features (`native`).
+                    return unsafe { with_features($($a),*) };
+                }
+                let _ = portable;
+                $inner($($a),*)
+            }
+        };
+    }
+
+    two_builds! {
+        /// [`super::count_in`].
+        fn count_with(words: &Words, zigzag: bool, view: Option<&View<'_>>) -> Counts = count_in;
+    }
+
+    two_builds! {
+        /// [`super::symbols_in`].
+        fn symbols_with(
+            words: &Words,
+            zigzag: bool,
+            view: Option<&View<'_>>,
+            sym_width: u32,
+            extra_bits: u64
+        ) -> (Words, Vec<u8>) = symbols_in;
+    }
+
+    pub(super) fn count(words: &Words, zigzag: bool, view: Option<&View<'_>>) -> Counts {
+        count_with(words, zigzag, view, false)
+    }
+
+    pub(super) fn symbols(
+        words: &Words,
+        zigzag: bool,
+        view: Option<&View<'_>>,
+        sym_width: u32,
+        extra_bits: u64,
+    ) -> (Words, Vec<u8>) {
+        symbols_with(words, zigzag, view, sym_width, extra_bits, false)
+    }
+
+    /// [`super::blocks_in`]: in `build` [`Build::Best`], the build for this processor,
+    /// with its SIMD steps.
+    pub(super) fn blocks(
+        job: &Blocks<'_>,
+        sink: &mut dyn FnMut(&[u8]),
+        build: Build,
+    ) -> Option<()> {
+        #[cfg(target_arch = "x86_64")]
+        if build == Build::Best && native() {
+            #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+            fn with_features(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8])) -> Option<()> {
+                blocks_in(job, sink, true)
+            }
+            // SAFETY: the processor has these features (`native`).
+            return unsafe { with_features(job, sink) };
+        }
+        let _ = build;
+        blocks_in(job, sink, false)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The encoder before [`count`] and [`encode_counted`] (word by word, through
+    /// [`super::bitio::BitWriter`]): the bodies it wrote are the bodies written now.
+    fn encode_word_by_word(words: &Words, params: Params<'_>) -> Vec<u8> {
+        let width = words.width();
+        let n = words.len();
+        let offsets = params.context.map(|(ctx, field)| {
+            context_field(ctx, field, n).expect("the context covers the words")
+        });
+        let mut symbols = Vec::with_capacity(n);
+        let mut extra = crate::codec::bitio::BitWriter::new();
+        for (i, v) in words.iter().enumerate() {
+            let z = if params.zigzag {
+                crate::dsl::MapFn::ZigZag.apply(v, width)
+            } else {
+                v
+            };
+            let k = bits_needed(z);
+            if k >= 2 {
+                extra.write(z & mask(k - 1), k - 1);
+            }
+            let s = match &offsets {
+                Some(o) if k > 0 => u64::from(k) + o.get(i),
+                _ => u64::from(k),
+            };
+            symbols.push(s);
+        }
+        let max = symbols.iter().copied().max().unwrap_or(0);
+        let sym_width = bits_needed(max).max(1);
+        let symbols = Words::from_u64s(sym_width, &symbols);
+        let inner = crate::codec::encode_best(&symbols);
+        let mut out = Vec::new();
+        let flags = u8::from(params.zigzag) * FLAG_ZIGZAG
+            + u8::from(params.context.is_some()) * FLAG_CONTEXT;
+        out.push(flags);
+        if let Some((_, field)) = params.context {
+            out.push(field.shift as u8);
+            out.push(field.width as u8);
+        }
+        out.push(sym_width as u8);
+        out.push(inner.codec as u8);
+        let len = u32::try_from(inner.body.len()).expect("a literal's symbols fit in 4 GiB");
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&inner.body);
+        out.extend_from_slice(&extra.finish());
+        out
+    }
+
+    /// Streams that exercise every path: widths 1..=64 (a 64-bit one with buckets over
+    /// 57 bits), small and large values, runs of zeros, lengths around a block.
+    fn streams() -> Vec<Words> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let mut out = Vec::new();
+        for (width, n) in [
+            (16, 3 * BLOCK + 17),
+            (32, 2 * BLOCK),
+            (8, 700),
+            (64, 900),
+            (1, 50),
+            (12, 1),
+            (58, 600),
+            (16, 0),
+        ] {
+            let words = Words::from_fn(width, n, |i| {
+                let r = next();
+                match i % 7 {
+                    0 => 0,
+                    1 => r & 3,
+                    2 => r >> (r % 64),
+                    3 => (r & 15).wrapping_neg(),
+                    _ => r & 0x3ff,
+                }
+            });
+            out.push(words);
+        }
+        out
+    }
+
+    /// F32-like context words for `n` words, exponents 100..=131.
+    fn context_for(n: usize) -> Words {
+        Words::from_fn(32, n + 5, |i| {
+            ((100 + (i * 7) % 32) as u64) << 23 | (i as u64 * 977) & 0x7f_ffff
+        })
+    }
+
+    /// [`context_for`] as BF16 words: exponents 100 to 131 over 7 mantissa bits.
+    fn context16_for(n: usize) -> Words {
+        Words::from_fn(16, n + 5, |i| {
+            ((100 + (i * 7) % 32) as u64) << 7 | (i as u64 * 977) & 0x7f
+        })
+    }
+
+    #[test]
+    fn the_counted_encoder_writes_the_word_by_word_bodies() {
+        let field = Field {
+            shift: 23,
+            width: 8,
+        };
+        for words in streams() {
+            let ctx_words = context_for(words.len());
+            let ctx = Context {
+                words: &ctx_words,
+                start: 5,
+            };
+            for zigzag in [false, true] {
+                for with_ctx in [false, true] {
+                    let params = Params {
+                        zigzag,
+                        context: with_ctx.then_some((ctx, field)),
+                    };
+                    let want = encode_word_by_word(&words, params);
+                    assert_eq!(
+                        encode(&words, params),
+                        want,
+                        "{words:?} zigzag {zigzag} ctx {with_ctx}"
+                    );
+                    // Counted against the context, written with or without it.
+                    let counts = count(&words, zigzag, Some((ctx, field)));
+                    assert_eq!(encode_counted(&words, params, &counts), want);
+                    let bound = counts.bound_len(with_ctx).unwrap();
+                    assert!(
+                        bound <= want.len() as u64,
+                        "bound {bound} over {}",
+                        want.len()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every build of the block decoder gives the reference decoder's words, or gives up
+    /// exactly where it refuses: on the streams above, on every cut and on byte flips,
+    /// with F32-like context words and with BF16-like ones (16 bits: the AVX2 steps take
+    /// the 16-bit streams with their context).
+    #[test]
+    fn the_block_decoder_agrees_with_the_reference() {
+        let f32_field = Field {
+            shift: 23,
+            width: 8,
+        };
+        let bf16_field = Field { shift: 7, width: 8 };
+        for (words, bf16) in streams()
+            .into_iter()
+            .flat_map(|w| [(w.clone(), false), (w, true)])
+        {
+            let (width, n) = (words.width(), words.len());
+            let (ctx_words, field) = if bf16 {
+                (context16_for(n), bf16_field)
+            } else {
+                (context_for(n), f32_field)
+            };
+            let ctx = Context {
+                words: &ctx_words,
+                start: 5,
+            };
+            for zigzag in [false, true] {
+                for with_ctx in [false, true] {
+                    let params = Params {
+                        zigzag,
+                        context: with_ctx.then_some((ctx, field)),
+                    };
+                    let body = encode(&words, params);
+                    let mut bodies = vec![body.clone()];
+                    bodies.extend((0..body.len()).step_by(3).map(|c| body[..c].to_vec()));
+                    for at in (0..body.len()).step_by(5) {
+                        let mut bad = body.clone();
+                        bad[at] ^= 1 << (at % 8);
+                        bodies.push(bad);
+                    }
+                    let mut longer = body.clone();
+                    longer.push(0);
+                    bodies.push(longer);
+                    for b in &bodies {
+                        for c in [Some(ctx), None] {
+                            let want = decode_reference(b, width, n, c);
+                            for build in [Build::Portable, Build::Best] {
+                                let got = decode_blocks(b, width, n, c, build);
+                                assert_eq!(got.as_ref(), want.as_ref().ok(), "{build:?}");
+                            }
+                            assert_eq!(decode(b, width, n, c), want);
+                        }
+                    }
+                    assert_eq!(decode(&body, width, n, Some(ctx)).unwrap(), words);
+                }
+            }
+        }
+    }
+
+    /// A residual decoded and combined with its base in one pass gives the base's words
+    /// combined with the reference decoder's, for both ops and every byte width; a damaged
+    /// body gives the reference decoder's error and leaves the output as it was.
+    #[test]
+    fn decode_combined_is_the_reference_decode_combined() {
+        use crate::archive::format::RefOp;
+        for width in [8u32, 16, 32, 64] {
+            let n = 2 * BLOCK + 33;
+            let base = Words::from_fn(width, n, |i| ((i as u64 * 0x9e37_79b9) >> 3) & mask(width));
+            let mut base_le = Vec::new();
+            base.write_le_bytes(&mut base_le);
+            let residual = Words::from_fn(width, n, |i| match i % 5 {
+                0 => 0,
+                1 => 1,
+                2 => (i as u64).wrapping_neg() & mask(width),
+                _ => i as u64 & 0xff,
+            });
+            let field = (width >= 16).then_some(Field {
+                shift: width / 2,
+                width: 4,
+            });
+            let ctx = Context {
+                words: &base,
+                start: 0,
+            };
+            for (zigzag, op, rop) in [
+                (false, Combine::Xor, RefOp::Xor),
+                (true, Combine::Add, RefOp::Sub),
+            ] {
+                for f in [None, field] {
+                    let params = Params {
+                        zigzag,
+                        context: f.map(|f| (ctx, f)),
+                    };
+                    let body = encode(&residual, params);
+                    let mut want = Vec::new();
+                    residual.write_le_bytes(&mut want);
+                    crate::archive::base::combine(&mut want, &base_le, rop, container_bytes(width));
+                    for build in [Build::Portable, Build::Best] {
+                        let mut out = vec![7u8];
+                        combined_blocks(&body, width, n, &base_le, op, &mut out, build).unwrap();
+                        assert_eq!(out[1..], want[..], "width {width} {build:?}");
+                    }
+                    let mut out = Vec::new();
+                    decode_combined(&body, width, n, &base_le, op, &mut out).unwrap();
+                    assert_eq!(out, want);
+                    let mut bad = body.clone();
+                    bad.push(0);
+                    let mut out = vec![1u8, 2];
+                    let e = decode_combined(&bad, width, n, &base_le, op, &mut out).unwrap_err();
+                    assert_eq!(Err(e), decode_reference(&bad, width, n, Some(ctx)));
+                    assert_eq!(out, [1, 2]);
+                }
+            }
+        }
+    }
 
     fn ctx_words() -> Words {
         // F32-like context words with exponents 120..=127.

@@ -324,23 +324,37 @@ impl Plan {
         let (words, shift, m) = stream.parts();
         let index = Index::new(&self.syms, self.width);
         let esc = self.syms.len() as u8;
-        // Each word's symbol, and the escaped words.
-        let mut symbols = Vec::with_capacity(self.n);
+        // Each word's symbol, then the escaped words (a second pass, only when some are).
+        let symbols: Vec<u8> = match &index {
+            Index::Dense(t) => crate::with_buf!(words.buf(), v => v
+                .iter()
+                .map(|&x| {
+                    // `with_buf!` instantiates this for u64 words too.
+                    #[allow(clippy::useless_conversion)]
+                    let x = (u64::from(x) >> shift) & m;
+                    t[x as usize]
+                })
+                .collect()),
+            Index::Sorted(_) => crate::with_buf!(words.buf(), v => v
+                .iter()
+                .map(|&x| {
+                    #[allow(clippy::useless_conversion)]
+                    let x = (u64::from(x) >> shift) & m;
+                    index.get(x).unwrap_or(esc)
+                })
+                .collect()),
+        };
         let mut escaped = Vec::new();
-        crate::with_buf!(words.buf(), v => {
-            for &x in v.iter() {
-                // `with_buf!` instantiates this for u64 words too.
-                #[allow(clippy::useless_conversion)]
-                let x = (u64::from(x) >> shift) & m;
-                match index.get(x) {
-                    Some(s) => symbols.push(s),
-                    None => {
-                        symbols.push(esc);
-                        escaped.push(x);
+        if self.escaped > 0 {
+            crate::with_buf!(words.buf(), v => {
+                for (&x, &s) in v.iter().zip(&symbols) {
+                    if s == esc {
+                        #[allow(clippy::useless_conversion)]
+                        escaped.push((u64::from(x) >> shift) & m);
                     }
                 }
-            }
-        });
+            });
+        }
         debug_assert_eq!(escaped.len() as u64, self.escaped);
         if !escaped.is_empty() {
             let lit = Words::from_u64s(self.width, &escaped);
@@ -358,68 +372,133 @@ impl Plan {
 
 /// Appends the `lanes` states and the renormalization words coding `symbols` (indices
 /// into `freqs`, which sum to `2^scale`).
+///
+/// One pass over the symbols from the last to the first, word `i` by state `i mod
+/// lanes`, without branches: the renormalization word is stored in any case and kept by
+/// moving the write position, and the division of a state by a frequency is a multiply
+/// by its reciprocal. The words are written from the end of a buffer towards its start,
+/// so they come out in the order the decoder reads them.
 fn encode_payload(symbols: &[u8], freqs: &[u32], scale: u32, lanes: usize, out: &mut Vec<u8>) {
-    // Per symbol: frequency, cumulative start, and the reciprocal of the frequency for
-    // an exact division of a state by it: `q = (x * r) >> 44` with `r = 2^44 / f + 1`
-    // is `x / f` for every `x < 2^32` and `f <= 2^12` (the error `x (r - 2^44 / f) /
-    // 2^44` stays below `2^-12 <= 1 / f`).
+    encode_payload_with(symbols, freqs, scale, lanes, out, true);
+}
+
+/// [`encode_payload`], with the SIMD kernel when `allow_simd` and the processor has it
+/// (the tests compare the two).
+fn encode_payload_with(
+    symbols: &[u8],
+    freqs: &[u32],
+    scale: u32,
+    lanes: usize,
+    out: &mut Vec<u8>,
+    allow_simd: bool,
+) {
+    debug_assert!(lanes.is_power_of_two() && lanes <= LANES);
+    /// One symbol's coding constants.
+    #[derive(Clone, Copy, Default)]
+    struct Step {
+        /// `2^44 / f + 1`: `q = (x * rcp) >> 44` is `x / f` for every `x < 2^32` and
+        /// `f <= 2^12` (the error `x (rcp - 2^44 / f) / 2^44` stays below `2^-12 <= 1 /
+        /// f`).
+        rcp: u64,
+        /// A state at or above `f << (32 - s)` is renormalized before coding.
+        bound: u32,
+        /// `2^s - f`: the state becomes `x + c + q (2^s - f)`, that is `(q << s) + (x mod
+        /// f) + c`.
+        spread: u32,
+        /// The cumulative frequency `c`.
+        cum: u32,
+    }
+    let mut table = [Step::default(); MAX_SYMBOLS];
     let mut cum = 0u32;
-    let table: Vec<(u32, u32, u64)> = freqs
-        .iter()
-        .map(|&f| {
-            let e = (f, cum, (1u64 << 44) / u64::from(f) + 1);
-            cum += f;
-            e
-        })
-        .collect();
+    for (t, &f) in table.iter_mut().zip(freqs) {
+        *t = Step {
+            rcp: (1u64 << 44) / u64::from(f) + 1,
+            bound: f << (32 - scale),
+            spread: (1 << scale) - f,
+            cum,
+        };
+        cum += f;
+    }
     let mut x = [L; LANES];
-    let x = &mut x[..lanes];
-    // The words in reverse order of reading; reversed at the end.
-    let mut words: Vec<u16> = Vec::with_capacity(symbols.len() / 2 + lanes);
+    let mask = lanes - 1;
     let n = symbols.len();
-    let full = n / lanes * lanes;
-    // The last group may be short: its lanes `0..r`.
-    let mut step = |lane: usize, s: u8, words: &mut Vec<u16>| {
-        let (f, c, r) = table[usize::from(s)];
-        let mut xs = x[lane];
-        if u64::from(xs) >= u64::from(f) << (32 - scale) {
-            words.push(xs as u16);
-            xs >>= 16;
-        }
-        let q = ((u128::from(xs) * u128::from(r)) >> 44) as u32;
-        x[lane] = (q << scale) + (xs - q * f) + c;
+    // At most one word a symbol: `n + 1` slots leave the unconditional store in bounds.
+    let mut words = vec![0u16; n + 1];
+    let mut at = words.len();
+    let step = |x: &mut [u32; LANES], words: &mut [u16], at: &mut usize, i: usize, s: u8| {
+        let t = table[usize::from(s)];
+        let lane = &mut x[i & mask];
+        let mut xs = *lane;
+        let renorm = xs >= t.bound;
+        words[*at - 1] = xs as u16;
+        *at -= usize::from(renorm);
+        xs = if renorm { xs >> 16 } else { xs };
+        let q = ((u128::from(xs) * u128::from(t.rcp)) >> 44) as u32;
+        *lane = xs + t.cum + q * t.spread;
     };
-    for lane in (0..n - full).rev() {
-        step(lane, symbols[full + lane], &mut words);
+    // The last, partial group, then the whole groups: with SIMD where it applies.
+    let full = n / lanes * lanes;
+    for (i, &s) in symbols.iter().enumerate().skip(full).rev() {
+        step(&mut x, &mut words, &mut at, i, s);
     }
-    for g in (0..full / lanes).rev() {
-        let group = &symbols[g * lanes..(g + 1) * lanes];
-        for lane in (0..lanes).rev() {
-            step(lane, group[lane], &mut words);
+    let simd = (allow_simd && full > 0)
+        .then(|| {
+            let mut t = simd::EncTable {
+                freq_cum: [0; 256],
+                rcp: [1.0; 256],
+            };
+            for (k, st) in table.iter().enumerate().take(freqs.len()) {
+                let f = freqs[k];
+                t.freq_cum[k] = f | st.cum << 16;
+                t.rcp[k] = 1.0 / f64::from(f);
+            }
+            simd::encode(
+                &symbols[..full],
+                &t,
+                scale,
+                &mut x[..lanes],
+                &mut words[..at],
+                at,
+            )
+        })
+        .flatten();
+    match simd {
+        Some(a) => at = a,
+        None => {
+            for (i, &s) in symbols[..full].iter().enumerate().rev() {
+                step(&mut x, &mut words, &mut at, i, s);
+            }
         }
     }
+    let words = &words[at..];
     out.reserve(state_bytes(lanes) as usize + 2 * words.len());
-    for s in x.iter() {
+    for s in &x[..lanes] {
         out.extend_from_slice(&s.to_le_bytes());
     }
-    for &w in words.iter().rev() {
-        out.extend_from_slice(&w.to_le_bytes());
+    if cfg!(target_endian = "little") {
+        out.extend_from_slice(bytemuck::cast_slice(words));
+    } else {
+        for w in words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
     }
 }
 
 /// Word -> symbol index for the encoder: `None` for an escaped word.
 enum Index {
-    /// Over `0..2^width`, `u16::MAX` for an escaped word.
-    Dense(Vec<u16>),
+    /// Over `0..2^width`: the symbol, or the escape symbol (`syms.len()`) for an escaped
+    /// word.
+    Dense(Vec<u8>),
     Sorted(Vec<u64>),
 }
 
 impl Index {
     fn new(syms: &[u64], width: u32) -> Index {
         if width <= 16 {
-            let mut t = vec![u16::MAX; 1 << width];
+            // With 256 coded words there is no escape, and every entry is set.
+            let mut t = vec![syms.len() as u8; 1 << width];
             for (i, &s) in syms.iter().enumerate() {
-                t[s as usize] = i as u16;
+                t[s as usize] = i as u8;
             }
             Index::Dense(t)
         } else {
@@ -427,13 +506,11 @@ impl Index {
         }
     }
 
+    /// The symbol of a word that is not escaped.
     #[inline]
     fn get(&self, v: u64) -> Option<u8> {
         match self {
-            Index::Dense(t) => match t[v as usize] {
-                u16::MAX => None,
-                s => Some(s as u8),
-            },
+            Index::Dense(t) => Some(t[v as usize]),
             Index::Sorted(s) => s.binary_search(&v).ok().map(|i| i as u8),
         }
     }
@@ -920,6 +997,40 @@ mod tests {
                 v & mask(width)
             });
             round_trip(&words);
+        }
+    }
+
+    /// The SIMD encoder (where this processor has it) writes the scalar encoder's bytes:
+    /// 32 and 64 states, every precision, skewed and flat symbol counts, lengths around
+    /// whole groups.
+    #[test]
+    fn simd_encoder_equals_scalar() {
+        let mut seed = 11u64;
+        for (lanes, n) in [
+            (32usize, 31usize),
+            (32, 32),
+            (32, 1000),
+            (64, 64),
+            (64, 70_001),
+        ] {
+            for scale in [1u32, 5, 8, 12] {
+                for k in [2usize, 3, 17, 256] {
+                    let k = k.min(1 << scale);
+                    // Frequencies summing to 2^scale, each at least 1, the first largest.
+                    let mut freqs = vec![1u32; k];
+                    freqs[0] += (1 << scale) - k as u32;
+                    let symbols: Vec<u8> = (0..n)
+                        .map(|_| {
+                            let r = lcg(&mut seed) as usize;
+                            (if r.is_multiple_of(4) { r / 4 % k } else { 0 }) as u8
+                        })
+                        .collect();
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    encode_payload_with(&symbols, &freqs, scale, lanes, &mut a, true);
+                    encode_payload_with(&symbols, &freqs, scale, lanes, &mut b, false);
+                    assert_eq!(a, b, "lanes {lanes}, n {n}, scale {scale}, {k} symbols");
+                }
+            }
         }
     }
 

@@ -90,7 +90,9 @@ pub struct BenchRow {
     /// The file.
     #[serde(serialize_with = "lossy")]
     pub file: PathBuf,
-    /// The search budget.
+    /// The compression level's name (`fast`, `default`, `max`).
+    pub level: &'static str,
+    /// The search budget (0 at the fast level, which does not search).
     pub budget: u64,
     /// Bytes of the file.
     pub original_bytes: u64,
@@ -238,6 +240,7 @@ pub fn bench(files: &[PathBuf], opts: &BenchOptions) -> Result<BenchReport> {
             let n = bytes.len() as u64;
             results.push(BenchRow {
                 file: path.clone(),
+                level: opts.search.level.name(),
                 budget,
                 original_bytes: n,
                 archive_bytes: archive_len,

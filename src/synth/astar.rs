@@ -219,7 +219,7 @@ fn estimate_sizes_with(
     syms: Vec<u64>,
     set: codec::table::SetPlan,
 ) -> u64 {
-    let huff = if n < HUFFMAN_WORDS_PER_SYMBOL * h.len() {
+    let huff = if huffman_planned(h, n) {
         codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size()
     } else {
         u64::MAX
@@ -230,6 +230,104 @@ fn estimate_sizes_with(
 
 /// See [`estimate_sizes`].
 const HUFFMAN_WORDS_PER_SYMBOL: usize = 32;
+
+/// Whether [`estimate_sizes`] plans Huffman for histogram `h` of `n` words.
+fn huffman_planned(h: &[(u64, u64)], n: usize) -> bool {
+    n < HUFFMAN_WORDS_PER_SYMBOL * h.len()
+}
+
+/// The root literal's estimated bytes ([`estimate_sizes`] through [`estimate_from_hist`]'s
+/// choice and node framing) when it would plan Huffman, known first only between two
+/// bounds: the rANS estimate above, and below it the same with Huffman's lower bound
+/// ([`codec::select::TableBounds`]) in place of Huffman's size. The search reads the
+/// root's estimate only to compare other states' rollouts with it
+/// ([`Search::offer`] while the root is the only record), so Huffman's length-limited
+/// code (package-merge on tens of thousands of distinct words, a quarter of an F16
+/// checkpoint's compression) is planned only when a rollout falls between the bounds.
+/// Every comparison comes out as with the exact estimate.
+struct LazyRoot {
+    lo: u64,
+    hi: u64,
+    exact: OnceCell<u64>,
+    hist: Dense,
+    syms: Vec<u64>,
+    set: codec::table::SetPlan,
+    width: u32,
+    n: usize,
+    /// The smaller of the raw and bit-packed body sizes.
+    plain: u64,
+    /// The rANS estimate of the body ([`rans_estimate`]).
+    rans: u64,
+}
+
+impl LazyRoot {
+    /// The root literal's estimate for histogram `hist` (of `n` words of `width` bits,
+    /// plain body `plain` bytes, symbols and set plan `syms`, `set`, Huffman's lower
+    /// bound `huff_lb` bytes): exact when Huffman is not planned or the bounds meet,
+    /// else its bounds.
+    fn of(
+        hist: &Dense,
+        width: u32,
+        n: usize,
+        plain: u64,
+        b: &codec::select::TableBounds,
+    ) -> Result<u64, LazyRoot> {
+        let node = |b: u64| 1 + uleb_len(b) + b;
+        if !huffman_planned(hist, n) {
+            let est = estimate_sizes_with(hist, width, n, b.syms.clone(), b.set);
+            return Ok(node(choose(plain, est)));
+        }
+        let plan = codec::rans::Plan::estimate(hist, width, n, b.syms.clone(), b.set);
+        let rans = rans_estimate(&plan);
+        // `choose` and the framing are monotone, so the bounds of the body bound the node.
+        let lo = node(choose(plain, b.huff_lb.min(rans)));
+        let hi = node(choose(plain, rans));
+        if lo == hi {
+            return Ok(hi);
+        }
+        Err(LazyRoot {
+            lo,
+            hi,
+            exact: OnceCell::new(),
+            hist: Arc::clone(hist),
+            syms: b.syms.clone(),
+            set: b.set,
+            width,
+            n,
+            plain,
+            rans,
+        })
+    }
+
+    /// The exact estimate, planning Huffman on first use.
+    fn exact(&self) -> u64 {
+        *self.exact.get_or_init(|| {
+            let huff = codec::huffman::Plan::with_set(
+                &self.hist,
+                self.width,
+                self.n,
+                self.syms.clone(),
+                self.set,
+            )
+            .size();
+            let body = choose(self.plain, huff.min(self.rans));
+            let e = 1 + uleb_len(body) + body;
+            debug_assert!((self.lo..=self.hi).contains(&e));
+            e
+        })
+    }
+
+    /// Whether the root literal's estimate is above `bytes`.
+    fn above(&self, bytes: u64) -> bool {
+        if bytes < self.lo {
+            true
+        } else if bytes >= self.hi {
+            false
+        } else {
+            bytes < self.exact()
+        }
+    }
+}
 
 /// Bytes the rANS coder spends on flushing its interleaved states (estimate only).
 const RANS_STATE_BYTES: u64 = 8;
@@ -357,14 +455,12 @@ fn dense_of(w: &Words) -> Dense {
             v.iter().for_each(|&x| t[usize::from(x)] += 1);
             dense_from(&t)
         }
-        // 32-bit counters while they cannot overflow: half the table to clear and keep
-        // in cache.
-        WordBuf::U16(v) if u32::try_from(v.len()).is_ok() => {
-            let mut t = vec![0u32; 1 << 16];
-            let t16: &mut [u32; 1 << 16] = t.as_mut_slice().try_into().expect("2^16 counters");
-            v.iter().for_each(|&x| t16[usize::from(x)] += 1);
-            dense_from(&t)
-        }
+        // 32-bit counters while they cannot overflow, in the thread's table kept
+        // across calls ([`stats::with_u16_counts`]).
+        WordBuf::U16(v) if u32::try_from(v.len()).is_ok() => stats::with_u16_counts(|t| {
+            v.iter().for_each(|&x| t[usize::from(x)] += 1);
+            Arc::new(stats::drain_counts(t))
+        }),
         WordBuf::U16(v) => {
             let mut t = vec![0u64; 1 << 16];
             let t16: &mut [u64; 1 << 16] = t.as_mut_slice().try_into().expect("2^16 counters");
@@ -514,6 +610,10 @@ struct Search<'a> {
     finalists: Vec<usize>,
     /// The root's rows when the target is a whole matrix ([`HoleInfo::rows`]).
     rows: Option<u64>,
+    /// The root literal's estimate when only its bounds are known ([`LazyRoot`]): the
+    /// root hole's `lit_bytes` (and so the root state's rollout) then holds the upper
+    /// bound, which every child's rollout subtracts again.
+    lazy_root: Option<LazyRoot>,
 }
 
 /// Holes of at most this many words are sized exactly; larger ones are estimated.
@@ -632,7 +732,13 @@ impl Search<'_> {
     }
 
     fn offer(&mut self, s: &State) {
-        if self.records.last().is_none_or(|(b, _)| s.rollout < *b) {
+        let better = match (self.records.last(), &self.lazy_root) {
+            (None, _) => true,
+            // The root is the only record, its estimate known by bounds.
+            (Some(_), Some(lazy)) if self.records.len() == 1 => lazy.above(s.rollout),
+            (Some((b, _)), _) => s.rollout < *b,
+        };
+        if better {
             self.records.push((s.rollout, s.clone()));
         }
     }
@@ -742,6 +848,8 @@ impl Search<'_> {
         // every float split, the low mantissa bits under two) are sized once: their
         // histogram, their words when known, and their literal's size.
         let mut fields: HashMap<(u32, u32), FieldHole> = HashMap::new();
+        // The same for children sized on the sample: the estimate of each field.
+        let mut sampled: HashMap<(u32, u32), u64> = HashMap::new();
         for c in cands {
             match c {
                 Cand::Leaf(kind, node) => {
@@ -871,9 +979,20 @@ impl Search<'_> {
                         }
                         _ if len > SAMPLE_WORDS => {
                             let smp = sample.get_or_insert_with(|| sample_of(&words));
-                            let kids = lazy_children(&shell, smp);
-                            for (i, (kw, &(cw, n))) in kids.iter().zip(&types).enumerate() {
-                                let lit = sampled_estimate(kw, n);
+                            // A merge's fields are cut from the sample one by one, each
+                            // sized once across the proposals that share it (the sign
+                            // bit under four float splits); other children together.
+                            let kids = bounds.is_none().then(|| lazy_children(&shell, smp));
+                            for (i, &(cw, n)) in types.iter().enumerate() {
+                                let lit = match (&kids, field(i)) {
+                                    (Some(kids), _) => sampled_estimate(&kids[i], n),
+                                    (None, Some((shift, fw))) => {
+                                        *sampled.entry((shift, fw)).or_insert_with(|| {
+                                            sampled_estimate(&extract(smp.buf(), shift, fw), n)
+                                        })
+                                    }
+                                    (None, None) => unreachable!("a merge's fields"),
+                                };
                                 let id = self.push_hole(
                                     None,
                                     src.clone(),
@@ -1252,6 +1371,7 @@ fn explore<'a>(
         first: None,
         finalists: Vec::new(),
         rows,
+        lazy_root: None,
     };
     // A root with a dense histogram has its literal sized by planning its tables (by
     // rounding; never approximated, however many distinct words), sharing the symbol
@@ -1266,7 +1386,14 @@ fn explore<'a>(
         let plain = codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
         let node = |b: u64| 1 + uleb_len(b) + b;
         let b = codec::select::TableBounds::of(&list, width, n);
-        let est = estimate_sizes_with(&list, width, n, b.syms.clone(), b.set);
+        let lit = match LazyRoot::of(&d, width, n, plain, &b) {
+            Ok(exact) => exact,
+            Err(lazy) => {
+                let hi = lazy.hi;
+                search.lazy_root = Some(lazy);
+                hi
+            }
+        };
         search.push_hole(
             Some(Arc::clone(target)),
             None,
@@ -1276,7 +1403,7 @@ fn explore<'a>(
             dtype,
             None,
             0,
-            node(choose(plain, est)),
+            lit,
         );
         root_lb = Some(node(plain.min(b.lower())));
         root_lit = Some((list, plain, b));
@@ -1422,6 +1549,27 @@ pub fn search_matrix(
     prior: &Prior,
 ) -> Synthesis {
     let target: &Words = shared;
+    // The fast level: the fixed layout, but for short targets, whose search at budget 1
+    // costs little and whose tables the layout would overpay.
+    let searched;
+    let opts = if opts.level == crate::synth::Level::Fast {
+        if target.len() >= crate::synth::fast::SEARCH_BELOW {
+            let (program, bytes) = crate::synth::fast::program(target, dtype);
+            return Synthesis {
+                program,
+                bytes,
+                stats: SearchStats::default(),
+            };
+        }
+        searched = SearchOptions {
+            budget: 1,
+            level: crate::synth::Level::Default,
+            ..opts.clone()
+        };
+        &searched
+    } else {
+        opts
+    };
     if opts.budget == 0 || target.is_empty() {
         let program = Node::lit(target);
         let bytes = program_len(&program);
@@ -1549,6 +1697,53 @@ mod tests {
             }
         }
         assert_eq!(lists[0].len(), 3_549);
+    }
+
+    /// The root literal's estimate known by its bounds ([`LazyRoot`]) brackets the
+    /// estimate the search used to plan at once ([`estimate_sizes_with`] through
+    /// [`choose`] and the node's framing), and every comparison with it comes out as
+    /// with that estimate: on 16-bit streams of many distinct words (Huffman planned;
+    /// skewed, and uniform, where plain packing wins either way) and of few (Huffman
+    /// not planned: exact at once).
+    #[test]
+    fn lazy_root_estimate_compares_as_the_planned_one() {
+        let cases = [
+            Words::from_fn(16, 200_000, |i| {
+                let x = (i as u64).wrapping_mul(2_654_435_761) % 20_000;
+                x * x / 20_000
+            }),
+            Words::from_fn(16, 100_000, |i| (i as u64).wrapping_mul(40_503) % 30_011),
+            Words::from_fn(16, 100_000, |i| (i as u64).wrapping_mul(40_503) % 300),
+        ];
+        let mut lazy = 0;
+        for w in &cases {
+            let (width, n) = (w.width(), w.len());
+            let d = dense_of(w);
+            let max = d.last().map_or(0, |&(s, _)| s);
+            let plain =
+                codec::raw::size(width, n).min(codec::bitpack::size_for(bits_needed(max), n));
+            let b = codec::select::TableBounds::of(&d, width, n);
+            let body = choose(
+                plain,
+                estimate_sizes_with(&d, width, n, b.syms.clone(), b.set),
+            );
+            let planned = 1 + uleb_len(body) + body;
+            match LazyRoot::of(&d, width, n, plain, &b) {
+                Ok(exact) => assert_eq!(exact, planned, "{} distinct", d.len()),
+                Err(root) => {
+                    lazy += 1;
+                    assert!(root.lo <= planned && planned <= root.hi && root.lo < root.hi);
+                    let near = [root.lo - 1, root.lo, planned - 1, planned, planned + 1];
+                    for x in near.into_iter().chain([root.hi, root.hi + 1]) {
+                        assert_eq!(root.above(x), x < planned, "{x} vs {planned}");
+                    }
+                    assert_eq!(root.exact(), planned);
+                }
+            }
+        }
+        // The first only: the uniform one's bounds both choose the plain body, and the
+        // last plans no Huffman.
+        assert_eq!(lazy, 1);
     }
 
     /// The root literal's size from the plans [`explore`] keeps is exactly the size of the

@@ -130,11 +130,12 @@ pub fn probe_pays(probe: &Words) -> bool {
 /// about a tenth of the parse's time on streams without reuse (trained weights).
 pub fn reuses_enough(probe: &Words) -> bool {
     let modes = probe.width() >= 16;
+    let need = probe.len().div_ceil(REUSE_SHARE);
     let repeated = match probe.buf() {
-        WordBuf::U8(v) => repeated_windows(v, probe.width(), modes),
-        WordBuf::U16(v) => repeated_windows(v, probe.width(), modes),
-        WordBuf::U32(v) => repeated_windows(v, probe.width(), modes),
-        WordBuf::U64(v) => repeated_windows(v, probe.width(), modes),
+        WordBuf::U8(v) => repeated_windows(v, probe.width(), modes, need),
+        WordBuf::U16(v) => repeated_windows(v, probe.width(), modes, need),
+        WordBuf::U32(v) => repeated_windows(v, probe.width(), modes, need),
+        WordBuf::U64(v) => repeated_windows(v, probe.width(), modes, need),
     };
     repeated * REUSE_SHARE >= probe.len()
 }
@@ -142,14 +143,64 @@ pub fn reuses_enough(probe: &Words) -> bool {
 /// [`reuses_enough`] asks for at least one window in this many to be repeated.
 pub const REUSE_SHARE: usize = 16;
 
+/// [`repeated_windows`]'s direct-mapped table, kept by each thread across calls: per
+/// slot the latest key hashed to it and a tag, the call's base plus the key's window
+/// position. Tags below the current call's base are an earlier call's, so nothing is
+/// cleared between calls (the table of a 16 Ki-word probe is 768 KiB, and a fresh zeroed
+/// one per call was about a tenth of a BF16 checkpoint's search in page faults and
+/// clearing). Keys and tags are apart, as before, so that a miss reads the key alone.
+#[derive(Default)]
+struct Slots {
+    keys: Vec<u64>,
+    tags: Vec<u32>,
+    /// The base of the next call's tags.
+    next: u32,
+}
+
+impl Slots {
+    /// Starts a call of `windows` windows using the first `len` slots: returns its base.
+    fn begin(&mut self, len: usize, windows: usize) -> u32 {
+        if self.keys.len() < len {
+            self.keys.resize(len, 0);
+            self.tags.resize(len, 0);
+        }
+        match u32::try_from(windows)
+            .ok()
+            .and_then(|w| self.next.max(1).checked_add(w))
+        {
+            Some(end) => {
+                let base = self.next.max(1);
+                self.next = end;
+                base
+            }
+            None => {
+                // Tags ran out: every slot empty again (a probe's windows are far
+                // fewer than 2^32).
+                self.tags.fill(0);
+                self.next = 1 + windows as u32;
+                1
+            }
+        }
+    }
+}
+
+thread_local! {
+    static SLOTS: std::cell::RefCell<Slots> = std::cell::RefCell::new(Slots::default());
+}
+
 /// The windows of [`min_match`] words in `v` whose words occur earlier (forward, and
 /// with `with_modes` also backward and with the top bit flipped, as [`parse`] matches),
 /// found through a direct-mapped table of the latest position per hash (so a repeat is
-/// missed when a later window took its slot). A window is one key: its words packed
-/// into a `u64` when they fit (8-bit words 4 to a key, 16-bit 3, 32-bit 2), else a
-/// 64-bit hash of them (a collision there counts a false repeat, which only costs the
-/// parse that follows).
-fn repeated_windows<T: Copy + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> usize {
+/// missed when a later window took its slot); counting stops at `need`. A window is one
+/// key: its words packed into a `u64` when they fit (8-bit words 4 to a key, 16-bit 3,
+/// 32-bit 2), else a 64-bit hash of them (a collision there counts a false repeat,
+/// which only costs the parse that follows).
+fn repeated_windows<T: Copy + Into<u64>>(
+    v: &[T],
+    width: u32,
+    with_modes: bool,
+    need: usize,
+) -> usize {
     const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
     let n = v.len();
     let min = min_match(width);
@@ -158,79 +209,74 @@ fn repeated_windows<T: Copy + Into<u64>>(v: &[T], width: u32, with_modes: bool) 
     }
     let lane = 8 * std::mem::size_of::<T>();
     let top = 1u64 << (width - 1);
-    // Per window: its key, and the keys of its other modes (flipped, backward, both).
-    let (keys, others): (Vec<u64>, Vec<[u64; 3]>) = if lane * min <= 64 {
-        // Packed, first word lowest; the backward key has the first word highest. Both
-        // roll by one word per position.
-        let all = if lane * min == 64 {
-            u64::MAX
-        } else {
-            (1u64 << (lane * min)) - 1
+    let bits = (usize::BITS - n.leading_zeros() + 1).clamp(12, 20);
+    let slot_of = |k: u64| (k.wrapping_mul(MUL) >> (64 - bits)) as usize;
+    SLOTS.with(|cell| {
+        let mut table = cell.borrow_mut();
+        let base = table.begin(1 << bits, n - min + 1);
+        let Slots { keys, tags, .. } = &mut *table;
+        let (keys, tags) = (&mut keys[..1 << bits], &mut tags[..1 << bits]);
+        // The position of the latest window with key `q`, if any.
+        let seen = |q: u64, keys: &[u64], tags: &[u32]| -> Option<usize> {
+            let s = slot_of(q);
+            (keys[s] == q && tags[s] >= base).then(|| (tags[s] - base) as usize)
         };
-        let flip = (0..min).fold(0, |m, j| m | top << (j * lane));
-        let (mut k, mut r) = (0u64, 0u64);
-        for (j, &w) in v[..min - 1].iter().enumerate() {
-            k |= w.into() << ((j + 1) * lane);
-            r = (r << lane) | w.into();
-        }
-        let mut keys = Vec::with_capacity(n - min + 1);
-        let mut others = Vec::with_capacity(if with_modes { n - min + 1 } else { 0 });
-        for &w in &v[min - 1..] {
-            k = (k >> lane) | w.into() << ((min - 1) * lane);
-            r = ((r << lane) & all) | w.into();
-            keys.push(k);
-            if with_modes {
-                others.push([k ^ flip, r, r ^ flip]);
+        let mut repeated = 0;
+        // Window `i` with key `k` and the keys of its other modes (flipped, backward,
+        // both): counted when any was seen (a backward source ends before the window
+        // starts), then recorded.
+        let mut visit = |i: usize, k: u64, others: &dyn Fn() -> [u64; 3]| {
+            let found = seen(k, keys, tags).is_some()
+                || (with_modes
+                    && others().iter().enumerate().any(|(mode, &q)| {
+                        seen(q, keys, tags).is_some_and(|j| mode == 0 || j + min <= i)
+                    }));
+            repeated += usize::from(found);
+            let s = slot_of(k);
+            keys[s] = k;
+            tags[s] = base + i as u32;
+            repeated >= need
+        };
+        if lane * min <= 64 {
+            // Packed, first word lowest; the backward key has the first word highest.
+            // Both roll by one word per position.
+            let all = if lane * min == 64 {
+                u64::MAX
+            } else {
+                (1u64 << (lane * min)) - 1
+            };
+            let flip = (0..min).fold(0, |m, j| m | top << (j * lane));
+            let (mut k, mut r) = (0u64, 0u64);
+            for (j, &w) in v[..min - 1].iter().enumerate() {
+                k |= w.into() << ((j + 1) * lane);
+                r = (r << lane) | w.into();
             }
-        }
-        (keys, others)
-    } else {
-        let key = |it: &mut dyn Iterator<Item = u64>| it.fold(0, |h, w| (h ^ w).wrapping_mul(MUL));
-        let windows = v.windows(min);
-        let keys = windows
-            .clone()
-            .map(|w| key(&mut w.iter().map(|&x| x.into())))
-            .collect();
-        let others = if with_modes {
-            windows
-                .map(|w| {
+            for (i, &w) in v[min - 1..].iter().enumerate() {
+                k = (k >> lane) | w.into() << ((min - 1) * lane);
+                r = ((r << lane) & all) | w.into();
+                if visit(i, k, &|| [k ^ flip, r, r ^ flip]) {
+                    break;
+                }
+            }
+        } else {
+            let key =
+                |it: &mut dyn Iterator<Item = u64>| it.fold(0, |h, w| (h ^ w).wrapping_mul(MUL));
+            for (i, w) in v.windows(min).enumerate() {
+                let k = key(&mut w.iter().map(|&x| x.into()));
+                let others = || {
                     [
                         key(&mut w.iter().map(|&x| x.into() ^ top)),
                         key(&mut w.iter().rev().map(|&x| x.into())),
                         key(&mut w.iter().rev().map(|&x| x.into() ^ top)),
                     ]
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        (keys, others)
-    };
-    let bits = (usize::BITS - n.leading_zeros() + 1).clamp(12, 20);
-    let slot_of = |k: u64| (k.wrapping_mul(MUL) >> (64 - bits)) as usize;
-    // Per slot the latest key and its position (`u32::MAX`: empty); a miss reads the
-    // key alone.
-    let mut slot_key = vec![0u64; 1 << bits];
-    let mut slot_pos = vec![u32::MAX; 1 << bits];
-    let seen = |q: u64, slot_key: &[u64], slot_pos: &[u32]| -> Option<usize> {
-        let s = slot_of(q);
-        (slot_key[s] == q && slot_pos[s] != u32::MAX).then(|| slot_pos[s] as usize)
-    };
-    let mut repeated = 0;
-    for (i, &k) in keys.iter().enumerate() {
-        let found = seen(k, &slot_key, &slot_pos).is_some()
-            || (with_modes
-                && others[i].iter().enumerate().any(|(mode, &q)| {
-                    // Modes 2 (flipped), 1 (backward), 3: a backward source ends
-                    // before the window starts.
-                    seen(q, &slot_key, &slot_pos).is_some_and(|j| mode == 0 || j + min <= i)
-                }));
-        repeated += usize::from(found);
-        let s = slot_of(k);
-        slot_key[s] = k;
-        slot_pos[s] = i as u32;
-    }
-    repeated
+                };
+                if visit(i, k, &others) {
+                    break;
+                }
+            }
+        }
+        repeated
+    })
 }
 
 /// Whether parse `p` of `of` copies a quarter of it and comes under [`GAIN`] of its
@@ -480,16 +526,21 @@ mod tests {
     #[test]
     fn repeated_windows_count_every_mode() {
         // "abcdabcdabcdX": windows at 4..=8 repeat the one 4 words earlier.
-        assert_eq!(repeated_windows(b"abcdabcdabcdX", 8, false), 5);
+        assert_eq!(repeated_windows(b"abcdabcdabcdX", 8, false, usize::MAX), 5);
+        // Counting stops at the number asked for.
+        assert_eq!(repeated_windows(b"abcdabcdabcdX", 8, false, 3), 3);
         // A ramp of 50 words and its mirror: the mirror's 48 windows occur backward.
         let ramp: Vec<u32> = (1..=50u32).map(|i| i * 1000 + 7).collect();
         let mut v = ramp.clone();
         v.extend(ramp.iter().rev());
-        assert_eq!(repeated_windows(&v, 32, true), 49);
-        assert_eq!(repeated_windows(&v, 32, false), 0);
+        assert_eq!(repeated_windows(&v, 32, true, usize::MAX), 49);
+        assert_eq!(repeated_windows(&v, 32, false, usize::MAX), 0);
         // Then negated: 49 more windows, flipped.
         v.extend(ramp.iter().map(|x| x ^ (1 << 31)));
-        assert_eq!(repeated_windows(&v, 32, true), 98);
+        assert_eq!(repeated_windows(&v, 32, true, usize::MAX), 98);
+        // 64-bit words are hashed, not packed: the same counts.
+        let wide: Vec<u64> = v.iter().map(|&x| u64::from(x) << 32 | 5).collect();
+        assert_eq!(repeated_windows(&wide, 64, true, usize::MAX), 98);
         // Pseudo-random 16-bit words have next to no repeated 3-word windows.
         let mut seed = 1u64;
         let t = Words::from_fn(16, PROBE_WORDS, |_| {

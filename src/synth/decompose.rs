@@ -584,12 +584,10 @@ fn map_candidates(t: &Words, syms: Option<&[u64]>) -> Vec<MapFn> {
             s.iter().fold(u64::MAX, |a, &x| a & x),
             s.iter().fold(0, |a, &x| a | x),
         ),
-        None => (
-            t.min().unwrap_or(0),
-            t.max().unwrap_or(0),
-            with_all(t, u64::MAX, |acc, x| acc & x),
-            with_all(t, 0, |acc, x| acc | x),
-        ),
+        None => {
+            let (and, or) = t.and_or();
+            (t.min().unwrap_or(0), t.max().unwrap_or(0), and, or)
+        }
     };
     let bits = |v: u64| 64 - v.leading_zeros();
     // Add: shift the range down to start at 0 when that narrows the words.
@@ -625,10 +623,6 @@ fn map_candidates(t: &Words, syms: Option<&[u64]>) -> Vec<MapFn> {
     }
     let _ = MapFn::BitRev; // available to programs; not proposed by any data test yet
     out
-}
-
-fn with_all(t: &Words, init: u64, f: impl Fn(u64, u64) -> u64) -> u64 {
-    t.iter().fold(init, f)
 }
 
 /// Scan families whose differences look more predictable than the words, judged on a

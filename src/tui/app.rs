@@ -843,10 +843,10 @@ impl App {
                     }
                     self.play.editing = true;
                 }
-                View::Prior => {
-                    if self.prior_view.prior.is_some() && !self.prior_view.keys.is_empty() {
-                        self.prior_view.editing = Some(self.prior_view.count());
-                    }
+                View::Prior
+                    if self.prior_view.prior.is_some() && !self.prior_view.keys.is_empty() =>
+                {
+                    self.prior_view.editing = Some(self.prior_view.count());
                 }
                 _ => {}
             },
@@ -2068,16 +2068,14 @@ impl App {
         self.sweep.live = live.clone();
         self.sweep.result = None;
         let handle = self.worker.spawn(move |ctx| {
-            Outcome::Swept(super::sweep::run(
-                source.as_ref(),
+            let request = super::sweep::SweepRequest {
                 tensors,
                 label,
                 limit,
                 opts,
                 prior,
-                ctx,
-                &live,
-            ))
+            };
+            Outcome::Swept(super::sweep::run(source.as_ref(), request, ctx, &live))
         });
         self.sweep.running = Some(handle);
     }

@@ -192,22 +192,34 @@ fn framing(source: &dyn Source, t: usize) -> u64 {
         .map_or(0, |r| r.record_bytes.saturating_sub(r.program_bytes))
 }
 
-/// Runs the sweep of `tensors` (one per record) at the budgets up to `limit` with the
-/// form's other limits `opts` and `prior`; each finished budget's point is pushed to
-/// `live` and reported as progress.
+/// What a sweep searches: its records (one tensor per record), what to call them, the
+/// largest budget, and the form's other limits and prior.
+pub struct SweepRequest {
+    pub tensors: Vec<usize>,
+    pub label: String,
+    pub limit: u64,
+    pub opts: SearchOptions,
+    pub prior: PriorRequest,
+}
+
+/// Runs the sweep of the request's records at the budgets up to its limit; each
+/// finished budget's point is pushed to `live` and reported as progress.
 ///
 /// # Errors
 /// When a record cannot be decoded, or the prior cannot be calibrated.
 pub fn run(
     source: &dyn Source,
-    tensors: Vec<usize>,
-    label: String,
-    limit: u64,
-    opts: SearchOptions,
-    prior: PriorRequest,
+    request: SweepRequest,
     ctx: &JobCtx,
     live: &Mutex<Vec<(u64, u64)>>,
 ) -> Result<Sweep, String> {
+    let SweepRequest {
+        tensors,
+        label,
+        limit,
+        opts,
+        prior,
+    } = request;
     let budgets = budgets(limit);
     ctx.progress(0, budgets.len() as u64, "calibrating the prior");
     let (prior, prior_name, _) = match prior.resolve(source, &|| ctx.cancelled()) {

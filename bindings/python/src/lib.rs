@@ -151,6 +151,7 @@ fn check_jobs(jobs: Option<usize>) -> PyResult<Option<usize>> {
 /// as the CLI checks them (a `ValueError` where the CLI gives a usage error).
 #[allow(clippy::too_many_arguments)]
 fn compress_options(
+    level: Option<&str>,
     budget: Option<u64>,
     max_depth: Option<u32>,
     max_nodes: Option<u32>,
@@ -161,6 +162,19 @@ fn compress_options(
     uniform: bool,
 ) -> PyResult<CompressOptions> {
     let defaults = SearchOptions::default();
+    let level = match level {
+        None => brevis::synth::Level::Default,
+        Some(l) => brevis::synth::Level::parse(l).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "level must be \"fast\" (1), \"default\" (2) or \"max\" (3), not {l:?}"
+            ))
+        })?,
+    };
+    if level == brevis::synth::Level::Fast && budget.is_some() {
+        return Err(PyValueError::new_err(
+            "budget with level=\"fast\": the fast level does not search",
+        ));
+    }
     let max_depth = max_depth.unwrap_or(defaults.max_depth);
     let max_nodes = max_nodes.unwrap_or(defaults.max_nodes);
     if !(1..=brevis::dsl::wire::MAX_DEPTH as u32).contains(&max_depth) {
@@ -185,9 +199,10 @@ fn compress_options(
     };
     Ok(CompressOptions {
         search: SearchOptions {
-            budget: budget.unwrap_or(defaults.budget),
+            budget: budget.unwrap_or(level.budget()),
             max_depth,
             max_nodes,
+            level,
             ..defaults
         },
         jobs: check_jobs(jobs)?,
@@ -203,7 +218,7 @@ fn compress_options(
 /// CLI's, `x.safetensors` -> `x.brv`, folder `x` -> `x.brv`); the options are the
 /// CLI's. Returns the report of `brevis compress --json` as a dict.
 #[pyfunction]
-#[pyo3(signature = (src, dst=None, *, budget=None, max_depth=None, max_nodes=None, jobs=None,
+#[pyo3(signature = (src, dst=None, *, level=None, budget=None, max_depth=None, max_nodes=None, jobs=None,
                     force=false, verify=true, prior=None, uniform=false, progress=None,
                     base=None))]
 #[allow(clippy::too_many_arguments)]
@@ -211,6 +226,7 @@ fn compress_file<'py>(
     py: Python<'py>,
     src: PathBuf,
     dst: Option<PathBuf>,
+    level: Option<String>,
     budget: Option<u64>,
     max_depth: Option<u32>,
     max_nodes: Option<u32>,
@@ -223,6 +239,7 @@ fn compress_file<'py>(
     base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let opts = compress_options(
+        level.as_deref(),
         budget,
         max_depth,
         max_nodes,
@@ -259,7 +276,7 @@ fn compress_file<'py>(
 /// --json` as a dict; or, with `dst` `None`, into an archive in memory
 /// ([`job::compress_to_bytes`]), returned as bytes.
 #[pyfunction]
-#[pyo3(signature = (data, dst=None, *, budget=None, max_depth=None, max_nodes=None, jobs=None,
+#[pyo3(signature = (data, dst=None, *, level=None, budget=None, max_depth=None, max_nodes=None, jobs=None,
                     force=false, verify=true, prior=None, uniform=false, progress=None,
                     base=None))]
 #[allow(clippy::too_many_arguments)]
@@ -267,6 +284,7 @@ fn compress_bytes<'py>(
     py: Python<'py>,
     data: &[u8],
     dst: Option<PathBuf>,
+    level: Option<String>,
     budget: Option<u64>,
     max_depth: Option<u32>,
     max_nodes: Option<u32>,
@@ -279,6 +297,7 @@ fn compress_bytes<'py>(
     base: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let opts = compress_options(
+        level.as_deref(),
         budget,
         max_depth,
         max_nodes,

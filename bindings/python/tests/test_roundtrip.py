@@ -128,3 +128,18 @@ def test_a_checkpoint_folder_round_trips(tmp_path: Path) -> None:
     for name in ("a.safetensors", "b.safetensors", "config.json"):
         assert (back / name).read_bytes() == (src / name).read_bytes()
     shutil.rmtree(back)
+
+
+def test_the_fast_level_round_trips(corpus_file: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "fast.brv"
+    report = brevis.compress_file(corpus_file, archive, level="fast")
+    assert report["archive_bytes"] == archive.stat().st_size
+    restored = tmp_path / "fast.safetensors"
+    brevis.decompress_file(archive, restored)
+    assert restored.read_bytes() == corpus_file.read_bytes()
+    # Numbers name the levels as the CLI's do; a budget does not go with "fast".
+    brevis.compress_file(corpus_file, tmp_path / "one.brv", level="1")
+    with pytest.raises(ValueError, match="fast level does not search"):
+        brevis.compress_file(corpus_file, tmp_path / "x.brv", level="fast", budget=1)
+    with pytest.raises(ValueError, match="level must be"):
+        brevis.compress_file(corpus_file, tmp_path / "x.brv", level="turbo")

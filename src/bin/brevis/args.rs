@@ -3,7 +3,7 @@
 
 use brevis::archive::{self, CompressOptions};
 use brevis::job::{Destination, Input};
-use brevis::synth::{PriorChoice, SearchOptions};
+use brevis::synth::{Level, PriorChoice, SearchOptions};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -179,11 +179,24 @@ pub enum Command {
     Man,
 }
 
+/// `--level`'s values: a name or its number.
+fn level_parser(s: &str) -> Result<Level, String> {
+    Level::parse(s)
+        .ok_or_else(|| format!("unknown level {s:?}: use fast (1), default (2) or max (3)"))
+}
+
 #[derive(Args, Clone)]
 pub struct SearchArgs {
-    /// Search budget: partial programs expanded per region of up to 1 Mi words (0 stores literals)
-    #[arg(long, value_name = "N", default_value_t = SearchOptions::default().budget)]
-    pub budget: u64,
+    /// Compression level: fast (1) codes each tensor in a fixed layout of its dtype
+    /// without searching (faster than ZipNN both ways, at least as small); default (2)
+    /// searches at budget 1 (the smallest archives at about zstd's speed); max (3)
+    /// searches at budget 4 with a prior calibrated on the input (slower, a little smaller)
+    #[arg(long, value_name = "LEVEL", value_parser = level_parser, default_value = "default")]
+    pub level: Level,
+    /// Search budget: partial programs expanded per region of up to 1 Mi words (0 stores
+    /// literals) [default: the level's: 1 at default, 4 at max; not with --level fast]
+    #[arg(long, value_name = "N")]
+    pub budget: Option<u64>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -242,7 +255,23 @@ impl PriorArgs {
 
 impl SearchArgs {
     pub fn options(&self) -> SearchOptions {
-        self.limits.options(self.budget)
+        SearchOptions {
+            level: self.level,
+            ..self
+                .limits
+                .options(self.budget.unwrap_or(self.level.budget()))
+        }
+    }
+
+    /// Refuses a budget with `--level fast`, which does not search.
+    pub fn check(&self) -> Result<(), String> {
+        match (self.level, self.budget) {
+            (Level::Fast, Some(b)) => Err(format!(
+                "--budget {b} with --level fast: the fast level does not search (drop \
+                 --budget, or use --level default with it)"
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -430,9 +459,12 @@ pub struct BenchArgs {
     /// cores]
     #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     pub jobs: Option<usize>,
+    /// Compression level, as compress takes it: fast (1), default (2) or max (3)
+    #[arg(long, value_name = "LEVEL", value_parser = level_parser, default_value = "default")]
+    pub level: Level,
     /// Search budgets to measure, one run each: repeat the option or separate by commas
-    /// (`--budget 0,1,32`)
-    #[arg(long, value_name = "N", value_delimiter = ',', default_values_t = [SearchOptions::default().budget])]
+    /// (`--budget 0,1,32`) [default: the level's; not with --level fast]
+    #[arg(long, value_name = "N", value_delimiter = ',')]
     pub budget: Vec<u64>,
     #[command(flatten)]
     pub limits: LimitArgs,

@@ -60,9 +60,48 @@ pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bo
     imp::map_u16(symbols, table, out)
 }
 
+/// The coding constants of the encoder's symbols: `freq_cum[s] = f | c << 16` and
+/// `rcp[s] = 1 / f` (the nearest double).
+pub(super) struct EncTable {
+    pub(super) freq_cum: [u32; 256],
+    pub(super) rcp: [f64; 256],
+}
+
+/// Encodes whole groups of `x.len()` (32 or 64) symbols from the last group to the
+/// first, as the scalar encoder of the parent module does, with AVX-512 (F, BW, VL,
+/// VBMI2) where the processor has it: the quotient of a state by its frequency as
+/// `floor(x * (1 / f) + 2^-14)` in doubles, exact for every `x < 2^32` and `f <= 2^12`
+/// (the product's error is below `2^-20` and a fraction `j / f` is at least `2^-12` from
+/// the next integer), and each vector's renormalization words compress-stored below
+/// the last ones written. Writes the words at `words[..at]` from `at` down and returns
+/// the new `at`; `None` (nothing done) where the processor lacks the features.
+///
+/// Requires `symbols.len()` a multiple of `x.len()`, `at >= symbols.len()`, and
+/// `scale <= 12`.
+pub(super) fn encode(
+    symbols: &[u8],
+    table: &EncTable,
+    scale: u32,
+    x: &mut [u32],
+    words: &mut [u16],
+    at: usize,
+) -> Option<usize> {
+    imp::encode(symbols, table, scale, x, words, at)
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
     use super::Kernel;
+    pub(super) fn encode(
+        _: &[u8],
+        _: &super::EncTable,
+        _: u32,
+        _: &mut [u32],
+        _: &mut [u16],
+        _: usize,
+    ) -> Option<usize> {
+        None
+    }
     pub(super) fn avx512() -> Option<Kernel> {
         None
     }
@@ -85,6 +124,109 @@ mod imp {
     pub(super) fn avx512() -> Option<Kernel> {
         (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("popcnt"))
             .then_some(run512 as Kernel)
+    }
+
+    pub(super) fn encode(
+        symbols: &[u8],
+        table: &super::EncTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        at: usize,
+    ) -> Option<usize> {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let ok = *OK.get_or_init(|| {
+            simd_allowed()
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512vbmi2")
+                && is_x86_feature_detected!("popcnt")
+                && is_x86_feature_detected!("fma")
+        });
+        let lanes = x.len();
+        if !ok || !matches!(lanes, 32 | 64) || !symbols.len().is_multiple_of(lanes) || scale > 12 {
+            return None;
+        }
+        assert!(
+            at >= symbols.len() && at <= words.len(),
+            "room for the words"
+        );
+        // SAFETY: the features were detected; see `encode512` for the accesses.
+        Some(unsafe { encode512(symbols, table, scale, x, words, at) })
+    }
+
+    /// # Safety
+    /// The processor has AVX-512 F, BW, VL, VBMI2, POPCNT and FMA; `symbols.len()` is a
+    /// multiple of `x.len()` (32 or 64) and `symbols.len() <= at <= words.len()`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt,fma")]
+    unsafe fn encode512(
+        symbols: &[u8],
+        table: &super::EncTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        mut at: usize,
+    ) -> usize {
+        let lanes = x.len();
+        let vectors = lanes / 16;
+        let fc = table.freq_cum.as_ptr().cast::<i32>();
+        let rcp = table.rcp.as_ptr();
+        let low16 = _mm512_set1_epi32(0xFFFF);
+        let total = _mm512_set1_epi32(1 << scale);
+        let to_bound = _mm_cvtsi32_si128(32 - scale as i32);
+        let nudge = _mm512_set1_pd(1.0 / 16384.0);
+        let xp = x.as_mut_ptr().cast::<i32>();
+        let mut xs = [_mm512_setzero_si512(); 4];
+        for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            *xv = unsafe { _mm512_loadu_epi32(xp.add(16 * v)) };
+        }
+        let sp = symbols.as_ptr();
+        let wp = words.as_mut_ptr();
+        for g in (0..symbols.len() / lanes).rev() {
+            for v in (0..vectors).rev() {
+                // SAFETY (loads, gathers, stores): the 16 symbols lie inside `symbols`;
+                // gathers index the 256-entry tables by a byte; the compress-store
+                // writes `popcnt(m) <= 16` words at `at - popcnt(m)`, and `at` stays at
+                // least the number of symbols not yet coded, so never below 0.
+                let s = _mm512_cvtepu8_epi32(unsafe {
+                    _mm_loadu_si128(sp.add(g * lanes + 16 * v).cast())
+                });
+                let e = unsafe { _mm512_i32gather_epi32::<4>(s, fc) };
+                let f = _mm512_and_si512(e, low16);
+                let c = _mm512_srli_epi32::<16>(e);
+                let bound = _mm512_sll_epi32(f, to_bound);
+                let xv = xs[v];
+                let m = _mm512_cmpge_epu32_mask(xv, bound);
+                at -= m.count_ones() as usize;
+                unsafe {
+                    _mm256_mask_compressstoreu_epi16(
+                        wp.add(at).cast(),
+                        m,
+                        _mm512_cvtepi32_epi16(xv),
+                    )
+                };
+                let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
+                let r_lo =
+                    unsafe { _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(s), rcp.cast()) };
+                let r_hi = unsafe {
+                    _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(s), rcp.cast())
+                };
+                let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
+                let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
+                let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, nudge));
+                let q_hi = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_hi, r_hi, nudge));
+                let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q_lo), q_hi);
+                let spread = _mm512_sub_epi32(total, f);
+                xs[v] = _mm512_add_epi32(_mm512_add_epi32(y, c), _mm512_mullo_epi32(q, spread));
+            }
+        }
+        for (v, xv) in xs.iter().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            unsafe { _mm512_storeu_epi32(xp.add(16 * v), *xv) };
+        }
+        at
     }
 
     fn simd_allowed() -> bool {

@@ -3,7 +3,7 @@
 ``save_file`` and ``save`` compress a dict of arrays in memory (no ``.safetensors`` file
 is written): the archive restores exactly the file ``safetensors.numpy.save`` would make
 of the dict (tensors laid out by dtype, then name). They take the CLI's options as
-keywords (``budget``, ``max_depth``, ``max_nodes``, ``jobs``, ``force``, ``verify``,
+keywords (``level``, ``budget``, ``max_depth``, ``max_nodes``, ``jobs``, ``force``, ``verify``,
 ``prior``, ``uniform``, ``progress``, ``base``); ``save_file`` writes as ``brevis
 compress`` does: to a temporary file beside ``filename``, renamed into place when
 complete, and an existing ``filename`` is replaced only with ``force=True``

@@ -12,10 +12,24 @@ pub fn run(a: BenchArgs) -> Result<Outcome> {
     if a.ablation {
         return ablation(&a);
     }
+    if a.level == brevis::synth::Level::Fast && !a.budget.is_empty() {
+        return Err(crate::failure(
+            "usage",
+            "--budget with --level fast: the fast level does not search".to_string(),
+        ));
+    }
+    let budgets = if a.budget.is_empty() {
+        vec![a.level.budget()]
+    } else {
+        a.budget.clone()
+    };
     let opts = BenchOptions {
         jobs: a.jobs,
-        budgets: a.budget.clone(),
-        search: a.limits.options(0),
+        budgets,
+        search: brevis::synth::SearchOptions {
+            level: a.level,
+            ..a.limits.options(0)
+        },
         prior: a.prior.choice()?,
         report: a.report,
         runs: a.runs,

@@ -11,6 +11,7 @@ use brevis::job::{self, CompressDetail, Input};
 use std::io::IsTerminal;
 
 pub fn run(a: CompressArgs) -> Result<Outcome> {
+    a.search.check().map_err(|m| failure("usage", m))?;
     let opts = a.options()?;
     let input = if is_stdio(Some(&a.input)) {
         if std::io::stdin().is_terminal() {

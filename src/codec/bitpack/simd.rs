@@ -1,0 +1,126 @@
+//! SIMD unpacking of bit-packed words (see the parent module): sixteen words of `k`
+//! bits (`k` at most 25, so a word and its bit offset fit four bytes) a step, with
+//! AVX-512 VBMI: one masked load of the `2k` bytes, one byte permute placing each word's
+//! four bytes in its 32-bit lane, one variable shift and a mask; the lanes narrowed to
+//! the output's container (`vpmovdw`, `vpmovdb`). The 20- and 23-bit mantissa fields of
+//! F32 tensors and the 1-, 3- and 4-bit fields of BF16 ones are the streams this serves.
+//!
+//! Chosen at run time; `false` (nothing done) where the processor lacks AVX-512 VBMI,
+//! the width is out of range, or `BREVIS_NO_SIMD` is set; the scalar unpacking runs then.
+
+use crate::codec::table::Word;
+
+/// Unpacks `out.len()` words of `k` bits from the start of `data` (which holds them) when
+/// a SIMD path applies; returns whether it did.
+pub(super) fn unpack<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {
+    imp::unpack(data, k, out)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod imp {
+    pub(super) fn unpack<T: crate::codec::table::Word>(_: &[u8], _: u32, _: &mut [T]) -> bool {
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use crate::codec::table::Word;
+    use std::arch::x86_64::*;
+
+    fn available() -> bool {
+        use std::sync::OnceLock;
+        static OK: OnceLock<bool> = OnceLock::new();
+        *OK.get_or_init(|| {
+            std::env::var_os("BREVIS_NO_SIMD").is_none()
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vbmi")
+        })
+    }
+
+    pub(super) fn unpack<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {
+        let size = std::mem::size_of::<T>();
+        if !(1..=25).contains(&k) || size > 4 || (k as usize) > 8 * size || !available() {
+            return false;
+        }
+        let groups = out.len() / 16;
+        if groups == 0 {
+            return false;
+        }
+        // The permute indices and shifts of one step of sixteen words.
+        let mut idx = [0u8; 64];
+        let mut shifts = [0u32; 16];
+        for j in 0..16 {
+            let bit = j * k as usize;
+            for b in 0..4 {
+                idx[4 * j + b] = ((bit >> 3) + b).min(63) as u8;
+            }
+            shifts[j] = (bit & 7) as u32;
+        }
+        let (head, _) = out.split_at_mut(groups * 16);
+        // SAFETY: the processor has AVX-512 F, BW and VBMI (checked above); every load
+        // reads at most `step_bytes` bytes of group `g`, which lie inside `data` (it holds
+        // `out.len() * k` bits); every store writes sixteen words of `head`.
+        unsafe {
+            let dst = head.as_mut_ptr().cast::<u8>();
+            match size {
+                1 => steps::<1>(data, k, &idx, &shifts, dst, groups),
+                2 => steps::<2>(data, k, &idx, &shifts, dst, groups),
+                _ => steps::<4>(data, k, &idx, &shifts, dst, groups),
+            }
+        }
+        // The rest, scalar, from the bit where the groups ended.
+        let done = groups * 16;
+        if done < out.len() {
+            let bit = done * k as usize;
+            debug_assert_eq!(bit % 8, 0, "sixteen words end on a byte");
+            super::super::unpack_scalar(&data[bit / 8..], k, &mut out[done..]);
+        }
+        true
+    }
+
+    /// Unpacks `groups` steps of sixteen `k`-bit words from `data` into `out`, words of
+    /// `SIZE` bytes.
+    ///
+    /// # Safety
+    /// The processor has AVX-512 F, BW and VBMI; `data` holds `groups * 2k` bytes and
+    /// `out` room for `groups * 16` words of `SIZE` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn steps<const SIZE: usize>(
+        data: &[u8],
+        k: u32,
+        idx: &[u8; 64],
+        shifts: &[u32; 16],
+        out: *mut u8,
+        groups: usize,
+    ) {
+        let step_bytes = 2 * k as usize;
+        let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
+        let shifts = unsafe { _mm512_loadu_si512(shifts.as_ptr().cast()) };
+        let mask = _mm512_set1_epi32(((1u64 << k) - 1) as i32);
+        let load_mask: __mmask64 = (1u64 << step_bytes) - 1;
+        assert!(
+            data.len() >= groups * step_bytes,
+            "the data holds the groups"
+        );
+        let src = data.as_ptr();
+        for g in 0..groups {
+            // SAFETY: the masked load touches only the group's `step_bytes` bytes.
+            let v = unsafe { _mm512_maskz_loadu_epi8(load_mask, src.add(g * step_bytes).cast()) };
+            let w = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, v), shifts),
+                mask,
+            );
+            // SAFETY: the group's sixteen words of `SIZE` bytes lie inside `out`.
+            unsafe {
+                let dst = out.add(g * 16 * SIZE);
+                match SIZE {
+                    1 => _mm_storeu_si128(dst.cast(), _mm512_cvtepi32_epi8(w)),
+                    2 => _mm256_storeu_si256(dst.cast(), _mm512_cvtepi32_epi16(w)),
+                    _ => _mm512_storeu_si512(dst.cast(), w),
+                }
+            }
+        }
+    }
+}

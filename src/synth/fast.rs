@@ -1,0 +1,240 @@
+//! The fast level's fixed layout (`--level fast`): no search. A float tensor's words
+//! are split as `merge fields[1, e + k, m - k]`: the sign bit packed, the exponent
+//! with the top `k` bits of the mantissa coded by `rans8` (one 8-bit symbol a word, the
+//! rare values escaped), the remaining mantissa bits packed. `k` (0 to 4) is chosen
+//! from one histogram of the exponent and the top four mantissa bits, by the table
+//! codec's estimate plus the packed bits: the exponent's entropy and that of the
+//! mantissa bits it predicts. 8-bit words are one `rans8` literal; other words a
+//! literal of the smallest codec. Two passes over the words (count, then code) whatever
+//! the tensor: what ZipNN does per byte plane, with a field split that follows the
+//! exponent instead of the bytes.
+
+use crate::codec::{bitpack, rans8, CodecId, Stream};
+use crate::dsl::{program_len, Lit, MergeFn, Node, Ty};
+use crate::tensor::{mask, Dtype, Words};
+
+/// Most mantissa bits coded with the exponent.
+const MAX_JOINED: u32 = 4;
+
+/// Streams shorter than this are coded by the smallest codec ([`Node::lit`]): the
+/// layout's tables would cost more than the search saves on them.
+const SMALL_WORDS: usize = 4096;
+
+/// Targets of fewer words are searched at budget 1 even at the fast level: on them the
+/// layout's tables are a large share and the search's time a small one (the fast level
+/// of fracast0-int8-f32, all of whose tensors are small, was 2.2 points less reduced
+/// than at the default level, below ZipNN).
+pub const SEARCH_BELOW: usize = 1 << 16;
+
+/// The fast level's program for `target` (a tensor's or region's words, of `dtype` when
+/// known): never larger than [`Node::lit`]'s literal by more than its tables, and never
+/// larger than the raw words. Returns the program and its serialized size in bytes.
+pub fn program(target: &Words, dtype: Option<Dtype>) -> (Node, u64) {
+    let n = target.len();
+    let layout = dtype
+        .and_then(Dtype::float_layout)
+        .filter(|&[s, e, m]| s + e + m == target.width() && target.width() >= 16);
+    let node = match layout {
+        _ if n < SMALL_WORDS => Node::lit(target),
+        Some([_, e, m]) => fields(target, e, m),
+        None if target.width() == 8 => {
+            stream_literal(Stream::Words(target), 8, n).unwrap_or_else(|| Node::lit(target))
+        }
+        None => Node::lit(target),
+    };
+    let bytes = program_len(&node);
+    (node, bytes)
+}
+
+/// `merge fields[1, e + k, m - k]` of float words with `e` exponent and `m` mantissa bits
+/// (or a raw literal when that is not smaller).
+fn fields(target: &Words, e: u32, m: u32) -> Node {
+    let width = target.width();
+    let n = target.len();
+    let top = MAX_JOINED.min(m);
+    // One pass: the histogram of the exponent and the top mantissa bits, and the OR of
+    // the signs.
+    let head_bits = e + top;
+    let mut counts = vec![0u32; 1 << head_bits];
+    let mut sign_or = 0u64;
+    let shift = m - top;
+    let head_mask = mask(head_bits);
+    crate::with_buf!(target.buf(), v => {
+        for &x in v.iter() {
+            #[allow(clippy::useless_conversion)]
+            let x = u64::from(x);
+            counts[((x >> shift) & head_mask) as usize] += 1;
+            sign_or |= x;
+        }
+    });
+    let sign_const = sign_or >> (width - 1) == 0;
+    // The best number of joined mantissa bits by estimate.
+    let mut best: Option<(u64, u32, rans8::Plan)> = None;
+    for k in 0..=top {
+        let drop = top - k;
+        let mut hist: Vec<(u64, u64)> = Vec::new();
+        let mut at = 0usize;
+        while at < counts.len() {
+            let c: u64 = counts[at..at + (1 << drop)]
+                .iter()
+                .map(|&c| u64::from(c))
+                .sum();
+            if c > 0 {
+                hist.push(((at >> drop) as u64, c));
+            }
+            at += 1 << drop;
+        }
+        let Some(plan) = rans8::Plan::new(&hist, e + k, n) else {
+            continue;
+        };
+        let rest = bitpack::size_for(m - k, n);
+        let total = plan.estimate_bytes() + rest;
+        if best.as_ref().is_none_or(|(b, _, _)| total < *b) {
+            best = Some((total, k, plan));
+        }
+    }
+    let Some((_, k, plan)) = best else {
+        return Node::lit(target);
+    };
+    let mid = e + k;
+    let low = m - k;
+    let mut children = Vec::with_capacity(3);
+    let sign = if sign_const {
+        Node::constant(Ty::new(1, n as u64), 0).expect("n >= 1 and 0 fits")
+    } else {
+        packed(target, width - 1, 1)
+    };
+    children.push(sign);
+    let mut body = Vec::new();
+    plan.encode(
+        Stream::Field {
+            words: target,
+            shift: low,
+            width: mid,
+        },
+        &mut body,
+    );
+    let mid_node = Node::lit_encoded(
+        Ty::new(mid, n as u64),
+        Lit {
+            codec: CodecId::Rans8,
+            body,
+        },
+    )
+    .expect("a field type is valid");
+    children.push(mid_node);
+    let mut widths = vec![1, mid];
+    if low > 0 {
+        children.push(packed(target, 0, low));
+        widths.push(low);
+    }
+    let node = Node::merge(MergeFn::Fields(widths), children).expect("the fields add up");
+    let raw = crate::codec::raw::size(width, n);
+    if program_len(&node) < raw + 8 {
+        node
+    } else {
+        Node::lit(target)
+    }
+}
+
+/// Bits `[shift, shift + width)` of every word of `target`, bit-packed at `width` bits.
+fn packed(target: &Words, shift: u32, width: u32) -> Node {
+    let mut body = Vec::new();
+    bitpack::encode_k_stream(
+        Stream::Field {
+            words: target,
+            shift,
+            width,
+        },
+        width,
+        &mut body,
+    );
+    Node::lit_encoded(
+        Ty::new(width, target.len() as u64),
+        Lit {
+            codec: CodecId::BitPack,
+            body,
+        },
+    )
+    .expect("a field type is valid")
+}
+
+/// A `rans8` literal of `stream` (`n` words of `width` bits), or `None` when it is not
+/// smaller than the packed words.
+fn stream_literal(stream: Stream<'_>, width: u32, n: usize) -> Option<Node> {
+    let words = stream.to_words();
+    let hist = crate::stats::histogram(&words, usize::MAX)?;
+    let plan = rans8::Plan::new(&hist, width, n)?;
+    if plan.estimate_bytes() >= bitpack::size_for(width, n) {
+        return None;
+    }
+    let mut body = Vec::new();
+    plan.encode(stream, &mut body);
+    Node::lit_encoded(
+        Ty::new(width, n as u64),
+        Lit {
+            codec: CodecId::Rans8,
+            body,
+        },
+    )
+    .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    /// Gaussian-like BF16 weights: a few exponents, uniform mantissas.
+    fn weights(n: usize) -> Words {
+        let mut s = 7;
+        Words::from_fn(16, n, |_| {
+            let sign = lcg(&mut s) & 1;
+            let exp = 120 - (lcg(&mut s) % 64).trailing_zeros() as u64;
+            (sign << 15) | (exp << 7) | (lcg(&mut s) & 0x7f)
+        })
+    }
+
+    #[test]
+    fn bf16_weights_get_the_field_layout_and_run_back() {
+        let w = weights(100_000);
+        let (node, bytes) = program(&w, Some(Dtype::BF16));
+        assert_eq!(bytes, program_len(&node));
+        let text = node.to_string();
+        assert!(text.starts_with("merge fields[1,"), "{text}");
+        assert_eq!(crate::dsl::execute(&node, u64::MAX).unwrap(), w);
+        // Sign (1 bit) and mantissa (7 bits) are uniform; the exponent holds ~2 bits.
+        assert!(bytes < 100_000 * 2 * 11 / 16, "{bytes}");
+    }
+
+    #[test]
+    fn every_shape_runs_back() {
+        let mut s = 3;
+        for (dtype, n) in [
+            (Dtype::F32, 5000),
+            (Dtype::F16, 4096),
+            (Dtype::F64, 6000),
+            (Dtype::F8E4M3, 9000),
+            (Dtype::I32, 5000),
+            (Dtype::U8, 10),
+            (Dtype::BF16, 1),
+        ] {
+            let width = dtype.word_bits();
+            let w = Words::from_fn(width, n, |_| lcg(&mut s) & mask(width) & 0xc3ff_f0ff);
+            let (node, bytes) = program(&w, Some(dtype));
+            assert_eq!(crate::dsl::execute(&node, u64::MAX).unwrap(), w, "{dtype}");
+            assert!(bytes <= crate::codec::raw::size(width, n) + 16, "{dtype}");
+        }
+        // All positive: the sign is a constant.
+        let w = Words::from_fn(32, 8192, |i| 0x3f80_0000 + i as u64);
+        let (node, _) = program(&w, Some(Dtype::F32));
+        assert!(node.to_string().contains("const 0"), "{node}");
+        assert_eq!(crate::dsl::execute(&node, u64::MAX).unwrap(), w);
+    }
+}
