@@ -48,7 +48,7 @@ pub use reader::{
     Archive, DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, RegionSpan,
     TensorEntry,
 };
-pub use rewrite::rewrite_with_programs;
+pub use rewrite::{rewrite_with_each, rewrite_with_programs, rewritten_len};
 pub use slice::TensorPart;
 pub use verify::{
     verify, verify_against, verify_until, CheckStatus, CompareReport, RegionCheck, VerifyReport,

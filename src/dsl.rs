@@ -4,6 +4,7 @@
 pub mod exec;
 pub mod fused;
 pub mod narrow;
+pub mod parse;
 pub mod program;
 pub mod text;
 pub mod wire;

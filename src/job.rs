@@ -3,7 +3,7 @@
 //!
 //! Each job takes a path that is a `.safetensors` file or checkpoint folder (for
 //! [`compress`], [`calibrate`] and [`bench()`]) or a `.brv` archive or compressed folder
-//! (for [`decompress`], [`extract`], [`verify`], [`list`] and [`show`]), reports progress and warnings
+//! (for [`decompress`], [`extract`], [`verify`], [`list`], [`show`] and [`why::why`]), reports progress and warnings
 //! to an [`Observer`] as they happen, and returns a report that serializes with serde
 //! into the object `brevis COMMAND --json` prints (paths as lossy UTF-8 strings, sizes in
 //! bytes, times in seconds). Printing is left to the caller.
@@ -24,6 +24,7 @@ mod bench;
 mod extract;
 mod inspect;
 mod verify;
+pub mod why;
 
 pub use bench::{
     ablation, bench, mb_per_s, AblationRow, BenchOptions, BenchReport, BenchRow, NodeBytes,

@@ -17,6 +17,11 @@ pub mod highlight;
 pub mod inspect;
 pub mod learn;
 pub mod model;
+pub mod playground;
+pub mod prior_view;
+pub mod searching;
+pub mod sweep;
+pub mod textfield;
 pub mod ui;
 pub mod worker;
 

@@ -239,6 +239,31 @@ proptest! {
         prop_assert_eq!(joined, bytes);
     }
 
+    /// The text form reads back (`brevis::dsl::parse`): every random program prints and
+    /// parses to itself given the words it produces. Without the program as a reference,
+    /// the literals' words come from the target alone; that works wherever the target
+    /// determines them, which is everywhere but below a `dequant` (random codes and
+    /// scales whose product many codes give): there the program itself is the
+    /// reference, as the archive's program is in the playground.
+    #[test]
+    fn text_form_parses_back_to_the_same_program(seed in 1u64.., width in 1u32..=64, n in 0u64..40) {
+        let mut rng = Rng(seed);
+        let ty = Ty::new(width, n);
+        let p = random_program(&mut rng, ty, 0);
+        let text = p.to_string();
+        let target = execute(&p, 1 << 20).unwrap();
+        let sketch = brevis::dsl::parse::parse(&text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        prop_assert_eq!(sketch.node_count(), p.node_count());
+        let has_dequant = text.lines().any(|l| l.trim_start().starts_with("dequant"));
+        let alone = sketch.build(Some(&target), None);
+        if alone.as_ref() != Ok(&p) {
+            prop_assert!(has_dequant, "{:?}\n{}", alone, text);
+            let back = sketch.build(Some(&target), Some(&p)).unwrap();
+            prop_assert_eq!(&back, &p, "{}", text);
+        }
+    }
+
     #[test]
     fn hostile_program_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64),
                                          width in 1u32..=64, n in 0u64..1000) {

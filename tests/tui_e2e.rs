@@ -514,7 +514,7 @@ fn the_demo_keeps_what_the_user_writes() {
     );
     p.send(&["q"]);
     p.wait_for(
-        "quit without writing the search's result? (y/n)",
+        "quit without writing 1 pending change (embeddings.position_ids; the file +2 B)? (y/n)",
         Duration::from_secs(10),
     );
     p.send(&["n", "w"]);
@@ -563,4 +563,109 @@ fn the_demo_keeps_what_the_user_writes() {
     );
     std::fs::remove_dir_all(&temp).unwrap();
     assert_eq!(files_in(dir.path()), ["demo.researched.brv"]);
+}
+
+/// Issue 39: search two tensors, keep both results as pending changes, ask before
+/// quitting with them unwritten, write both with one `w`; the written archive verifies
+/// and holds both new programs.
+#[test]
+fn two_searched_tensors_are_written_with_one_w() {
+    if !have_tmux() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    use brevis::archive::{verify, Archive};
+    let dir = tempfile::tempdir().unwrap();
+    let brv = dir.path().join("demo.brv");
+    compress_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.safetensors"),
+        &brv,
+        &CompressOptions::default(),
+        &no_progress,
+    )
+    .unwrap();
+    let before = Archive::open(&brv).unwrap();
+    let ids = before.find("embeddings.position_ids").unwrap();
+    let norm = before
+        .find("encoder.layer.0.attention.output.LayerNorm.bias")
+        .unwrap();
+    assert_eq!((ids, norm), (0, 5), "the table's order");
+    let p = Pane::new("pending", dir.path());
+    p.line(&format!("{BIN} demo.brv; echo EXIT=$?"));
+    p.wait_for("total of 23 tensors", Duration::from_secs(30));
+
+    // The first tensor at budget 32.
+    p.send(&[
+        "6", "b", "BSpace", "BSpace", "BSpace", "BSpace", "3", "2", "Enter", "r",
+    ]);
+    let s = p.wait_for("1 pending change", Duration::from_secs(120));
+    assert!(s.contains("kept as a change"), "{s}");
+    // The second: five rows down (its group of two small tensors is searched).
+    p.send(&["j", "j", "j", "j", "j", "r"]);
+    let s = p.wait_for("2 pending changes", Duration::from_secs(120));
+    eprintln!("--- second search ---\n{s}");
+
+    // Quitting asks first; n stays.
+    p.send(&["q"]);
+    let s = p.wait_for(
+        "quit without writing 2 pending changes",
+        Duration::from_secs(10),
+    );
+    assert!(s.contains("embeddings.position_ids"), "{s}");
+    p.send(&["n"]);
+    p.wait_for(
+        "not quit: w writes the pending changes",
+        Duration::from_secs(10),
+    );
+
+    // Both listed, written by one w.
+    p.send(&["9"]);
+    let s = p.wait_for(
+        "2 pending changes (w writes them all)",
+        Duration::from_secs(10),
+    );
+    eprintln!("--- changes ---\n{s}");
+    assert!(
+        s.contains("encoder.layer.0.attention.output.LayerNorm.bias"),
+        "{s}"
+    );
+    p.send(&["w"]);
+    p.wait_for("write to: ", Duration::from_secs(10));
+    p.send(&["Enter"]);
+    let s = p.wait_for("✓ wrote", Duration::from_secs(60));
+    eprintln!("--- written ---\n{s}");
+    assert!(s.contains("2 changes"), "{s}");
+    p.send(&["q"]);
+    p.wait_for("EXIT=0", Duration::from_secs(10));
+    p.assert_restored();
+
+    let out = dir.path().join("demo.researched.brv");
+    let new = Archive::open(&out).unwrap();
+    assert!(verify(&new, Some(1), &no_progress).unwrap().is_ok());
+    assert_eq!(
+        new.program(ids).unwrap().to_string(),
+        "scan add 0 : u64[512]\n  const 1 : u64[511]\n"
+    );
+    let (old_g, new_g) = (before.program(norm).unwrap(), new.program(norm).unwrap());
+    assert_ne!(old_g, new_g, "the group holds its new program");
+    assert!(
+        brevis::dsl::program_len(&new_g) < brevis::dsl::program_len(&old_g),
+        "{new_g}"
+    );
+    for (i, t) in before.tensors().iter().enumerate() {
+        assert_eq!(
+            new.decode_tensor(i).unwrap(),
+            before.decode_tensor(i).unwrap(),
+            "{}",
+            t.name
+        );
+        if i != ids && new.tensors()[i].group != before.tensors()[norm].group {
+            assert_eq!(
+                new.program(i).unwrap(),
+                before.program(i).unwrap(),
+                "{}",
+                t.name
+            );
+        }
+    }
 }

@@ -115,8 +115,10 @@ fn w_writes_the_new_program_into_a_new_archive() {
     assert!(a.search.prompt.is_none());
     assert!(
         a.status.starts_with("nothing written: the new program is ")
-            && a.status
-                .ends_with("bytes larger than the archive's (w writes only a program no larger)"),
+            && a.status.ends_with(
+                "bytes larger than the archive's (only a smaller program becomes a change \
+                 to write)"
+            ),
         "{}",
         a.status
     );
@@ -214,6 +216,13 @@ fn w_writes_the_new_program_into_a_new_archive() {
         "{text}"
     );
 
+    // Written changes are no longer pending: `w` has nothing to write until a search
+    // finds the smaller program again.
+    assert!(a.pending.is_empty());
+    press(&mut a, KeyCode::Char('w'));
+    assert!(a.search.prompt.is_none());
+    press(&mut a, KeyCode::Char('r'));
+    assert_eq!(a.pending.len(), 1);
     // The next default is a fresh name; an existing file needs a yes.
     press(&mut a, KeyCode::Char('w'));
     assert_eq!(
@@ -248,6 +257,7 @@ fn w_writes_the_new_program_into_a_new_archive() {
     assert_eq!(std::fs::read(&brv).unwrap(), before);
 
     // With a yes, in place: the app reopens the archive and shows the new record.
+    assert_eq!(a.pending.len(), 1, "a write not made keeps the changes");
     press(&mut a, KeyCode::Char('w'));
     type_path(&mut a, &brv);
     press(&mut a, KeyCode::Enter);
@@ -310,7 +320,9 @@ fn verify_stops_between_tensors() {
 
 /// Issue 27, work loss: the demo's archive lives in a temporary folder that is removed
 /// at exit. There `w` proposes the current folder (never an existing file), and `q` with
-/// a smaller program that was not written asks first; once it is written, `q` quits.
+/// a smaller program that was not written (a pending change) asks first, saying what
+/// writing it does to the file (its settings entry makes the file 2 bytes larger than
+/// the program's 10 smaller); once it is written, `q` quits.
 #[test]
 fn in_a_temporary_folder_w_proposes_the_current_folder_and_q_asks_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -324,20 +336,12 @@ fn in_a_temporary_folder_w_proposes_the_current_folder_and_q_asks_first() {
 
     press(&mut a, KeyCode::Char('q'));
     assert!(!a.quit);
-    assert_eq!(
-        a.quit_question.as_deref(),
-        Some(
-            "quit without writing the search's result? (y/n) It is 10 bytes smaller for \
-             embeddings.position_ids; w in the Search view writes it"
-        )
-    );
+    let question = "quit without writing 1 pending change (embeddings.position_ids; the \
+                    file +2 B)? (y/n) w writes them (9 lists them)";
+    assert_eq!(a.quit_question.as_deref(), Some(question));
     let text = screen_text(&mut a, 200, 20);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        lines[18].trim_end(),
-        "⚠ quit without writing the search's result? (y/n) It is 10 bytes smaller for \
-         embeddings.position_ids; w in the Search view writes it"
-    );
+    assert_eq!(lines[18].trim_end(), format!("⚠ {question}"));
     assert_eq!(
         lines[19].trim_end(),
         " y  quit without writing   n/Esc  stay"
@@ -347,7 +351,10 @@ fn in_a_temporary_folder_w_proposes_the_current_folder_and_q_asks_first() {
     assert!(a.quit_question.is_some() && a.search.prompt.is_none());
     press(&mut a, KeyCode::Char('n'));
     assert!(!a.quit && a.quit_question.is_none());
-    assert_eq!(a.status, "not quit: w writes the new program");
+    assert_eq!(
+        a.status,
+        "not quit: w writes the pending changes (9 lists them)"
+    );
 
     press(&mut a, KeyCode::Char('w'));
     assert_eq!(
@@ -413,9 +420,11 @@ fn leaving_the_demo_removes_only_its_own_files() {
 
 /// A group's search is the compressor's: at the archive's own settings it finds the
 /// archive's program size again (it searched only the group's joined words, and came
-/// out 116 bytes larger). A second `r` asks before dropping a smaller unwritten result.
+/// out 116 bytes larger), and reports the searches it ran: the group's words and each
+/// tensor apart. A smaller result is kept as a pending change, so a second `r` searches
+/// at once (nothing to lose) and the change stays one per record.
 #[test]
-fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_result() {
+fn a_group_search_refinds_its_program_and_results_are_kept_as_changes() {
     let dir = tempfile::tempdir().unwrap();
     let brv = demo_archive(dir.path());
     let original = Archive::open(&brv).unwrap();
@@ -437,9 +446,22 @@ fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_re
     press(&mut a, KeyCode::Char('r'));
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.group, Some(2));
+    assert_eq!(r.searches, 3);
     assert_eq!(r.new.bytes, r.old.1, "{} vs {}", r.new.program, r.old.0);
+    let text = screen_text(&mut a, 200, 20);
+    assert!(
+        text.contains(
+            "budget 1 per search × 3 searches (the group's words, and each of its 2 tensors \
+             apart) = 3 expansions at most"
+        ),
+        "{text}"
+    );
+    assert!(
+        a.pending.is_empty(),
+        "a program of the same size is not kept"
+    );
 
-    // A smaller result, not written: the next `r` asks, `n` keeps it, `y` searches.
+    // A smaller result is kept; searching again keeps one change for the record.
     select(&mut a, "embeddings.position_ids");
     set_budget(&mut a, "32");
     press(&mut a, KeyCode::Char('r'));
@@ -448,24 +470,14 @@ fn a_group_search_refinds_its_program_and_a_new_search_asks_before_dropping_a_re
         r.old.1 - r.new.bytes
     };
     assert!(gain > 0);
+    assert_eq!(a.pending.len(), 1);
     press(&mut a, KeyCode::Char('r'));
-    let q = a.discard_question.clone().unwrap();
-    assert!(
-        q.starts_with("search again and drop the last result? (y/n) It is ")
-            && q.contains(&format!("{gain} bytes smaller for embeddings.position_ids")),
-        "{q}"
-    );
-    assert!(screen_text(&mut a, 200, 20).contains("search again and drop the last result?"));
-    press(&mut a, KeyCode::Char('n'));
-    assert!(a.discard_question.is_none());
-    assert_eq!(a.status, "kept the last result: w writes it");
-    assert!(a.search.result.as_ref().unwrap().is_ok());
-    press(&mut a, KeyCode::Char('r'));
-    press(&mut a, KeyCode::Char('y'));
-    assert!(a.discard_question.is_none());
+    assert!(a.quit_question.is_none());
     let r = a.search.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.old.1 - r.new.bytes, gain);
-    // Quitting still asks.
+    assert_eq!(a.pending.len(), 1);
+    assert_eq!(a.pending[0].new_bytes, r.new.bytes);
+    // Quitting asks.
     press(&mut a, KeyCode::Char('q'));
     assert!(a.quit_question.is_some() && !a.quit);
 }

@@ -50,6 +50,24 @@ pub fn rewrite_with_programs(
     settings: Option<format::Settings>,
     overwrite: bool,
 ) -> Result<u64> {
+    let each: Vec<(usize, &Node, Option<format::Settings>)> = replacements
+        .iter()
+        .map(|(i, p)| (*i, p, settings))
+        .collect();
+    rewrite_with_each(src, dst, &each, overwrite)
+}
+
+/// [`rewrite_with_programs`] with the settings that built each new program given with
+/// it (`None`: the record keeps its own).
+///
+/// # Errors
+/// As [`rewrite_with_programs`].
+pub fn rewrite_with_each(
+    src: &Path,
+    dst: &Path,
+    replacements: &[(usize, &Node, Option<format::Settings>)],
+    overwrite: bool,
+) -> Result<u64> {
     if let Ok(meta) = fs::metadata(dst) {
         if meta.is_dir() {
             return Err(Error::io(
@@ -73,20 +91,107 @@ pub fn rewrite_with_programs(
     let archive = Archive::open(src)?;
     let file = File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
     let map = super::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
-    let bytes: &[u8] = &map;
+    let mut tmp = temp_beside(dst)?;
+    let len = {
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let len = rewrite_into(&archive, &map, replacements, Check::Programs, &mut w)
+            .map_err(|e| e.into_error(dst))?;
+        w.flush().map_err(|e| Error::io(dst, "cannot write", e))?;
+        len
+    };
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(dst, "cannot sync", e))?;
+    persist(tmp, dst, overwrite)?;
+    Ok(len)
+}
+
+/// The length in bytes of the archive [`rewrite_with_each`] would write from `archive`
+/// with each `(tensor, program, settings)` of `replacements`, computed without writing
+/// and by the same code: the records' new lengths (a regions record's table in format 4)
+/// and the index rebuilt as the rewrite rebuilds it (a new settings entry, lengths whose
+/// LEB128 form grows). The programs are not run here (writing runs them), nor are the
+/// records' checksums checked.
+///
+/// # Errors
+/// [`ArchiveError::NoSuchTensor`] for a bad index, [`Error::Internal`] for a tensor with
+/// no record (empty) or a program of another type, and the errors of reading the
+/// archive's index.
+pub fn rewritten_len(
+    archive: &Archive,
+    replacements: &[(usize, &Node, Option<format::Settings>)],
+) -> Result<u64> {
+    let src = archive.path();
+    let file = File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
+    let map = super::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
+    rewrite_into(
+        archive,
+        &map,
+        replacements,
+        Check::Nothing,
+        &mut std::io::sink(),
+    )
+    .map_err(|e| e.into_error(src))
+}
+
+/// What [`rewrite_into`] checks before it writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Every new program is run and must restore its record's checksum; the old records
+    /// must match the index's checksum of them.
+    Programs,
+    /// Nothing: only the lengths written are wanted (a regions record's checksums are
+    /// written as 0, the same length).
+    Nothing,
+}
+
+/// An error of [`rewrite_into`]: the archive's, or one writing to the sink (named by the
+/// caller, who knows the file).
+enum RewriteError {
+    Archive(Error),
+    Write(std::io::Error),
+}
+
+impl RewriteError {
+    fn into_error(self, dst: &Path) -> Error {
+        match self {
+            Self::Archive(e) => e,
+            Self::Write(e) => Error::io(dst, "cannot write", e),
+        }
+    }
+}
+
+impl From<Error> for RewriteError {
+    fn from(e: Error) -> Self {
+        Self::Archive(e)
+    }
+}
+
+/// Writes the rewritten archive (`bytes`, the mapped file of `archive`) to `w`: the file
+/// header, every record (the replaced ones new), the rebuilt index and the trailer;
+/// returns the bytes written.
+fn rewrite_into(
+    archive: &Archive,
+    bytes: &[u8],
+    replacements: &[(usize, &Node, Option<format::Settings>)],
+    check: Check,
+    w: &mut dyn Write,
+) -> std::result::Result<u64, RewriteError> {
+    let src = archive.path();
     let corrupt = |what: String| Error::archive(src, ArchiveError::Corrupt { what });
     if bytes.len() as u64 != archive.archive_len() {
-        return Err(corrupt("the file changed while it was read".into()));
+        return Err(corrupt("the file changed while it was read".into()).into());
     }
 
     // New records by their start offset, after checking every program.
-    let mut new_records: BTreeMap<usize, (usize, Vec<u8>)> = BTreeMap::new();
-    for (i, program) in replacements {
-        let t = archive.tensors().get(*i).ok_or_else(|| {
+    let mut new_records: BTreeMap<usize, (usize, Vec<u8>, Option<format::Settings>)> =
+        BTreeMap::new();
+    for &(i, program, settings) in replacements {
+        let t = archive.tensors().get(i).ok_or_else(|| {
             Error::archive(
                 src,
                 ArchiveError::NoSuchTensor {
-                    index: *i,
+                    index: i,
                     count: archive.tensors().len(),
                 },
             )
@@ -105,32 +210,39 @@ pub fn rewrite_with_programs(
             what: format!("{region}: new program {what}"),
         };
         if t.record.is_empty() {
-            return Err(internal(
-                "has no record to go in: the tensor is empty".into(),
-            ));
+            return Err(internal("has no record to go in: the tensor is empty".into()).into());
         }
         if program.ty() != ty {
             return Err(internal(format!(
                 "has type {}, the record restores {ty}",
                 program.ty(),
-            )));
+            ))
+            .into());
         }
-        let words = execute(program, ty.len).map_err(|e| internal(format!("fails: {e}")))?;
-        let restored = words_into_le_bytes(words);
-        let actual = xxh3_64(&restored);
-        if actual != t.checksum {
-            return Err(Error::Mismatch {
-                path: src.to_path_buf(),
-                region,
-                expected: t.checksum,
-                actual,
-            });
-        }
+        let restored = match check {
+            Check::Programs => {
+                let words =
+                    execute(program, ty.len).map_err(|e| internal(format!("fails: {e}")))?;
+                let restored = words_into_le_bytes(words);
+                let actual = xxh3_64(&restored);
+                if actual != t.checksum {
+                    return Err(Error::Mismatch {
+                        path: src.to_path_buf(),
+                        region,
+                        expected: t.checksum,
+                        actual,
+                    }
+                    .into());
+                }
+                Some(restored)
+            }
+            Check::Nothing => None,
+        };
         let body = program_bytes(program);
         let mut record = Vec::new();
         if archive.version() >= 4 {
             let items = group.map_or(1, |g| g.tensors.len() as u64);
-            let regions = region_heads(program, &restored);
+            let regions = region_heads(program, restored.as_deref());
             let head = match &regions {
                 Some(regions) => format::HeadV4::Regions {
                     items,
@@ -159,7 +271,7 @@ pub fn rewrite_with_programs(
             };
             format::write_tensor_record(&mut record, &meta, &body);
         }
-        new_records.insert(t.record.start, (t.record.end, record));
+        new_records.insert(t.record.start, (t.record.end, record, settings));
     }
 
     // The old index: where every record starts and ends.
@@ -195,116 +307,114 @@ pub fn rewrite_with_programs(
         (index.record_lens, index.records_checksum, None)
     };
 
-    let mut tmp = temp_beside(dst)?;
-    let write_err = |e: std::io::Error| Error::io(dst, "cannot write", e);
+    let hashing = check == Check::Programs;
     let mut old_hasher = Xxh3::new();
     let mut new_hasher = Xxh3::new();
     let mut record_lens = Vec::with_capacity(old_lens.len());
     let mut offset = format::FILE_HEADER_LEN as u64;
-    {
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        w.write_all(&bytes[..format::FILE_HEADER_LEN])
-            .map_err(write_err)?;
-        let mut at = format::FILE_HEADER_LEN;
-        // The settings entry of the replaced records, added to the index when new.
-        let list = match (&mut v2, &mut v4) {
-            (Some(index), _) => Some(&mut index.settings),
-            (_, Some(index)) => Some(&mut index.settings),
-            _ => None,
-        };
-        let new_settings = match (list, settings) {
-            (Some(list), Some(s)) => Some(match list.iter().position(|&o| o == s) {
-                Some(k) => k as u64,
-                None => {
-                    list.push(s);
-                    (list.len() - 1) as u64
-                }
-            }),
-            _ => None,
-        };
-        for (k, &len) in old_lens.iter().enumerate() {
-            let end = usize::try_from(len)
-                .ok()
-                .and_then(|l| at.checked_add(l))
-                .filter(|&e| e <= n)
-                .ok_or_else(|| corrupt(format!("record at byte {at} runs past the end")))?;
-            let old = &bytes[at..end];
+    w.write_all(&bytes[..format::FILE_HEADER_LEN])
+        .map_err(RewriteError::Write)?;
+    let mut at = format::FILE_HEADER_LEN;
+    for (k, &len) in old_lens.iter().enumerate() {
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| at.checked_add(l))
+            .filter(|&e| e <= n)
+            .ok_or_else(|| corrupt(format!("record at byte {at} runs past the end")))?;
+        let old = &bytes[at..end];
+        if hashing {
             old_hasher.update(old);
-            let out: &[u8] = match new_records.get(&at) {
-                Some((old_end, record)) if *old_end == end => {
-                    if let (Some(r), Some(s)) = (k.checked_sub(1), new_settings) {
-                        if let Some(entry) = v2.as_mut().and_then(|i| i.records.get_mut(r)) {
-                            entry.1 = s;
-                        }
-                        if let Some(entry) = v4.as_mut().and_then(|i| i.record_settings.get_mut(r))
-                        {
-                            *entry = s;
+        }
+        let out: &[u8] = match new_records.get(&at) {
+            Some((old_end, record, settings)) if *old_end == end => {
+                // The settings entry of the replaced record (record k is tensor record
+                // k - 1), added to the index when new.
+                if let (Some(s), Some(r)) = (settings, k.checked_sub(1)) {
+                    if let Some(index) = v2.as_mut() {
+                        let e = settings_entry(&mut index.settings, *s);
+                        if let Some(entry) = index.records.get_mut(r) {
+                            entry.1 = e;
                         }
                     }
-                    record
+                    if let Some(index) = v4.as_mut() {
+                        let e = settings_entry(&mut index.settings, *s);
+                        if let Some(entry) = index.record_settings.get_mut(r) {
+                            *entry = e;
+                        }
+                    }
                 }
-                Some(_) => return Err(corrupt(format!("record at byte {at} has two lengths"))),
-                None => old,
-            };
-            new_hasher.update(out);
-            w.write_all(out).map_err(write_err)?;
-            record_lens.push(out.len() as u64);
-            offset += out.len() as u64;
-            at = end;
-        }
-        if old_hasher.digest() != old_records_checksum {
-            return Err(corrupt(
-                "its records do not match their stored checksum (run verify)".into(),
-            ));
-        }
-        let mut tail = Vec::new();
-        match (v2, v4) {
-            (_, Some(old)) => format::write_index_v4(
-                &mut tail,
-                &format::IndexV4 {
-                    records_checksum: new_hasher.digest(),
-                    record_lens,
-                    ..old
-                },
-            ),
-            (Some(old), _) => format::write_index_v2(
-                &mut tail,
-                &format::IndexV2 {
-                    records_checksum: new_hasher.digest(),
-                    record_lens,
-                    ..old
-                },
-            ),
-            (None, None) => {
-                let old = format::read_index(index_bytes).map_err(corrupt)?;
-                format::write_index(
-                    &mut tail,
-                    &format::Index {
-                        records_checksum: new_hasher.digest(),
-                        record_lens,
-                        ..old
-                    },
-                )
+                record
             }
+            Some(_) => return Err(corrupt(format!("record at byte {at} has two lengths")).into()),
+            None => old,
+        };
+        if hashing {
+            new_hasher.update(out);
         }
-        let trailer = format::trailer(offset, &tail);
-        tail.extend_from_slice(&trailer);
-        w.write_all(&tail).map_err(write_err)?;
-        offset += tail.len() as u64;
-        w.flush().map_err(write_err)?;
+        w.write_all(out).map_err(RewriteError::Write)?;
+        record_lens.push(out.len() as u64);
+        offset += out.len() as u64;
+        at = end;
     }
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(dst, "cannot sync", e))?;
-    persist(tmp, dst, overwrite)?;
+    if hashing && old_hasher.digest() != old_records_checksum {
+        return Err(
+            corrupt("its records do not match their stored checksum (run verify)".into()).into(),
+        );
+    }
+    let mut tail = Vec::new();
+    match (v2, v4) {
+        (_, Some(old)) => format::write_index_v4(
+            &mut tail,
+            &format::IndexV4 {
+                records_checksum: new_hasher.digest(),
+                record_lens,
+                ..old
+            },
+        ),
+        (Some(old), _) => format::write_index_v2(
+            &mut tail,
+            &format::IndexV2 {
+                records_checksum: new_hasher.digest(),
+                record_lens,
+                ..old
+            },
+        ),
+        (None, None) => {
+            let old = format::read_index(index_bytes).map_err(corrupt)?;
+            format::write_index(
+                &mut tail,
+                &format::Index {
+                    records_checksum: new_hasher.digest(),
+                    record_lens,
+                    ..old
+                },
+            )
+        }
+    }
+    let trailer = format::trailer(offset, &tail);
+    tail.extend_from_slice(&trailer);
+    w.write_all(&tail).map_err(RewriteError::Write)?;
+    offset += tail.len() as u64;
     Ok(offset)
+}
+
+/// The index of settings `s` in `all`, added at the end when new.
+fn settings_entry(all: &mut Vec<format::Settings>, s: format::Settings) -> u64 {
+    match all.iter().position(|&o| o == s) {
+        Some(k) => k as u64,
+        None => {
+            all.push(s);
+            (all.len() - 1) as u64
+        }
+    }
 }
 
 /// The regions table of a regions record (format 4) for `program`, a root `concat`
 /// restoring `restored` (little-endian bytes): each child's words, program bytes and the
-/// checksum of its bytes, so that a damaged child costs its own bytes only. `None` for a
-/// program of another root.
-fn region_heads(program: &Node, restored: &[u8]) -> Option<Vec<format::RegionHead>> {
+/// checksum of its bytes (0 when `restored` is `None`: the table's length is the same),
+/// so that a damaged child costs its own bytes only. `None` for a program of another
+/// root.
+fn region_heads(program: &Node, restored: Option<&[u8]>) -> Option<Vec<format::RegionHead>> {
     let crate::dsl::Op::Concat(children) = program.op() else {
         return None;
     };
@@ -313,10 +423,14 @@ fn region_heads(program: &Node, restored: &[u8]) -> Option<Vec<format::RegionHea
     let mut out = Vec::with_capacity(children.len());
     for c in children {
         let n = c.ty().len as usize * word_bytes;
+        let checksum = match restored {
+            Some(r) => xxh3_64(r.get(at..at + n)?),
+            None => 0,
+        };
         out.push(format::RegionHead {
             words: c.ty().len,
             program_len: crate::dsl::program_len(c),
-            checksum: xxh3_64(restored.get(at..at + n)?),
+            checksum,
         });
         at += n;
     }
@@ -405,5 +519,40 @@ mod tests {
         let kept = dir.path().join("m.kept.brv");
         rewrite_with_programs(&brv, &kept, &[(0, lit)], None, false).unwrap();
         assert_eq!(Archive::open(&kept).unwrap().tensors()[0].settings, built);
+    }
+
+    /// [`rewritten_len`] says the length the rewrite writes, new settings entries and
+    /// all, for each tensor's own settings.
+    #[test]
+    fn the_length_of_a_rewrite_is_known_before_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let brv = two_tensor_archive(dir.path());
+        let old = Archive::open(&brv).unwrap();
+        let a = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
+        let b = Node::constant(crate::dsl::Ty::new(8, 4), 9).unwrap();
+        let s = |budget| format::Settings {
+            budget,
+            max_depth: 4,
+            max_nodes: 64,
+            prior: format::PriorKind::Uniform,
+            prior_digest: 0,
+        };
+        let cases: Vec<Vec<(usize, &Node, Option<format::Settings>)>> = vec![
+            vec![(0, &a, None)],
+            vec![(0, &a, Some(s(32)))],
+            vec![(0, &a, Some(s(32))), (1, &b, Some(s(32)))],
+            vec![(0, &a, Some(s(300))), (1, &b, Some(s(1)))],
+            vec![(1, &b, None)],
+        ];
+        for (k, c) in cases.iter().enumerate() {
+            let out = dir.path().join(format!("m{k}.brv"));
+            let written = rewrite_with_each(&brv, &out, c, false).unwrap();
+            assert_eq!(rewritten_len(&old, c).unwrap(), written, "case {k}");
+            let new = Archive::open(&out).unwrap();
+            for &(i, _, s) in c {
+                let want = s.or(old.tensors()[i].settings);
+                assert_eq!(new.tensors()[i].settings, want, "case {k}");
+            }
+        }
     }
 }

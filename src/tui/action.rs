@@ -18,13 +18,23 @@ pub enum View {
     Search,
     /// Verify against stored checksums.
     Verify,
+    /// Where the whole archive's bytes go.
+    Archive,
+    /// Search results and playground programs waiting to be written, all with one `w`.
+    Changes,
+    /// Type a program in its text form, check it, run it, write it.
+    Playground,
+    /// Archive bytes against the search budget.
+    Sweep,
+    /// The production prior the search uses, edited in place.
+    Prior,
     /// Keys and the operator lessons.
     Help,
 }
 
 impl View {
     /// Views reachable with Tab, in order.
-    pub const TABS: [View; 8] = [
+    pub const TABS: [View; 13] = [
         View::Table,
         View::Tree,
         View::Text,
@@ -32,6 +42,11 @@ impl View {
         View::Plots,
         View::Search,
         View::Verify,
+        View::Archive,
+        View::Changes,
+        View::Playground,
+        View::Sweep,
+        View::Prior,
         View::Help,
     ];
 
@@ -45,14 +60,57 @@ impl View {
             View::Plots => "Plots",
             View::Search => "Search",
             View::Verify => "Verify",
+            View::Archive => "Archive",
+            View::Changes => "Changes",
+            View::Playground => "Playground",
+            View::Sweep => "Sweep",
+            View::Prior => "Prior",
             View::Help => "Help",
         }
+    }
+
+    /// The key that shows the view: `1`-`9` and `0` for the first ten tabs, `?` for
+    /// help; Sweep and Prior have none of their own (`B` and `P` from the Search view,
+    /// or Tab).
+    pub fn key(self) -> Option<char> {
+        match self {
+            View::Help => Some('?'),
+            View::Sweep | View::Prior => None,
+            v => {
+                let i = v.index();
+                char::from_digit(((i + 1) % 10) as u32, 10)
+            }
+        }
+    }
+
+    /// The view a digit key shows.
+    pub fn of_digit(d: char) -> Option<View> {
+        let n = d.to_digit(10)? as usize;
+        let i = if n == 0 { 9 } else { n - 1 };
+        View::TABS.get(i).copied().filter(|v| v.key() == Some(d))
     }
 
     /// Position in [`View::TABS`].
     pub fn index(self) -> usize {
         View::TABS.iter().position(|&v| v == self).unwrap_or(0)
     }
+}
+
+/// A cursor movement in a text being typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// One character left.
+    Left,
+    /// One character right.
+    Right,
+    /// To the start of the line.
+    Home,
+    /// To the end of the line.
+    End,
+    /// One line up (the playground).
+    Up,
+    /// One line down (the playground).
+    Down,
 }
 
 /// Which field of the search form is selected.
@@ -183,6 +241,39 @@ pub enum Action {
     Kill(Kill),
     /// Cancel the running job.
     Cancel,
+    /// Move the cursor in the text being typed.
+    Cursor(Move),
+    /// Delete the character under the cursor (Delete).
+    DeleteForward,
+    /// A new line in the playground's text (Enter while editing).
+    Newline,
+    /// Enter in a list: the Archive view opens Why on the selected tensor.
+    Open,
+    /// Drop the selected pending change (Changes view).
+    Drop,
+    /// Sweep: toggle the selected tensor / a sample of the archive.
+    SweepTarget,
+    /// Prior view: the next (or previous) context.
+    PriorContext(bool),
+    /// Prior view: learn a prior from the archive's tensors to edit (calibrate).
+    PriorCalibrate,
+    /// Prior view: save the prior to a file (asks for its path).
+    PriorSave,
+    /// Start editing (the playground's text, the prior's selected count).
+    EditStart,
+    /// Stop editing, keeping the text.
+    EditDone,
+    /// Stop editing the prior's count, restoring it.
+    EditCancel,
+    /// Type a character (the playground's text, the prior's count).
+    Type(char),
+    /// Delete the character before the cursor (the playground's text, the prior's count).
+    Backspace,
+    /// Playground: check, run and size the program against the tensor.
+    PlayRun,
+    /// Playground (and the end of a lesson): load the selected tensor's program (or the
+    /// lesson's example) into the playground.
+    PlayOpen,
     /// Next lesson page.
     NextPage,
     /// Previous lesson page.

@@ -1,14 +1,19 @@
 //! The app's state and how actions change it. Nothing here draws; [`super::ui`] renders
 //! this state, [`super::event`] turns keys into [`Action`]s.
 
-use super::action::{Action, Field, Kill, View};
-use super::inspect::{inspect, thousands, Inspection};
+use super::action::{Action, Field, Kill, Move, View};
+use super::inspect::{thousands, Inspection};
 use super::learn::{self, Lesson};
-use super::model::{Check, Source, TensorRow, VerifyOutcome};
+use super::model::{Check, Sharing, Source, TensorRow, VerifyOutcome};
+use super::playground::{Origin, Playground};
+use super::prior_view::PriorView;
+use super::searching::{search_record, PriorRequest};
+use super::sweep::SweepState;
+use super::textfield;
 use super::worker::{self, JobHandle, Msg, Outcome, SearchResult, Worker};
 use crate::archive::format::{PriorKind, Settings};
 use crate::dsl::{program_len, Node};
-use crate::synth::{synthesize_in_regions, Prior, SearchOptions};
+use crate::synth::{Prior, SearchOptions};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,6 +21,9 @@ use std::time::{Duration, Instant};
 
 /// Inspections kept in memory (each holds a tensor's program).
 const CACHE: usize = 6;
+
+/// Rows of the Prior view's table: one per production.
+const ALL_PRODS_LEN: usize = crate::synth::decompose::ALL_PRODS.len();
 
 /// Rows moved by PageUp / PageDown in a view not drawn yet (whose height is unknown).
 pub const PAGE: usize = 10;
@@ -136,10 +144,13 @@ pub enum PriorMode {
     Uniform,
     /// Read from the prior file in the form (JSON, schema `brevis-prior/1`).
     File,
+    /// The prior edited in the Prior view.
+    Edited,
 }
 
 impl PriorMode {
-    /// The choices in the order `+` cycles through them.
+    /// The choices in the order `+` cycles through them ([`PriorMode::Edited`] comes
+    /// after them once the Prior view has edited a prior).
     pub const ALL: [PriorMode; 3] = [PriorMode::Calibrated, PriorMode::Uniform, PriorMode::File];
 
     /// What the form shows.
@@ -148,6 +159,7 @@ impl PriorMode {
             PriorMode::Calibrated => "calibrated",
             PriorMode::Uniform => "uniform",
             PriorMode::File => "file",
+            PriorMode::Edited => "edited",
         }
     }
 }
@@ -163,11 +175,26 @@ pub struct SearchForm {
     pub prior_path: String,
 }
 
-/// The prompt that writes the new program into a new archive.
+/// What the write prompt writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PromptKind {
+    /// A copy of the archive with every pending change.
+    #[default]
+    Archive,
+    /// The Prior view's prior, as JSON.
+    Prior,
+}
+
+/// The prompt that writes the pending changes into a new archive (or the prior to a
+/// file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WritePrompt {
+    /// What it writes.
+    pub kind: PromptKind,
     /// Output path being typed.
     pub path: String,
+    /// Cursor in the path, in characters.
+    pub cursor: usize,
     /// Set when the path names an existing file (or the open archive) and the user must
     /// confirm replacing it: the question.
     pub confirm: Option<String>,
@@ -186,6 +213,48 @@ pub struct WriteOutcome {
     pub old_bytes: u64,
     /// Whether the open archive was replaced (and reopened).
     pub in_place: bool,
+    /// Changes written.
+    pub changes: usize,
+}
+
+/// A program waiting to be written into the archive: a search's smaller result, or a
+/// playground program that restores its tensor. One `w` writes them all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    /// The tensor it was found for.
+    pub tensor: usize,
+    /// Its record, as the first tensor the record restores (a group's first).
+    pub record: usize,
+    /// The new program (a group's, for a tensor in a group).
+    pub program: Node,
+    /// The settings that built it, recorded for the record (`None`: the record keeps
+    /// its own; a program from the playground).
+    pub settings: Option<Settings>,
+    /// Bytes of the archive's program.
+    pub old_bytes: u64,
+    /// Bytes of the new program.
+    pub new_bytes: u64,
+    /// Where it came from, for the list (`search: budget 32, prior uniform`).
+    pub from: String,
+    /// The exact change in the archive's length in bytes were it written alone (the
+    /// record's change, plus any index entry it adds: a new settings entry takes 12
+    /// bytes or so); `None` when the source is not a file.
+    pub delta: Option<i64>,
+}
+
+/// The Archive view's state: the report of where the archive's bytes go.
+#[derive(Debug, Default)]
+pub struct ArchiveView {
+    /// The report (or why it could not be made).
+    pub report: Option<Result<Arc<crate::job::why::WhyReport>, String>>,
+    /// The analysis running.
+    pub running: Option<JobHandle>,
+    /// Set when `x` stopped the last analysis.
+    pub cancelled: bool,
+    /// The selected line of the ranking of tensors above their references.
+    pub selected: usize,
+    /// First line shown.
+    pub scroll: usize,
 }
 
 /// The search form and its job.
@@ -220,6 +289,8 @@ pub struct SearchState {
     pub writing: Option<JobHandle>,
     /// The last write (or why it failed).
     pub written: Option<Result<WriteOutcome, String>>,
+    /// Cursor in the prior file's path, in characters.
+    pub prior_cursor: usize,
 }
 
 impl SearchState {
@@ -256,12 +327,24 @@ pub struct App {
     pub temp_dir: Option<std::path::PathBuf>,
     /// Every file a write from the Search view made, in order.
     pub written_paths: Vec<std::path::PathBuf>,
-    /// Set while `q` asks whether to quit with a search result that is smaller than the
-    /// archive and was not written: the question.
+    /// Set while `q` asks whether to quit with pending changes that were not written
+    /// (or a search or write still running): the question.
     pub quit_question: Option<String>,
-    /// Set while `r` asks whether to search again, dropping the last search's smaller
-    /// result that was not written: the question.
-    pub discard_question: Option<String>,
+    /// Programs waiting to be written, one per record, in the order they came.
+    pub pending: Vec<Pending>,
+    /// The selected pending change (Changes view).
+    pub pending_selected: usize,
+    /// The archive's length in bytes with every pending change written (`None`: no
+    /// change pending; `Err`: not a file, or its index cannot be read).
+    pub pending_len: Option<Result<u64, String>>,
+    /// The Archive view.
+    pub archive_view: ArchiveView,
+    /// The budget sweep.
+    pub sweep: SweepState,
+    /// The Prior view.
+    pub prior_view: PriorView,
+    /// The playground.
+    pub play: Playground,
     /// The view shown.
     pub view: View,
     /// The view to go back to from help.
@@ -276,6 +359,8 @@ pub struct App {
     pub filter: String,
     /// Whether the filter is being typed.
     pub filter_editing: bool,
+    /// Cursor in the filter, in characters.
+    pub filter_cursor: usize,
     /// Visible rows (indices into the source's rows), sorted and filtered.
     pub order: Vec<usize>,
     /// Selected line in `order`.
@@ -330,7 +415,13 @@ impl App {
             temp_dir: None,
             written_paths: Vec::new(),
             quit_question: None,
-            discard_question: None,
+            pending: Vec::new(),
+            pending_selected: 0,
+            pending_len: None,
+            archive_view: ArchiveView::default(),
+            sweep: SweepState::default(),
+            prior_view: PriorView::default(),
+            play: Playground::default(),
             view: View::Table,
             back_view: View::Table,
             quit: false,
@@ -338,6 +429,7 @@ impl App {
             reverse: false,
             filter: String::new(),
             filter_editing: false,
+            filter_cursor: 0,
             order: Vec::new(),
             selected: 0,
             table_offset: 0,
@@ -368,6 +460,7 @@ impl App {
                 prompt: None,
                 writing: None,
                 written: None,
+                prior_cursor: 0,
             },
             verify: VerifyState::default(),
             page: 0,
@@ -427,23 +520,30 @@ impl App {
 
     /// The key mapping's context.
     pub fn key_context(&self) -> super::event::KeyContext {
+        use super::event::Prompt;
+        let prompt_view = matches!(
+            self.view,
+            View::Search | View::Changes | View::Playground | View::Prior
+        );
         super::event::KeyContext {
             view: self.view,
             filter_editing: self.filter_editing,
             loading: self.source.is_none(),
             filter_kept: !self.filter.is_empty(),
             search_editing: self.view == View::Search && self.search.editing.is_some(),
+            text_field: self.search.field == Field::PriorFile,
+            editing: (self.view == View::Playground && self.play.editing)
+                || (self.view == View::Prior && self.prior_view.editing.is_some()),
             prompt: match &self.search.prompt {
-                _ if self.quit_question.is_some() => super::event::Prompt::Quit,
-                _ if self.discard_question.is_some() => super::event::Prompt::Discard,
-                Some(p) if self.view == View::Search => {
+                _ if self.quit_question.is_some() => Prompt::Quit,
+                Some(p) if prompt_view => {
                     if p.confirm.is_some() {
-                        super::event::Prompt::Confirm
+                        Prompt::Confirm
                     } else {
-                        super::event::Prompt::Path
+                        Prompt::Path
                     }
                 }
-                _ => super::event::Prompt::None,
+                _ => Prompt::None,
             },
         }
     }
@@ -469,6 +569,10 @@ impl App {
             || self.search.running.is_some()
             || self.search.writing.is_some()
             || self.verify.running.is_some()
+            || self.archive_view.running.is_some()
+            || self.sweep.running.is_some()
+            || self.prior_view.loading.is_some()
+            || self.play.running.is_some()
     }
 
     /// Recomputes the visible rows after a sort or filter change, keeping the selected
@@ -544,20 +648,14 @@ impl App {
             match action {
                 Action::Confirm(true) | Action::Quit => self.quit = true,
                 Action::Confirm(false) => {
-                    self.status = "not quit: w writes the new program".into();
+                    self.status = if self.pending.is_empty() {
+                        "not quit".into()
+                    } else {
+                        "not quit: w writes the pending changes (9 lists them)".into()
+                    };
                 }
                 // Any other key leaves the question on screen.
                 _ => self.quit_question = Some(q),
-            }
-            return;
-        }
-        if let Some(q) = self.discard_question.take() {
-            match action {
-                Action::Confirm(true) => self.run_search(),
-                Action::Confirm(false) => {
-                    self.status = "kept the last result: w writes it".into();
-                }
-                _ => self.discard_question = Some(q),
             }
             return;
         }
@@ -597,6 +695,7 @@ impl App {
                 View::Tree => self.tree_toggle(),
                 _ => {}
             },
+            Action::Open => self.open_selected(),
             Action::Expand => self.tree_set(true),
             Action::Collapse => self.tree_set(false),
             Action::ExpandAll => self.tree.expanded.iter_mut().for_each(|e| *e = true),
@@ -616,31 +715,42 @@ impl App {
                 self.reverse = !self.reverse;
                 self.refresh_order();
             }
-            Action::FilterStart => self.filter_editing = true,
+            Action::FilterStart => {
+                self.filter_editing = true;
+                self.filter_cursor = textfield::len(&self.filter);
+            }
             Action::FilterChar(c) => {
-                self.filter.push(c);
+                textfield::insert(&mut self.filter, &mut self.filter_cursor, c);
                 self.selected = 0;
                 self.refresh_order();
             }
             Action::FilterBackspace => {
-                self.filter.pop();
+                textfield::backspace(&mut self.filter, &mut self.filter_cursor);
                 self.refresh_order();
             }
             Action::FilterAccept => self.filter_editing = false,
             Action::FilterClear => {
                 self.filter_editing = false;
                 self.filter.clear();
+                self.filter_cursor = 0;
                 self.refresh_order();
             }
             Action::VerifyOne => self.start_verify(true),
             Action::VerifyAll => self.start_verify(false),
-            Action::SearchRun => {
-                self.search_scroll = 0;
-                self.start_search()
-            }
+            Action::SearchRun => match self.view {
+                View::Archive => self.start_analysis(),
+                View::Sweep => self.start_sweep(),
+                _ => {
+                    self.search_scroll = 0;
+                    self.start_search()
+                }
+            },
             Action::SearchField(f) => {
                 self.search.field = f;
                 self.search_edit();
+                if f == Field::PriorFile {
+                    self.search.prior_cursor = textfield::len(&self.search.form.prior_path);
+                }
             }
             Action::SearchEdit => self.search_edit(),
             Action::SearchEditDone => self.search.editing = None,
@@ -662,30 +772,45 @@ impl App {
                     (i + all.len() - 1) % all.len()
                 };
                 self.search.field = all[k];
+                if self.search.field == Field::PriorFile {
+                    self.search.prior_cursor = textfield::len(&self.search.form.prior_path);
+                }
             }
             Action::SearchChar(c) => self.search_char(c),
             Action::SearchBackspace => match self.search.field {
                 Field::PriorFile => {
-                    self.search.form.prior_path.pop();
+                    textfield::backspace(
+                        &mut self.search.form.prior_path,
+                        &mut self.search.prior_cursor,
+                    );
                 }
                 Field::Prior => {}
                 _ => self.edit_field(|v| v / 10),
             },
+            Action::SearchMore if self.view == View::Sweep => self.sweep_limit(true),
+            Action::SearchLess if self.view == View::Sweep => self.sweep_limit(false),
+            Action::SearchMore if self.view == View::Prior => self.prior_step(true),
+            Action::SearchLess if self.view == View::Prior => self.prior_step(false),
             Action::SearchMore => self.search_step(true),
             Action::SearchLess => self.search_step(false),
-            Action::SearchWrite => self.open_write_prompt(),
+            Action::SearchWrite => match self.view {
+                View::Playground => self.play_write(),
+                _ => self.open_write_prompt(),
+            },
             Action::PromptChar(c) => {
                 if let Some(p) = &mut self.search.prompt {
-                    p.path.push(c);
+                    textfield::insert(&mut p.path, &mut p.cursor, c);
                     p.error = None;
                 }
             }
             Action::PromptBackspace => {
                 if let Some(p) = &mut self.search.prompt {
-                    p.path.pop();
+                    textfield::backspace(&mut p.path, &mut p.cursor);
                     p.error = None;
                 }
             }
+            Action::Cursor(m) => self.cursor(m),
+            Action::DeleteForward => self.delete_forward(),
             Action::PromptAccept => self.write_accept(),
             Action::PromptCancel => self.search.prompt = None,
             Action::Confirm(yes) => {
@@ -698,6 +823,69 @@ impl App {
             }
             Action::Kill(k) => self.kill(k),
             Action::Cancel => self.cancel(),
+            Action::Drop => self.drop_pending(),
+            Action::SweepTarget => {
+                self.sweep.sample = !self.sweep.sample;
+            }
+            Action::PriorContext(next) => {
+                let n = self.prior_view.keys.len();
+                if n > 0 {
+                    let c = self.prior_view.ctx;
+                    self.prior_view.ctx = if next { (c + 1) % n } else { (c + n - 1) % n };
+                }
+            }
+            Action::PriorCalibrate => self.start_calibration(),
+            Action::PriorSave => self.open_prior_prompt(),
+            Action::EditStart => match self.view {
+                View::Playground => {
+                    if self.play.origin.is_none() {
+                        self.play_open();
+                    }
+                    self.play.editing = true;
+                }
+                View::Prior
+                    if self.prior_view.prior.is_some() && !self.prior_view.keys.is_empty() =>
+                {
+                    self.prior_view.editing = Some(self.prior_view.count());
+                }
+                _ => {}
+            },
+            Action::EditDone => {
+                self.play.editing = false;
+                self.prior_view.editing = None;
+            }
+            Action::EditCancel => {
+                if let Some(v) = self.prior_view.editing.take() {
+                    self.prior_view.set_count(v);
+                }
+            }
+            Action::Type(c) => match self.view {
+                View::Playground => self.play.insert(c),
+                View::Prior => {
+                    if let Some(d) = c.to_digit(10) {
+                        let v = self.prior_view.count();
+                        self.prior_view.set_count(
+                            v.saturating_mul(10)
+                                .saturating_add(u64::from(d))
+                                .min(1 << 40),
+                        );
+                        self.prior_edited();
+                    }
+                }
+                _ => {}
+            },
+            Action::Backspace => match self.view {
+                View::Playground => self.play.backspace(),
+                View::Prior => {
+                    let v = self.prior_view.count();
+                    self.prior_view.set_count(v / 10);
+                    self.prior_edited();
+                }
+                _ => {}
+            },
+            Action::Newline => self.play.newline(),
+            Action::PlayRun => self.start_play(),
+            Action::PlayOpen => self.play_open(),
             Action::NextPage => {
                 self.page = (self.page + 1).min(self.lessons.len());
                 self.step = 0;
@@ -719,8 +907,8 @@ impl App {
         self.ensure_inspection();
     }
 
-    /// `q`: quits, unless a search found a smaller program that was not written (or its
-    /// write is still running): then asks first ([`App::quit_question`]).
+    /// `q`: quits, unless changes are pending (or a search or a write is still running):
+    /// then asks first ([`App::quit_question`]).
     fn request_quit(&mut self) {
         match self.unsaved() {
             Some(q) => self.quit_question = Some(q),
@@ -728,9 +916,8 @@ impl App {
         }
     }
 
-    /// The question to ask before quitting, when quitting would lose work: the last
-    /// search's program is smaller than the archive's and was not written, a search is
-    /// running, or the new archive is still being written.
+    /// The question to ask before quitting, when quitting would lose work: changes are
+    /// pending, a search is running, or the new archive is still being written.
     pub fn unsaved(&self) -> Option<String> {
         if self.search.writing.is_some() {
             return Some("the new archive is still being written: quit and lose it? (y/n)".into());
@@ -742,47 +929,198 @@ impl App {
                     .into(),
             );
         }
-        let (name, gain) = self.unwritten_gain()?;
+        if self.pending.is_empty() {
+            return None;
+        }
+        let n = self.pending.len();
+        let change = match self.pending_total() {
+            Some(d) => format!("; the file {} B", super::ui::signed(d)),
+            None => String::new(),
+        };
+        let names: Vec<String> = self
+            .pending
+            .iter()
+            .take(2)
+            .map(|p| self.row_name(p.tensor))
+            .collect();
+        let more = if n > 2 {
+            format!(" and {} more", n - 2)
+        } else {
+            String::new()
+        };
         Some(format!(
-            "quit without writing the search's result? (y/n) It is {} bytes smaller for \
-             {name}; w in the Search view writes it",
-            thousands(gain)
+            "quit without writing {n} pending change{} ({}{more}{change})? (y/n) w writes \
+             them (9 lists them)",
+            if n == 1 { "" } else { "s" },
+            names.join(", ")
         ))
     }
 
-    /// The tensor and bytes saved of the last search's result, when it is smaller than
-    /// the archive's program and was not written.
-    fn unwritten_gain(&self) -> Option<(String, u64)> {
-        let Some(Ok(r)) = &self.search.result else {
-            return None;
-        };
-        let written = matches!(self.search.written, Some(Ok(_)));
-        if written || r.new.bytes >= r.old.1 {
-            return None;
+    /// The escaped name of tensor `t`.
+    pub fn row_name(&self, t: usize) -> String {
+        self.rows()
+            .get(t)
+            .map(|r| super::escape_name(&r.name).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The change in the archive's length in bytes were every pending change written
+    /// (index entries included); `None` when it cannot be told (not a file).
+    pub fn pending_total(&self) -> Option<i64> {
+        let arch = self.source.as_ref()?.file_sizes().1;
+        match &self.pending_len {
+            Some(Ok(len)) => Some(*len as i64 - arch as i64),
+            _ => None,
         }
-        let name = self
-            .rows()
-            .get(r.tensor)
-            .map(|row| super::escape_name(&row.name).into_owned())
-            .unwrap_or_default();
-        Some((name, r.old.1 - r.new.bytes))
+    }
+
+    /// Adds (or replaces, for the same record) a pending change, and recomputes the
+    /// archive's length with all of them. A change no smaller than the one pending for
+    /// its record replaces it only when `replace`.
+    pub fn add_pending(&mut self, change: Pending, replace: bool) -> bool {
+        if let Some(k) = self.pending.iter().position(|p| p.record == change.record) {
+            if !replace && change.new_bytes >= self.pending[k].new_bytes {
+                return false;
+            }
+            self.pending[k] = change;
+        } else {
+            self.pending.push(change);
+        }
+        self.refresh_pending();
+        true
+    }
+
+    /// Recomputes each pending change's own effect and the archive's length with all of
+    /// them ([`Source::rewritten_len`]).
+    fn refresh_pending(&mut self) {
+        self.pending_selected = self
+            .pending_selected
+            .min(self.pending.len().saturating_sub(1));
+        let Some(source) = self.source.clone() else {
+            return;
+        };
+        if self.pending.is_empty() {
+            self.pending_len = None;
+            return;
+        }
+        let arch = source.file_sizes().1 as i64;
+        for p in &mut self.pending {
+            p.delta = source
+                .rewritten_len(&[(p.tensor, &p.program, p.settings)])
+                .ok()
+                .map(|len| len as i64 - arch);
+        }
+        let all: Vec<(usize, &Node, Option<Settings>)> = self
+            .pending
+            .iter()
+            .map(|p| (p.tensor, &p.program, p.settings))
+            .collect();
+        self.pending_len = Some(source.rewritten_len(&all));
+    }
+
+    /// `d` in the Changes view: drops the selected pending change.
+    fn drop_pending(&mut self) {
+        if self.pending_selected < self.pending.len() {
+            let p = self.pending.remove(self.pending_selected);
+            self.status = format!("dropped the change of {}", self.row_name(p.tensor));
+            self.refresh_pending();
+        } else {
+            self.status = "no change is pending".into();
+        }
+    }
+
+    /// Enter in the Archive view (Why on the selected tensor) and the Changes view (the
+    /// Search view of the selected change's tensor).
+    fn open_selected(&mut self) {
+        let t = match self.view {
+            View::Archive => match &self.archive_view.report {
+                Some(Ok(r)) => r
+                    .tensors_above_reference
+                    .get(self.archive_view.selected)
+                    .map(|a| a.index),
+                _ => None,
+            },
+            View::Changes => self.pending.get(self.pending_selected).map(|p| p.tensor),
+            _ => None,
+        };
+        let Some(t) = t else {
+            return;
+        };
+        self.select_tensor(t);
+        self.show(if self.view == View::Archive {
+            View::Why
+        } else {
+            View::Search
+        });
+    }
+
+    /// Selects tensor `t` in the table, clearing a filter that hides it.
+    pub fn select_tensor(&mut self, t: usize) {
+        if !self.order.contains(&t) {
+            self.filter.clear();
+            self.filter_cursor = 0;
+            self.refresh_order();
+        }
+        if let Some(k) = self.order.iter().position(|&i| i == t) {
+            self.selected = k;
+        }
     }
 
     /// Ctrl-U / Ctrl-W in the text being typed: the filter, the output path, the prior
-    /// file, or a limit (Ctrl-U and Ctrl-W both clear a number).
+    /// file, the playground's line, or a limit (Ctrl-U and Ctrl-W both clear a number).
     fn kill(&mut self, k: Kill) {
         if self.filter_editing {
-            kill_text(&mut self.filter, k);
+            textfield::kill(&mut self.filter, &mut self.filter_cursor, k);
             self.refresh_order();
         } else if let Some(p) = &mut self.search.prompt {
-            kill_text(&mut p.path, k);
+            textfield::kill(&mut p.path, &mut p.cursor, k);
             p.error = None;
+        } else if self.view == View::Playground && self.play.editing {
+            self.play.kill(k);
         } else if self.search.editing.is_some() {
             match self.search.field {
-                Field::PriorFile => kill_text(&mut self.search.form.prior_path, k),
+                Field::PriorFile => textfield::kill(
+                    &mut self.search.form.prior_path,
+                    &mut self.search.prior_cursor,
+                    k,
+                ),
                 Field::Prior => {}
                 _ => self.edit_field(|_| 0),
             }
+        }
+    }
+
+    /// The arrows, Home and End in the text being typed.
+    fn cursor(&mut self, m: Move) {
+        if self.filter_editing {
+            textfield::move_cursor(&self.filter, &mut self.filter_cursor, m);
+        } else if let Some(p) = &mut self.search.prompt {
+            textfield::move_cursor(&p.path, &mut p.cursor, m);
+        } else if self.view == View::Playground && self.play.editing {
+            self.play.move_cursor(m);
+        } else if self.search.editing.is_some() && self.search.field == Field::PriorFile {
+            textfield::move_cursor(
+                &self.search.form.prior_path,
+                &mut self.search.prior_cursor,
+                m,
+            );
+        }
+    }
+
+    /// Delete in the text being typed.
+    fn delete_forward(&mut self) {
+        if self.filter_editing {
+            textfield::delete(&mut self.filter, &mut self.filter_cursor);
+            self.refresh_order();
+        } else if let Some(p) = &mut self.search.prompt {
+            textfield::delete(&mut p.path, &mut p.cursor);
+        } else if self.view == View::Playground && self.play.editing {
+            self.play.delete();
+        } else if self.search.editing.is_some() && self.search.field == Field::PriorFile {
+            textfield::delete(
+                &mut self.search.form.prior_path,
+                &mut self.search.prior_cursor,
+            );
         }
     }
 
@@ -796,6 +1134,20 @@ impl App {
         self.view = v;
         self.filter_editing = false;
         self.search.editing = None;
+        self.play.editing = false;
+        self.prior_view.editing = None;
+        match v {
+            View::Archive
+                if self.archive_view.report.is_none() && self.archive_view.running.is_none() =>
+            {
+                self.start_analysis();
+            }
+            View::Prior if self.prior_view.prior.is_none() && self.prior_view.loading.is_none() => {
+                self.load_prior();
+            }
+            View::Playground if self.play.origin.is_none() => self.play_open(),
+            _ => {}
+        }
     }
 
     /// Applies `f` to the selected limit. Values are kept as typed (within what fits the
@@ -833,7 +1185,11 @@ impl App {
     fn search_char(&mut self, c: char) {
         match (self.search.field, c) {
             (Field::PriorFile, c) => {
-                self.search.form.prior_path.push(c);
+                textfield::insert(
+                    &mut self.search.form.prior_path,
+                    &mut self.search.prior_cursor,
+                    c,
+                );
                 self.search.form.prior = PriorMode::File;
                 self.search.form_error = None;
             }
@@ -842,6 +1198,9 @@ impl App {
             (Field::Prior, 'c') => self.search.form.prior = PriorMode::Calibrated,
             (Field::Prior, 'u') => self.search.form.prior = PriorMode::Uniform,
             (Field::Prior, 'f') => self.search.form.prior = PriorMode::File,
+            (Field::Prior, 'e') if self.prior_view.edited => {
+                self.search.form.prior = PriorMode::Edited
+            }
             (Field::Prior, _) => {}
             (_, d @ '0'..='9') => {
                 let d = u64::from(d as u8 - b'0');
@@ -854,7 +1213,10 @@ impl App {
     fn search_step(&mut self, up: bool) {
         match self.search.field {
             Field::Prior => {
-                let all = PriorMode::ALL;
+                let mut all = PriorMode::ALL.to_vec();
+                if self.prior_view.edited {
+                    all.push(PriorMode::Edited);
+                }
                 let i = all
                     .iter()
                     .position(|&m| m == self.search.form.prior)
@@ -873,9 +1235,14 @@ impl App {
     /// last drawn (1 in help, where they step through a lesson).
     pub fn page_rows(&self) -> usize {
         let rows = match self.view {
-            View::Table | View::Plots | View::Search | View::Verify => self.pages.table,
+            View::Table | View::Plots | View::Search | View::Verify | View::Sweep => {
+                self.pages.table
+            }
             View::Tree => self.pages.tree,
-            View::Text | View::Why => self.pages.text,
+            View::Text | View::Why | View::Archive | View::Changes | View::Playground => {
+                self.pages.text
+            }
+            View::Prior => ALL_PRODS_LEN,
             View::Help => 1,
         };
         rows.clamp(1, isize::MAX as usize)
@@ -883,12 +1250,28 @@ impl App {
 
     fn move_by(&mut self, delta: isize) {
         match self.view {
-            View::Table | View::Plots | View::Search | View::Verify => {
+            View::Table | View::Plots | View::Search | View::Verify | View::Sweep => {
                 let n = self.order.len();
                 if n > 0 {
                     self.selected = step(self.selected, delta, n);
                 }
                 self.search_scroll = 0;
+            }
+            View::Archive => {
+                let n = match &self.archive_view.report {
+                    Some(Ok(r)) => r.tensors_above_reference.len(),
+                    _ => 0,
+                };
+                self.archive_view.selected = step(self.archive_view.selected, delta, n);
+            }
+            View::Changes => {
+                self.pending_selected = step(self.pending_selected, delta, self.pending.len());
+            }
+            View::Prior => {
+                self.prior_view.prod = step(self.prior_view.prod, delta, ALL_PRODS_LEN);
+            }
+            View::Playground => {
+                self.play.result_scroll = step(self.play.result_scroll, delta, usize::MAX / 4);
             }
             View::Tree => {
                 let vis = self.visible_nodes();
@@ -990,11 +1373,27 @@ impl App {
             return;
         };
         let dtype = source.rows()[t].dtype;
+        let group: Option<Vec<String>> = match source.record(t).map(|r| r.sharing) {
+            Some(Sharing::Group { members, .. }) => Some(
+                members
+                    .iter()
+                    .filter_map(|&m| source.rows().get(m).map(|r| r.name.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        };
         let handle = self.worker.spawn(move |ctx| {
             let base = source.context(t);
-            let r = source
-                .program(t)
-                .and_then(|p| inspect(t, dtype, p, base.as_ref(), &|| ctx.cancelled()));
+            let r = source.program(t).and_then(|p| {
+                super::inspect::inspect_record(
+                    t,
+                    dtype,
+                    p,
+                    base.as_ref(),
+                    group.as_deref(),
+                    &|| ctx.cancelled(),
+                )
+            });
             Outcome::Inspected(t, r.map(|o| o.map(Box::new)))
         });
         self.inspecting = Some((t, handle));
@@ -1067,6 +1466,14 @@ impl App {
         match self.search.form.prior {
             PriorMode::Uniform => Ok(PriorRequest::Uniform),
             PriorMode::Calibrated => Ok(PriorRequest::Calibrate),
+            PriorMode::Edited => match &self.prior_view.prior {
+                Some(p) => Ok(PriorRequest::Given(
+                    Arc::new(p.clone()),
+                    "edited in the Prior view".to_string(),
+                    PriorKind::Given,
+                )),
+                None => Err("the edited prior is gone: choose another (p)".into()),
+            },
             PriorMode::File => {
                 let path = self.search.form.prior_path.trim();
                 if path.is_empty() {
@@ -1080,15 +1487,41 @@ impl App {
                         e => format!("prior file {path}: {e}"),
                     },
                 )?;
-                Ok(PriorRequest::Given(Arc::new(prior), path.to_string()))
+                Ok(PriorRequest::Given(
+                    Arc::new(prior),
+                    format!("file {path}"),
+                    PriorKind::Given,
+                ))
             }
         }
     }
 
-    /// `r`: searches the selected tensor, after asking when that would drop the last
-    /// search's smaller result that was not written. A tensor coded against its base
-    /// is not searched: the search codes a tensor alone, which its reference record
-    /// already beats by choice (`compress --base` tried both).
+    /// Why tensor `t` cannot be searched (a reference, a copy, an empty tensor), or
+    /// `None` when it can.
+    fn unsearchable(&self, t: usize) -> Option<String> {
+        let source = self.source.as_ref()?;
+        match source.record(t).map(|r| r.sharing) {
+            Some(Sharing::Reference { op, role, .. }) => Some(format!(
+                "this tensor is coded against its {role} ({op} with the {role}'s tensor): \
+                 the search codes a tensor alone, which `compress --base` already \
+                 compared and found larger; nothing to search"
+            )),
+            Some(Sharing::Copy { of }) => {
+                let name = self.row_name(of);
+                Some(format!(
+                    "this tensor is a copy of {name}: its record is a back reference of a \
+                     few bytes, which no program beats; search {name} instead"
+                ))
+            }
+            Some(Sharing::Empty) => Some("this tensor is empty: it has no record to search".into()),
+            _ => None,
+        }
+    }
+
+    /// `r`: searches the selected tensor. A tensor coded against its base is not
+    /// searched: the search codes a tensor alone, which its reference record already
+    /// beats by choice (`compress --base` tried both). A smaller result becomes a
+    /// pending change ([`App::pending`]), so a new search never loses one.
     fn start_search(&mut self) {
         if self.search.running.is_some() {
             self.status = if self.search.stopping {
@@ -1098,44 +1531,12 @@ impl App {
             };
             return;
         }
-        let (Some(source), Some(t)) = (self.source.clone(), self.selected_tensor()) else {
+        let Some(t) = self.selected_tensor() else {
             self.status = "no tensor is selected (the filter matches none)".into();
             return;
         };
-        match source.record(t).map(|r| r.sharing) {
-            Some(super::model::Sharing::Reference { op, role, .. }) => {
-                self.search.form_error = Some(format!(
-                    "this tensor is coded against its {role} ({op} with the {role}'s tensor): \
-                     the search codes a tensor alone, which `compress --base` already \
-                     compared and found larger; nothing to search"
-                ));
-                return;
-            }
-            Some(super::model::Sharing::Copy { of }) => {
-                let name = self
-                    .rows()
-                    .get(of)
-                    .map(|r| super::escape_name(&r.name).into_owned())
-                    .unwrap_or_default();
-                self.search.form_error = Some(format!(
-                    "this tensor is a copy of {name}: its record is a back reference of a \
-                     few bytes, which no program beats; search {name} instead"
-                ));
-                return;
-            }
-            Some(super::model::Sharing::Empty) => {
-                self.search.form_error =
-                    Some("this tensor is empty: it has no record to search".into());
-                return;
-            }
-            _ => {}
-        }
-        if let Some((name, gain)) = self.unwritten_gain() {
-            self.discard_question = Some(format!(
-                "search again and drop the last result? (y/n) It is {} bytes smaller for \
-                 {name} and not written; n keeps it (w writes it)",
-                thousands(gain)
-            ));
+        if let Some(why) = self.unsearchable(t) {
+            self.search.form_error = Some(why);
             return;
         }
         self.run_search();
@@ -1172,85 +1573,28 @@ impl App {
                 expansions: Some(expansions.clone()),
             };
             let r = (|| {
-                let row = &source.rows()[t];
                 let old = source.program(t)?;
                 let old_bytes = program_len(&old);
-                let (prior, prior_name, prior_kind) = match prior {
-                    PriorRequest::Uniform => (
-                        Arc::new(Prior::uniform()),
-                        "uniform".to_string(),
-                        PriorKind::Uniform,
-                    ),
-                    PriorRequest::Given(p, path) => (p, format!("file {path}"), PriorKind::Given),
-                    PriorRequest::Calibrate => {
-                        ctx.progress(0, 0, "calibrating the prior on");
-                        let p = calibrate_on(source.as_ref(), &|| ctx.cancelled())?;
-                        (Arc::new(p), "calibrated".to_string(), PriorKind::Calibrated)
-                    }
-                };
+                if matches!(prior, PriorRequest::Calibrate) {
+                    ctx.progress(0, 0, "calibrating the prior on");
+                }
+                let (prior, prior_name, prior_kind) =
+                    prior.resolve(source.as_ref(), &|| ctx.cancelled())?;
                 ctx.progress(0, 0, "decoding");
-                // The bytes the tensor's record restores: a group's program restores the
-                // whole group, so the search and `w` work on the group.
-                let bytes = source.decode_record(t)?;
-                let members = match source.record(t).map(|r| r.sharing) {
-                    Some(super::model::Sharing::Group { members, .. }) => Some(members),
-                    _ => None,
-                };
-                let words = super::model::words_of(row.dtype, &bytes)
-                    .ok_or_else(|| "tensor bytes are not whole words".to_string())?;
-                if ctx.cancelled() {
-                    return Err("cancelled".to_string());
-                }
-                // A whole matrix (not a group's stream) as `compress` searched it.
-                let rows = (members.is_none() && row.shape.len() >= 2).then(|| row.shape[0]);
-                // In regions, as `compress` cut it: each region gets the budget.
-                let region = crate::archive::writer::REGION_WORDS;
-                let (per, _) = crate::synth::regions_of(words.len(), rows, region);
-                let regions = if words.len() <= region {
-                    1
-                } else {
-                    words.len().div_ceil(per) as u64
-                };
-                let searches = regions + members.as_ref().map_or(0, |m| m.len() as u64);
-                ctx.progress(0, opts.budget.saturating_mul(searches), "searching");
                 let start = Instant::now();
-                let mut new =
-                    synthesize_in_regions(&words, Some(row.dtype), rows, &opts, &prior, region);
-                if let Some(members) = &members {
-                    // As `compress` codes a group: the smaller of one program for the
-                    // group's words and a concat of each tensor's own program.
-                    let mut kids = Vec::with_capacity(members.len());
-                    let mut stats = new.stats;
-                    let mut at = 0usize;
-                    for &m in members {
-                        let r = &source.rows()[m];
-                        let n = usize::try_from(r.elements()).unwrap_or(usize::MAX);
-                        let end = at.saturating_add(n).min(words.len());
-                        let part = words.slice(at, end);
-                        at = end;
-                        let rows = (r.shape.len() >= 2).then(|| r.shape[0]);
-                        let kid = synthesize_in_regions(
-                            &part,
-                            Some(r.dtype),
-                            rows,
-                            &opts,
-                            &prior,
-                            region,
-                        );
-                        stats.absorb(&kid.stats);
-                        kids.push(kid.program);
-                    }
-                    new.stats = stats;
-                    if at == words.len() {
-                        if let Ok(apart) = Node::concat(kids) {
-                            let bytes = program_len(&apart);
-                            if bytes < new.bytes {
-                                new.program = apart;
-                                new.bytes = bytes;
-                            }
-                        }
-                    }
-                }
+                let budget = opts.budget;
+                let found = search_record(
+                    source.as_ref(),
+                    t,
+                    &opts,
+                    &prior,
+                    &|| ctx.cancelled(),
+                    &|searches| {
+                        ctx.progress(0, budget.saturating_mul(searches), "searching");
+                    },
+                )?;
+                let new = found.found;
+                let searches = found.searches;
                 // Stopped by `x`: as if the budget ran out, with the best program so far.
                 let cancelled = ctx.cancelled() && new.stats.budget_exhausted;
                 opts.control = crate::synth::SearchControl::default();
@@ -1274,8 +1618,9 @@ impl App {
                 Ok(Box::new(SearchResult {
                     tensor: t,
                     opts: opts.clone(),
-                    regions,
-                    group: members.map(|m| m.len()),
+                    regions: found.regions,
+                    group: found.members.map(|m| m.len()),
+                    searches,
                     prior: prior_name,
                     settings,
                     old: (old, old_bytes),
@@ -1290,44 +1635,97 @@ impl App {
         self.search.stopping = false;
     }
 
-    /// Opens the write prompt with a default path next to the archive that does not
-    /// exist yet (`model.researched.brv`, then `model.researched-1.brv`, ...; see
-    /// [`researched_path`]), or in the current folder when the archive lives in the
-    /// temporary folder [`App::temp_dir`].
+    /// A search's result, kept as a pending change when its program is smaller than
+    /// the archive's (and than any pending one for the record); says why not otherwise.
+    fn keep_result(&mut self, r: &SearchResult) {
+        let name = self.row_name(r.tensor);
+        if r.new.program == r.old.0 {
+            return;
+        }
+        if r.new.bytes >= r.old.1 {
+            return;
+        }
+        let record = self
+            .source
+            .as_deref()
+            .map_or(r.tensor, |s| super::sweep::record_key(s, r.tensor));
+        let from = format!(
+            "search: budget {}, depth {}, nodes {}, prior {}",
+            thousands(r.opts.budget),
+            r.opts.max_depth,
+            r.opts.max_nodes,
+            r.prior
+        );
+        let change = Pending {
+            tensor: r.tensor,
+            record,
+            program: r.new.program.clone(),
+            settings: Some(r.settings),
+            old_bytes: r.old.1,
+            new_bytes: r.new.bytes,
+            from,
+            delta: None,
+        };
+        if !self.add_pending(change, false) && self.view == View::Search {
+            self.status = format!(
+                "a smaller program is already pending for {name}: kept it (9 lists the changes)"
+            );
+        }
+    }
+
+    /// Opens the write prompt for the pending changes, with a default path next to the
+    /// archive that does not exist yet (`model.researched.brv`, then
+    /// `model.researched-1.brv`, ...; see [`researched_path`]), or in the current folder
+    /// when the archive lives in the temporary folder [`App::temp_dir`].
     fn open_write_prompt(&mut self) {
         if self.search.writing.is_some() {
             self.status = "the archive is being written".into();
             return;
         }
-        if let Some(Ok(r)) = self.search_result() {
-            if r.new.program == r.old.0 {
-                self.status = "nothing improved; nothing written: the search found the \
-                               archive's own program"
-                    .into();
-                return;
-            }
-            if r.new.bytes > r.old.1 {
-                self.status = format!(
-                    "nothing written: the new program is {} bytes larger than the \
-                     archive's (w writes only a program no larger)",
-                    thousands(r.new.bytes - r.old.1)
-                );
-                return;
+        // In the Search view, say what became of the result shown.
+        let mut about_result = None;
+        if self.view == View::Search {
+            if let Some(Ok(r)) = self.search_result() {
+                if r.new.program == r.old.0 {
+                    about_result = Some(
+                        "nothing to write for this tensor: the search found the archive's own \
+                         program"
+                            .to_string(),
+                    );
+                } else if r.new.bytes > r.old.1 {
+                    about_result = Some(format!(
+                        "nothing written: the new program is {} bytes larger than the \
+                         archive's (only a smaller program becomes a change to write)",
+                        thousands(r.new.bytes - r.old.1)
+                    ));
+                } else if r.new.bytes == r.old.1 {
+                    about_result = Some(
+                        "nothing to write for this tensor: the new program is the same size \
+                         as the archive's"
+                            .to_string(),
+                    );
+                }
             }
         }
-        let Some(Ok(_)) = self.search_result() else {
-            self.status = match (self.search.tensor, &self.search.result) {
-                (Some(t), Some(Ok(_))) => format!(
-                    "nothing to write for this tensor: the last search ran on {} (r searches this one)",
-                    self.rows()
-                        .get(t)
-                        .map(|r| super::escape_name(&r.name).into_owned())
-                        .unwrap_or_default()
-                ),
-                _ => "nothing to write: run a search first (r)".into(),
-            };
+        if self.pending.is_empty() {
+            self.status = about_result.unwrap_or_else(|| match self.view {
+                View::Search => match (self.search.tensor, &self.search.result) {
+                    (Some(t), Some(Ok(_))) if Some(t) != self.selected_tensor() => format!(
+                        "nothing to write for this tensor: the last search ran on {} (r \
+                         searches this one)",
+                        self.row_name(t)
+                    ),
+                    _ => "nothing to write: run a search first (r)".into(),
+                },
+                _ => "nothing to write: no change is pending (a search's smaller result, \
+                      or a playground program that restores its tensor)"
+                    .into(),
+            });
             return;
-        };
+        }
+        if let Some(a) = about_result {
+            self.status = format!("{a}; the pending changes are written");
+        }
         let Some(path) = self.source.as_ref().and_then(|s| s.path()) else {
             self.status = "this archive is not a file; nothing can be written".into();
             return;
@@ -1350,9 +1748,45 @@ impl App {
         } else {
             parent
         };
-        let default = researched_path(dir, &path);
+        let default = researched_path(dir, &path).display().to_string();
         self.search.prompt = Some(WritePrompt {
-            path: default.display().to_string(),
+            kind: PromptKind::Archive,
+            cursor: textfield::len(&default),
+            path: default,
+            confirm: None,
+            error: None,
+        });
+    }
+
+    /// `s` in the Prior view: asks where to save the prior (JSON, as `brevis calibrate`
+    /// writes it).
+    fn open_prior_prompt(&mut self) {
+        if self.prior_view.prior.is_none() {
+            self.status = "no prior to save yet".into();
+            return;
+        }
+        let stem = self
+            .source
+            .as_ref()
+            .and_then(|s| s.path())
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "archive".into());
+        let mut k = 0u32;
+        let default = loop {
+            let name = if k == 0 {
+                format!("{stem}.prior.json")
+            } else {
+                format!("{stem}.prior-{k}.json")
+            };
+            if std::fs::symlink_metadata(&name).is_err() || k > 10_000 {
+                break name;
+            }
+            k += 1;
+        };
+        self.search.prompt = Some(WritePrompt {
+            kind: PromptKind::Prior,
+            cursor: textfield::len(&default),
+            path: default,
             confirm: None,
             error: None,
         });
@@ -1365,7 +1799,7 @@ impl App {
         };
         let typed = p.path.trim().to_string();
         if typed.is_empty() {
-            p.error = Some("type the path of the new archive".into());
+            p.error = Some("type the path of the new file".into());
             return;
         }
         let target = std::path::PathBuf::from(&typed);
@@ -1380,9 +1814,13 @@ impl App {
         }
         let open = self.source.as_ref().and_then(|s| s.path());
         let same = open.as_deref().is_some_and(|o| same_file(o, &target));
+        if same && p.kind == PromptKind::Prior {
+            p.error = Some(format!("{typed} is the open archive: type another path"));
+            return;
+        }
         if same {
             p.confirm = Some(format!(
-                "{typed} is the open archive: replace it in place with the new program? (y/n)"
+                "{typed} is the open archive: replace it in place with the new programs? (y/n)"
             ));
         } else if std::fs::symlink_metadata(&target).is_ok() {
             if target.is_dir() {
@@ -1395,57 +1833,108 @@ impl App {
         }
     }
 
-    /// Writes a copy of the archive with the searched tensor's new program on a worker.
+    /// Writes the prompt's file: a copy of the archive with every pending change (on a
+    /// worker), or the prior.
     fn start_write(&mut self, overwrite: bool) {
-        // Only the selected tensor's result: the one named on screen.
-        let (Some(source), Some(prompt), Some(Ok(r))) = (
-            self.source.clone(),
-            self.search.prompt.clone(),
-            self.search_result(),
-        ) else {
+        let Some(prompt) = self.search.prompt.clone() else {
+            return;
+        };
+        if prompt.kind == PromptKind::Prior {
+            self.save_prior(&prompt.path, overwrite);
+            return;
+        }
+        let Some(source) = self.source.clone() else {
             self.search.prompt = None;
             return;
         };
+        if self.pending.is_empty() {
+            self.search.prompt = None;
+            return;
+        }
         let target = std::path::PathBuf::from(prompt.path.trim());
         let in_place = source
             .path()
             .as_deref()
             .is_some_and(|o| same_file(o, &target));
-        let (tensor, program, settings) = (r.tensor, r.new.program.clone(), r.settings);
+        let changes: Vec<(usize, Node, Option<Settings>)> = self
+            .pending
+            .iter()
+            .map(|p| (p.tensor, p.program.clone(), p.settings))
+            .collect();
         let old_bytes = source.file_sizes().1;
         self.search.prompt = None;
         self.search.written = None;
         let handle = self.worker.spawn(move |ctx| {
             ctx.progress(0, 0, "writing");
-            let r = source
-                .rewrite(&target, tensor, &program, settings, overwrite)
-                .and_then(|bytes| {
-                    let reopened = if in_place {
-                        Some(source.reopen()?)
-                    } else {
-                        None
-                    };
-                    Ok((
-                        WriteOutcome {
-                            path: target,
-                            bytes,
-                            old_bytes,
-                            in_place,
-                        },
-                        reopened,
-                    ))
-                });
+            let refs: Vec<(usize, &Node, Option<Settings>)> =
+                changes.iter().map(|(t, p, s)| (*t, p, *s)).collect();
+            let r = source.rewrite(&target, &refs, overwrite).and_then(|bytes| {
+                let reopened = if in_place {
+                    Some(source.reopen()?)
+                } else {
+                    None
+                };
+                Ok((
+                    WriteOutcome {
+                        path: target,
+                        bytes,
+                        old_bytes,
+                        in_place,
+                        changes: changes.len(),
+                    },
+                    reopened,
+                ))
+            });
             Outcome::Written(r)
         });
         self.search.writing = Some(handle);
     }
 
-    /// Cancels the running search and verification. Each view shows its own
-    /// "cancelled"; the status line says it only for a job whose view is not shown.
+    /// Writes the Prior view's prior to `path` as JSON (`brevis calibrate`'s format),
+    /// replacing a file only when `overwrite`.
+    fn save_prior(&mut self, path: &str, overwrite: bool) {
+        let Some(prior) = &self.prior_view.prior else {
+            self.search.prompt = None;
+            return;
+        };
+        let target = std::path::PathBuf::from(path.trim());
+        let input = self
+            .source
+            .as_ref()
+            .and_then(|s| s.path())
+            .unwrap_or_default();
+        let r = crate::archive::writer::write_output_file(
+            &input,
+            &target,
+            overwrite,
+            prior.to_json().as_bytes(),
+        )
+        .map_err(|e| e.to_string());
+        self.search.prompt = None;
+        match r {
+            Ok(()) => {
+                let note = format!("saved the prior to {}", target.display());
+                self.prior_view.note = Some(note.clone());
+                self.status = note;
+                // The search takes it from the file now, as `--prior FILE` would.
+                self.search.form.prior_path = target.display().to_string();
+                self.search.prior_cursor = textfield::len(&self.search.form.prior_path);
+            }
+            Err(e) => {
+                self.prior_view.note = Some(format!("not saved: {e}"));
+                self.status = format!("error: {e}");
+            }
+        }
+    }
+
+    /// Cancels the running jobs: search, verification, analysis, sweep, calibration,
+    /// playground check. Each view shows its own "cancelled"; the status line says it
+    /// only for a job whose view is not shown.
     ///
     /// A cancelled search is not forgotten: it polls its flag once per expansion and
     /// stops as if its budget ran out, and its best program so far arrives through
-    /// [`App::pump`] as the result, marked cancelled (and `w` writes it as any other).
+    /// [`App::pump`] as the result, marked cancelled. A cancelled sweep keeps the points
+    /// it finished.
     fn cancel(&mut self) {
         let mut any = false;
         let mut unseen = Vec::new();
@@ -1466,6 +1955,31 @@ impl App {
                 unseen.push("verify");
             }
         }
+        if let Some(h) = self.archive_view.running.take() {
+            h.cancel();
+            self.archive_view.cancelled = true;
+            any = true;
+            if self.view != View::Archive {
+                unseen.push("the archive's analysis");
+            }
+        }
+        if let Some(h) = &self.sweep.running {
+            h.cancel();
+            any = true;
+            if self.view != View::Sweep {
+                unseen.push("sweep");
+            }
+        }
+        if let Some(h) = self.prior_view.loading.take() {
+            h.cancel();
+            self.prior_view.error = Some("calibration cancelled: c calibrates again".into());
+            any = true;
+        }
+        if let Some(h) = self.play.running.take() {
+            h.cancel();
+            self.play.result = Some(Err("cancelled: r checks again".into()));
+            any = true;
+        }
         self.status = if !any {
             "nothing to cancel".into()
         } else if unseen.is_empty() {
@@ -1473,6 +1987,270 @@ impl App {
         } else {
             format!("{} cancelled", unseen.join(" and "))
         };
+    }
+
+    /// `r` in the Archive view (and showing it the first time): analyses where the
+    /// archive's bytes go on a worker ([`crate::job::why::analyse`]); `x` stops it.
+    fn start_analysis(&mut self) {
+        if self.archive_view.running.is_some() {
+            self.status = "the analysis is running (x cancels it)".into();
+            return;
+        }
+        let Some(source) = self.source.clone() else {
+            return;
+        };
+        self.archive_view.cancelled = false;
+        let handle = self.worker.spawn(move |ctx| {
+            let r = source.why(&|d, t, what| ctx.progress(d, t, what), &|| ctx.cancelled());
+            Outcome::Analysed(r.map(|o| o.map(Box::new)))
+        });
+        self.archive_view.running = Some(handle);
+    }
+
+    /// `+`/`-` in the Sweep view: doubles or halves the largest budget.
+    fn sweep_limit(&mut self, up: bool) {
+        let l = self.sweep.limit;
+        self.sweep.limit = if up {
+            l.saturating_mul(2).min(super::sweep::MAX_LIMIT)
+        } else {
+            (l / 2).max(1)
+        };
+    }
+
+    /// `r` in the Sweep view: the selected tensor's record (or a sample of the
+    /// archive's records) at budgets 1, 2, 4, ... up to the limit, on a worker, with the
+    /// Search form's depth, nodes and prior.
+    fn start_sweep(&mut self) {
+        if self.sweep.running.is_some() {
+            self.status = "a sweep is running (x cancels it)".into();
+            return;
+        }
+        let Some(source) = self.source.clone() else {
+            return;
+        };
+        let (tensors, label) = if self.sweep.sample {
+            let t = super::sweep::sample_of(source.as_ref());
+            if t.is_empty() {
+                self.status =
+                    "no tensor to sample: every record is a copy, a reference or empty".into();
+                return;
+            }
+            let names: Vec<String> = t.iter().map(|&i| self.row_name(i)).collect();
+            (
+                t,
+                format!("a sample of {} records: {}", names.len(), names.join(", ")),
+            )
+        } else {
+            let Some(t) = self.selected_tensor() else {
+                self.status = "no tensor is selected (the filter matches none)".into();
+                return;
+            };
+            if let Some(why) = self.unsearchable(t) {
+                self.status = why;
+                return;
+            }
+            (vec![t], self.row_name(t))
+        };
+        if let Err(e) = self.search.form.opts.validate() {
+            self.status = format!("the search form: {e}");
+            return;
+        }
+        let prior = match self.form_prior() {
+            Ok(p) => p,
+            Err(e) => {
+                self.status = e;
+                return;
+            }
+        };
+        let opts = self.search.form.opts.clone();
+        let limit = self.sweep.limit;
+        let live = Arc::new(std::sync::Mutex::new(Vec::new()));
+        self.sweep.live = live.clone();
+        self.sweep.result = None;
+        let handle = self.worker.spawn(move |ctx| {
+            let request = super::sweep::SweepRequest {
+                tensors,
+                label,
+                limit,
+                opts,
+                prior,
+            };
+            Outcome::Swept(super::sweep::run(source.as_ref(), request, ctx, &live))
+        });
+        self.sweep.running = Some(handle);
+    }
+
+    /// Loads the prior the Search form names into the Prior view (calibrating on a
+    /// worker for the calibrated one).
+    fn load_prior(&mut self) {
+        match self.search.form.prior {
+            PriorMode::Calibrated => self.start_calibration(),
+            PriorMode::Uniform => self.prior_view.set(Prior::uniform(), "uniform".into()),
+            PriorMode::Edited => {}
+            PriorMode::File => match self.form_prior() {
+                Ok(PriorRequest::Given(p, name, _)) => self.prior_view.set((*p).clone(), name),
+                Ok(_) => {}
+                Err(e) => self.prior_view.error = Some(e),
+            },
+        }
+    }
+
+    /// `c` in the Prior view: learns a prior from the archive's tensors, as `compress`
+    /// does, to show and edit.
+    fn start_calibration(&mut self) {
+        if self.prior_view.loading.is_some() {
+            return;
+        }
+        let Some(source) = self.source.clone() else {
+            return;
+        };
+        self.prior_view.error = None;
+        let handle = self.worker.spawn(move |ctx| {
+            ctx.progress(0, 0, "calibrating");
+            Outcome::Calibrated(super::searching::calibrate_on(source.as_ref(), &|| {
+                ctx.cancelled()
+            }))
+        });
+        self.prior_view.loading = Some(handle);
+    }
+
+    /// `+`/`-` in the Prior view: the selected count up or down by one.
+    fn prior_step(&mut self, up: bool) {
+        if self.prior_view.prior.is_none() || self.prior_view.keys.is_empty() {
+            return;
+        }
+        let v = self.prior_view.count();
+        self.prior_view.set_count(if up {
+            v.saturating_add(1)
+        } else {
+            v.saturating_sub(1)
+        });
+        self.prior_edited();
+    }
+
+    /// After an edit: the search uses the edited prior.
+    fn prior_edited(&mut self) {
+        if self.prior_view.edited {
+            self.search.form.prior = PriorMode::Edited;
+        }
+    }
+
+    /// `o`: loads the selected tensor's program (or, in a lesson, its example) into the
+    /// playground.
+    fn play_open(&mut self) {
+        if self.view == View::Help {
+            if let Some(l) = self.page.checked_sub(1).and_then(|k| self.lessons.get(k)) {
+                let text = l.program.to_string();
+                let k = self.page - 1;
+                self.play.load(&text, Origin::Lesson(k));
+                self.show(View::Playground);
+                self.status = format!(
+                    "the example of lesson {}: edit it (e), check and run it (r)",
+                    self.page
+                );
+            }
+            return;
+        }
+        let (Some(source), Some(t)) = (self.source.clone(), self.selected_tensor()) else {
+            return;
+        };
+        match source.program(t) {
+            Ok(p) => {
+                self.play.load(&p.to_string(), Origin::Tensor(t));
+                self.status = format!(
+                    "the program of {}: edit it (e), check and run it (r)",
+                    self.row_name(t)
+                );
+            }
+            Err(e) => self.play.result = Some(Err(e)),
+        }
+    }
+
+    /// `r` in the playground: parses, type-checks, runs and sizes the program against
+    /// its tensor (the words its record restores) or its lesson's example, on a worker.
+    fn start_play(&mut self) {
+        if self.play.running.is_some() {
+            return;
+        }
+        let Some(origin) = self.play.origin else {
+            self.play_open();
+            return;
+        };
+        let text = self.play.text();
+        let source = self.source.clone();
+        let lesson = match origin {
+            Origin::Lesson(k) => self.lessons.get(k).map(|l| l.program.clone()),
+            Origin::Tensor(_) => None,
+        };
+        self.play.result = None;
+        let handle = self.worker.spawn(move |ctx| {
+            let r = (|| {
+                let (reference, context) = match (origin, lesson) {
+                    (Origin::Lesson(_), Some(p)) => (p, None),
+                    (Origin::Tensor(t), _) => {
+                        let s = source.ok_or_else(|| "no archive".to_string())?;
+                        (s.program(t)?, s.context(t))
+                    }
+                    _ => return Err("the lesson is gone".to_string()),
+                };
+                ctx.progress(0, 0, "decoding the tensor");
+                let target =
+                    crate::dsl::execute_in(&reference, reference.ty().len, context.as_ref())
+                        .map_err(|e| format!("the archive's program does not run: {e}"))?;
+                ctx.progress(0, 0, "checking");
+                super::playground::check(&text, origin, &target, context.as_ref(), &reference)
+            })();
+            Outcome::Played(r.map(Box::new))
+        });
+        self.play.running = Some(handle);
+    }
+
+    /// `w` in the playground: keeps a program that restores its tensor as a pending
+    /// change and asks where to write the pending changes.
+    fn play_write(&mut self) {
+        let current = self.play.result_current();
+        let Some(Ok(r)) = &self.play.result else {
+            self.status = "check the program first (r): only a program that restores its \
+                           tensor is written"
+                .into();
+            return;
+        };
+        if !current {
+            self.status = "the text changed since the last check: r checks it again".into();
+            return;
+        }
+        if !r.restores {
+            self.status = "nothing written: the program does not restore the tensor".into();
+            return;
+        }
+        let Origin::Tensor(t) = r.origin else {
+            self.status = "a lesson's example is not in the archive: nothing to write".into();
+            return;
+        };
+        if let Some(why) = self.unsearchable(t) {
+            self.status = why.replace("nothing to search", "nothing to write");
+            return;
+        }
+        if r.bytes == r.reference_bytes && r.diff.is_empty() {
+            self.status = "nothing to write: the program is the archive's own".into();
+            return;
+        }
+        let record = self
+            .source
+            .as_deref()
+            .map_or(t, |s| super::sweep::record_key(s, t));
+        let change = Pending {
+            tensor: t,
+            record,
+            program: r.program.clone(),
+            settings: None,
+            old_bytes: r.reference_bytes,
+            new_bytes: r.bytes,
+            from: "playground".to_string(),
+            delta: None,
+        };
+        self.add_pending(change, true);
+        self.open_write_prompt();
     }
 
     /// Applies every waiting worker message. Returns whether anything changed.
@@ -1516,6 +2294,16 @@ impl App {
         if let Some(h) = self.search.writing.as_mut().filter(|h| h.id == id) {
             return Some(h);
         }
+        for h in [
+            &mut self.archive_view.running,
+            &mut self.sweep.running,
+            &mut self.prior_view.loading,
+            &mut self.play.running,
+        ] {
+            if let Some(h) = h.as_mut().filter(|h| h.id == id) {
+                return Some(h);
+            }
+        }
         self.verify.running.as_mut().filter(|h| h.id == id)
     }
 
@@ -1556,7 +2344,59 @@ impl App {
                 if self.verify.running.take_if(|h| h.id == id).is_some() {
                     self.verify.result = Some(Err(what.clone()));
                 }
+                if self.archive_view.running.take_if(|h| h.id == id).is_some() {
+                    self.archive_view.report = Some(Err(what.clone()));
+                }
+                if self.sweep.running.take_if(|h| h.id == id).is_some() {
+                    self.sweep.result = Some(Err(what.clone()));
+                }
+                if self.prior_view.loading.take_if(|h| h.id == id).is_some() {
+                    self.prior_view.error = Some(what.clone());
+                }
+                if self.play.running.take_if(|h| h.id == id).is_some() {
+                    self.play.result = Some(Err(what.clone()));
+                }
                 self.status = what;
+            }
+            Outcome::Analysed(r) => {
+                if self.archive_view.running.take_if(|h| h.id == id).is_some() {
+                    match r {
+                        Ok(Some(rep)) => {
+                            self.archive_view.report = Some(Ok(Arc::from(rep)));
+                            self.archive_view.selected = 0;
+                        }
+                        Ok(None) => self.archive_view.cancelled = true,
+                        Err(e) => self.archive_view.report = Some(Err(e)),
+                    }
+                }
+            }
+            Outcome::Swept(r) => {
+                if self.sweep.running.take_if(|h| h.id == id).is_some() {
+                    if self.view != View::Sweep {
+                        self.status = "the budget sweep finished: the Sweep view shows it".into();
+                    }
+                    self.sweep.result = Some(r);
+                }
+            }
+            Outcome::Calibrated(r) => {
+                if self.prior_view.loading.take_if(|h| h.id == id).is_some() {
+                    match r {
+                        Ok(p) => {
+                            let label = p.source.clone();
+                            self.prior_view.set(p, label);
+                            if self.search.form.prior == PriorMode::Edited {
+                                self.search.form.prior = PriorMode::Calibrated;
+                            }
+                        }
+                        Err(e) => self.prior_view.error = Some(e),
+                    }
+                }
+            }
+            Outcome::Played(r) => {
+                if self.play.running.take_if(|h| h.id == id).is_some() {
+                    self.play.result_scroll = 0;
+                    self.play.result = Some(r);
+                }
             }
             Outcome::Opened(r) => {
                 if self.loading.as_ref().is_some_and(|l| l.job.id == id) {
@@ -1616,6 +2456,10 @@ impl App {
                         }
                         r => r,
                     });
+                    if let Some(Ok(r)) = &self.search.result {
+                        let r = r.clone();
+                        self.keep_result(&r);
+                    }
                     if let Some(t) = self
                         .search
                         .tensor
@@ -1637,12 +2481,21 @@ impl App {
                     self.search.written = Some(match r {
                         Ok((w, reopened)) => {
                             if let Some(s) = reopened {
-                                // The open archive was replaced: show the new one.
+                                // The open archive was replaced: show the new one, whose
+                                // analysis and programs are new.
                                 self.inspections.clear();
+                                self.archive_view = ArchiveView::default();
                                 self.set_source(s);
                             }
-                            self.status = format!("wrote {}", w.path.display());
+                            self.status = format!(
+                                "wrote {}: {} change{}",
+                                w.path.display(),
+                                w.changes,
+                                if w.changes == 1 { "" } else { "s" }
+                            );
                             self.written_paths.push(w.path.clone());
+                            self.pending.clear();
+                            self.refresh_pending();
                             Ok(w)
                         }
                         Err(e) => Err(e),
@@ -1671,46 +2524,6 @@ impl App {
             self.inspections.pop_front();
         }
     }
-}
-
-/// The prior a search job uses, resolved on the UI thread where it can fail in the form.
-enum PriorRequest {
-    Uniform,
-    Calibrate,
-    Given(Arc<Prior>, String),
-}
-
-/// A prior learned from a few of the source's tensors, as `brevis compress` learns one
-/// from its input ([`crate::synth::calibrate`] with the paper's defaults): the tensors it
-/// picks are decoded from the archive.
-fn calibrate_on(source: &dyn Source, cancelled: &dyn Fn() -> bool) -> Result<Prior, String> {
-    use crate::synth::calibrate::{calibrate, pick, CalibrateOptions, Tensor};
-    let rows = source.rows();
-    let tensors: Vec<Tensor> = rows
-        .iter()
-        .map(|r| Tensor {
-            name: &r.name,
-            dtype: r.dtype,
-            words: (r.original_bytes * 8 / u64::from(r.dtype.word_bits())) as usize,
-        })
-        .collect();
-    let opts = CalibrateOptions::default();
-    // Decode the picked tensors up front (the loader must not fail).
-    let mut loaded = std::collections::HashMap::new();
-    for i in pick(&tensors, opts.max_tensors) {
-        if cancelled() {
-            return Err("cancelled".into());
-        }
-        let bytes = source.decode(i)?;
-        let words = super::model::words_of(rows[i].dtype, &bytes)
-            .ok_or_else(|| format!("tensor {:?}: bytes are not whole words", rows[i].name))?;
-        loaded.insert(i, words);
-    }
-    let load = |i: usize, n: usize| match loaded.get(&i) {
-        Some(w) => w.slice(0, n.min(w.len())),
-        None => crate::tensor::Words::empty(rows[i].dtype.word_bits()),
-    };
-    Ok(calibrate(&tensors, load, &opts, &source.title()))
 }
 
 /// A path in `dir` for a re-searched copy of the archive `archive` that does not exist

@@ -5,7 +5,7 @@
 
 use super::model::{Check, RecordInfo, Sharing, Source, TensorRow, VerifyOutcome};
 use crate::archive::reader::Item;
-use crate::archive::{rewrite_with_programs, verify_until, Archive, CheckStatus, ProgressEvent};
+use crate::archive::{rewrite_with_each, verify_until, Archive, CheckStatus, ProgressEvent};
 use crate::dsl::Node;
 use std::cell::Cell;
 use std::path::Path;
@@ -68,19 +68,25 @@ impl Source for ArchiveSource {
     fn rewrite(
         &self,
         dst: &Path,
-        i: usize,
-        program: &Node,
-        settings: crate::archive::format::Settings,
+        changes: &[(usize, &Node, Option<crate::archive::format::Settings>)],
         overwrite: bool,
     ) -> Result<u64, String> {
-        rewrite_with_programs(
-            self.archive.path(),
-            dst,
-            &[(i, program.clone())],
-            Some(settings),
-            overwrite,
-        )
-        .map_err(|e| e.to_string())
+        rewrite_with_each(self.archive.path(), dst, changes, overwrite).map_err(|e| e.to_string())
+    }
+
+    fn rewritten_len(
+        &self,
+        changes: &[(usize, &Node, Option<crate::archive::format::Settings>)],
+    ) -> Result<u64, String> {
+        crate::archive::rewritten_len(&self.archive, changes).map_err(|e| e.to_string())
+    }
+
+    fn why(
+        &self,
+        progress: &dyn Fn(u64, u64, &str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Option<crate::job::why::WhyReport>, String> {
+        Ok(crate::job::why::analyse(&self.archive, progress, cancel))
     }
 
     fn record(&self, i: usize) -> Option<RecordInfo> {

@@ -2,7 +2,7 @@
 //! tested without a terminal. Only key presses act; releases (and repeats the terminal
 //! reports as separate kinds) are ignored, so a key acts once.
 
-use super::action::{Action, Field, Kill, View};
+use super::action::{Action, Field, Kill, Move, View};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// What the key mapping depends on.
@@ -18,6 +18,11 @@ pub struct KeyContext {
     pub filter_kept: bool,
     /// Whether a search form field is being edited (keys type into it).
     pub search_editing: bool,
+    /// Whether the search field being edited is text (the prior file's path): the
+    /// arrows move its cursor instead of stepping a value.
+    pub text_field: bool,
+    /// Whether the playground's text (or the prior's selected count) is being edited.
+    pub editing: bool,
     /// The write prompt, if open.
     pub prompt: Prompt,
 }
@@ -32,11 +37,8 @@ pub enum Prompt {
     Path,
     /// Asking whether to replace a file (y/n).
     Confirm,
-    /// Asking whether to quit with a result that was not written (y/n).
+    /// Asking whether to quit with changes that were not written (y/n).
     Quit,
-    /// Asking whether to search again, dropping a smaller result that was not written
-    /// (y/n).
-    Discard,
 }
 
 /// One line of the key bar: `(keys, what)`.
@@ -50,6 +52,18 @@ pub fn map_event(ctx: KeyContext, event: &Event) -> Option<Action> {
     }
 }
 
+/// The cursor keys of a one-line text field.
+fn cursor(code: KeyCode) -> Option<Action> {
+    match code {
+        KeyCode::Left => Some(Action::Cursor(Move::Left)),
+        KeyCode::Right => Some(Action::Cursor(Move::Right)),
+        KeyCode::Home => Some(Action::Cursor(Move::Home)),
+        KeyCode::End => Some(Action::Cursor(Move::End)),
+        KeyCode::Delete => Some(Action::DeleteForward),
+        _ => None,
+    }
+}
+
 /// Maps a key event to an action; `None` for releases and unbound keys.
 pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
     if key.kind != KeyEventKind::Press {
@@ -59,13 +73,15 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
     if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('q')) {
         return Some(Action::Quit);
     }
-    let editing = ctx.filter_editing
+    let typing = ctx.filter_editing
         || ctx.prompt == Prompt::Path
-        || (ctx.search_editing && ctx.prompt == Prompt::None);
-    if ctrl && editing {
+        || (ctx.search_editing && ctx.prompt == Prompt::None)
+        || (ctx.editing && ctx.prompt == Prompt::None);
+    if ctrl && typing {
         return match key.code {
             KeyCode::Char('u') => Some(Action::Kill(Kill::Line)),
             KeyCode::Char('w') => Some(Action::Kill(Kill::Word)),
+            KeyCode::Char('r') if ctx.view == View::Playground => Some(Action::PlayRun),
             _ => None,
         };
     }
@@ -82,7 +98,7 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
             KeyCode::Esc => Some(Action::FilterClear),
             KeyCode::Backspace => Some(Action::FilterBackspace),
             KeyCode::Char(c) if !ctrl => Some(Action::FilterChar(c)),
-            _ => None,
+            k => cursor(k),
         };
     }
     match ctx.prompt {
@@ -92,10 +108,10 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
                 KeyCode::Esc => Some(Action::PromptCancel),
                 KeyCode::Backspace => Some(Action::PromptBackspace),
                 KeyCode::Char(c) if !ctrl => Some(Action::PromptChar(c)),
-                _ => None,
+                k => cursor(k),
             }
         }
-        Prompt::Confirm | Prompt::Quit | Prompt::Discard => {
+        Prompt::Confirm | Prompt::Quit => {
             return match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Confirm(true)),
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
@@ -107,6 +123,11 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
         Prompt::None => {}
     }
     if ctx.search_editing {
+        if ctx.text_field {
+            if let Some(a) = cursor(key.code) {
+                return Some(a);
+            }
+        }
         return match key.code {
             KeyCode::Enter => Some(Action::SearchEditDone),
             KeyCode::Esc => Some(Action::SearchEditCancel),
@@ -116,6 +137,32 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
             KeyCode::Right => Some(Action::SearchMore),
             KeyCode::Left => Some(Action::SearchLess),
             KeyCode::Char(c) if !ctrl => Some(Action::SearchChar(c)),
+            _ => None,
+        };
+    }
+    if ctx.editing {
+        if ctx.view == View::Playground {
+            return match key.code {
+                KeyCode::Esc => Some(Action::EditDone),
+                KeyCode::Enter => Some(Action::Newline),
+                KeyCode::Backspace => Some(Action::Backspace),
+                KeyCode::Up => Some(Action::Cursor(Move::Up)),
+                KeyCode::Down => Some(Action::Cursor(Move::Down)),
+                KeyCode::F(5) => Some(Action::PlayRun),
+                KeyCode::Tab => Some(Action::Type(' ')),
+                KeyCode::Char(c) if !ctrl => Some(Action::Type(c)),
+                k => cursor(k),
+            };
+        }
+        // The prior's count.
+        return match key.code {
+            KeyCode::Enter => Some(Action::EditDone),
+            KeyCode::Esc => Some(Action::EditCancel),
+            KeyCode::Backspace => Some(Action::Backspace),
+            KeyCode::Char(c @ '0'..='9') => Some(Action::Type(c)),
+            KeyCode::Char('+') | KeyCode::Char('=') => Some(Action::SearchMore),
+            KeyCode::Char('-') => Some(Action::SearchLess),
+            KeyCode::Up | KeyCode::Down => Some(Action::EditDone),
             _ => None,
         };
     }
@@ -151,6 +198,45 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
             KeyCode::Right | KeyCode::Char(' ') => Some(Action::SearchNextField),
             KeyCode::Left => Some(Action::SearchPrevField),
             KeyCode::Char('w') => Some(Action::SearchWrite),
+            KeyCode::Char('B') => Some(Action::Show(View::Sweep)),
+            KeyCode::Char('P') => Some(Action::Show(View::Prior)),
+            _ => None,
+        },
+        View::Archive => match key.code {
+            KeyCode::Enter => Some(Action::Open),
+            KeyCode::Char('r') => Some(Action::SearchRun),
+            _ => None,
+        },
+        View::Changes => match key.code {
+            KeyCode::Char('d') | KeyCode::Delete | KeyCode::Backspace => Some(Action::Drop),
+            KeyCode::Char('w') => Some(Action::SearchWrite),
+            KeyCode::Enter => Some(Action::Open),
+            _ => None,
+        },
+        View::Playground => match key.code {
+            KeyCode::Char('e') | KeyCode::Enter => Some(Action::EditStart),
+            KeyCode::Char('r') => Some(Action::PlayRun),
+            KeyCode::Char('w') => Some(Action::SearchWrite),
+            KeyCode::Char('o') => Some(Action::PlayOpen),
+            _ => None,
+        },
+        View::Sweep => match key.code {
+            KeyCode::Char('r') => Some(Action::SearchRun),
+            KeyCode::Char('t') => Some(Action::SweepTarget),
+            KeyCode::Char('+') | KeyCode::Char('=') => Some(Action::SearchMore),
+            KeyCode::Char('-') => Some(Action::SearchLess),
+            KeyCode::Char('P') => Some(Action::Show(View::Prior)),
+            _ => None,
+        },
+        View::Prior => match key.code {
+            KeyCode::Left | KeyCode::Char('h') => Some(Action::PriorContext(false)),
+            KeyCode::Right | KeyCode::Char('l') => Some(Action::PriorContext(true)),
+            KeyCode::Char('e') | KeyCode::Enter => Some(Action::EditStart),
+            KeyCode::Char('+') | KeyCode::Char('=') => Some(Action::SearchMore),
+            KeyCode::Char('-') => Some(Action::SearchLess),
+            KeyCode::Char('c') => Some(Action::PriorCalibrate),
+            KeyCode::Char('s') => Some(Action::PriorSave),
+            KeyCode::Char('r') => Some(Action::Show(View::Search)),
             _ => None,
         },
         View::Help => match key.code {
@@ -158,6 +244,7 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
             KeyCode::Left | KeyCode::Char('h') | KeyCode::PageUp => Some(Action::PrevPage),
             KeyCode::Char('n') | KeyCode::Char(' ') | KeyCode::Enter => Some(Action::StepNext),
             KeyCode::Char('p') | KeyCode::Backspace => Some(Action::StepPrev),
+            KeyCode::Char('o') => Some(Action::PlayOpen),
             _ => None,
         },
         View::Text | View::Why | View::Plots | View::Verify => None,
@@ -171,9 +258,7 @@ pub fn map_key(ctx: KeyContext, key: KeyEvent) -> Option<Action> {
         KeyCode::Esc => Some(Action::Back),
         KeyCode::Tab => Some(Action::NextView),
         KeyCode::BackTab => Some(Action::PrevView),
-        KeyCode::Char(c @ '1'..='8') => View::TABS
-            .get(c as usize - '1' as usize)
-            .map(|&v| Action::Show(v)),
+        KeyCode::Char(c @ '0'..='9') => View::of_digit(c).map(Action::Show),
         KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
         KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
         KeyCode::PageUp => Some(Action::PageUp),
@@ -196,6 +281,7 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
     if ctx.filter_editing {
         return &[
             ("type", "filter by name"),
+            ("←→", "cursor"),
             ("^U/^W", "clear/word"),
             ("Enter", "keep"),
             ("Esc", "clear"),
@@ -204,7 +290,8 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
     match ctx.prompt {
         Prompt::Path => {
             return &[
-                ("type", "output path"),
+                ("type", "path"),
+                ("←→", "cursor"),
                 ("^U/^W", "clear/word"),
                 ("Enter", "write"),
                 ("Esc", "cancel"),
@@ -212,15 +299,41 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
         }
         Prompt::Confirm => return &[("y", "replace"), ("n/Esc", "keep the file")],
         Prompt::Quit => return &[("y", "quit without writing"), ("n/Esc", "stay")],
-        Prompt::Discard => return &[("y", "search, dropping it"), ("n/Esc", "keep it")],
         Prompt::None => {}
     }
     if ctx.search_editing {
+        if ctx.text_field {
+            return &[
+                ("type", "path"),
+                ("←→", "cursor"),
+                ("^U/^W", "clear/word"),
+                ("Tab ↑↓", "field"),
+                ("Enter", "done"),
+                ("Esc", "undo"),
+            ];
+        }
         return &[
             ("type", "value"),
             ("⌫", "delete"),
             ("+/- ←→", "step"),
             ("Tab ↑↓", "field"),
+            ("Enter", "done"),
+            ("Esc", "undo"),
+        ];
+    }
+    if ctx.editing {
+        if ctx.view == View::Playground {
+            return &[
+                ("type", "program"),
+                ("arrows", "cursor"),
+                ("^R/F5", "run"),
+                ("^U/^W", "clear/word"),
+                ("Esc", "done"),
+            ];
+        }
+        return &[
+            ("digits", "count"),
+            ("+/-", "step"),
             ("Enter", "done"),
             ("Esc", "undo"),
         ];
@@ -278,8 +391,8 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
             ("r", "run"),
             ("x", "cancel"),
             ("w", "write"),
+            ("B/P", "sweep/prior"),
             ("↑↓", "tensor"),
-            ("1-7", "views"),
             ("PgUp/PgDn", "scroll"),
             ("q", "quit"),
         ],
@@ -290,10 +403,53 @@ pub fn hints(ctx: KeyContext) -> &'static [KeyHint] {
             ("Esc", "table"),
             ("q", "quit"),
         ],
+        View::Archive => &[
+            ("↑↓", "tensor"),
+            ("Enter", "why"),
+            ("r", "analyse again"),
+            ("x", "cancel"),
+            ("Esc", "table"),
+            ("q", "quit"),
+        ],
+        View::Changes => &[
+            ("↑↓", "change"),
+            ("w", "write all"),
+            ("d", "drop"),
+            ("Enter", "search view"),
+            ("Esc", "table"),
+            ("q", "quit"),
+        ],
+        View::Playground => &[
+            ("e/Enter", "edit"),
+            ("r", "check and run"),
+            ("w", "write"),
+            ("o", "load the tensor's"),
+            ("Esc", "table"),
+            ("q", "quit"),
+        ],
+        View::Sweep => &[
+            ("r", "run"),
+            ("t", "tensor/sample"),
+            ("+/-", "limit"),
+            ("x", "cancel"),
+            ("↑↓", "tensor"),
+            ("P", "prior"),
+            ("q", "quit"),
+        ],
+        View::Prior => &[
+            ("↑↓", "production"),
+            ("←→", "context"),
+            ("e +/-", "edit count"),
+            ("c", "calibrate"),
+            ("s", "save"),
+            ("r", "search"),
+            ("q", "quit"),
+        ],
         View::Help => &[
             ("←/→", "page"),
             ("n/Space", "step"),
             ("p", "step back"),
+            ("o", "playground"),
             ("Esc", "back"),
             ("q", "quit"),
         ],

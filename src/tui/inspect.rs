@@ -105,6 +105,10 @@ pub struct Why {
     pub largest: usize,
     /// Plain sentences on what limits the size.
     pub sentences: Vec<String>,
+    /// The reference of the words in bytes, as `brevis why` and the Archive view count
+    /// it ([`crate::job::why::Reference`]): the smaller order-0 bound, or the raw words
+    /// where neither is a reference.
+    pub reference_bytes: u64,
 }
 
 /// A histogram to plot.
@@ -156,13 +160,34 @@ pub fn inspect(
     context: Option<&Words>,
     cancel: &dyn Fn() -> bool,
 ) -> Result<Option<Inspection>, String> {
+    inspect_record(tensor, dtype, program, context, None, cancel)
+}
+
+/// [`inspect`] of a program that restores a group record: `group` names its tensors in
+/// order, so that the nodes' roles name the group's words and, for a concat of one
+/// program per tensor, each tensor.
+///
+/// # Errors
+/// As [`inspect`].
+pub fn inspect_record(
+    tensor: usize,
+    dtype: Dtype,
+    program: Node,
+    context: Option<&Words>,
+    group: Option<&[String]>,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Option<Inspection>, String> {
     let report = size_report(&program);
     let total_bytes = program_len(&program);
     let mut nodes = Vec::with_capacity(report.len());
+    let root_role = match group {
+        Some(g) => format!("the group's words ({} tensors)", g.len()),
+        None => "the tensor".to_string(),
+    };
     // Each node with the position of its first word in the context, where its words
     // line up with the context's (as execute_in hands it down).
     let mut stack: Vec<(&Node, Option<usize>, String, Option<usize>)> =
-        vec![(&program, None, "the tensor".into(), Some(0))];
+        vec![(&program, None, root_role, Some(0))];
     // Pre-order walk matching size_report's order.
     while let Some((node, parent, role, start)) = stack.pop() {
         if cancel() {
@@ -179,7 +204,16 @@ pub fn inspect(
             }
             _ => None,
         };
-        let roles = child_roles(node, &role, dtype, parent.is_none());
+        let mut roles = child_roles(node, &role, dtype, parent.is_none());
+        // A group's program as one program per tensor: each part is a tensor.
+        if let (None, Some(g), Op::Concat(kids)) = (parent, group, node.op()) {
+            if kids.len() == g.len() {
+                roles = g
+                    .iter()
+                    .map(|n| format!("tensor {}", escape_name(n)))
+                    .collect();
+            }
+        }
         let mut starts = Vec::with_capacity(node.children().len());
         let mut at = start;
         for c in node.children() {
@@ -217,7 +251,8 @@ pub fn inspect(
         return Ok(None);
     }
     let why = why(dtype, &program, &words, &nodes, total_bytes, cancel);
-    let Some(why) = why else { return Ok(None) };
+    let Some(mut why) = why else { return Ok(None) };
+    why.reference_bytes = crate::job::why::Reference::of(&words, Some(dtype)).bytes();
     let hist = value_histogram(dtype, &words);
     Ok(Some(Inspection {
         tensor,
@@ -275,7 +310,8 @@ fn child_roles(node: &Node, role: &str, dtype: Dtype, is_root: bool) -> Vec<Stri
             // The whole tensor, or one region of it (a part of a root `Concat`, as
             // `compress` cuts large tensors): its fields are the float's bits.
             let whole = is_root || role == "the tensor";
-            let region = region_of(role).is_some();
+            // A region, or one tensor of a group's program (`tensor NAME`): named.
+            let region = region_of(role).is_some() || role.starts_with("tensor ");
             match layout {
                 Some(l) if (whole || region) && l.iter().sum::<u32>() == node.ty().width => {
                     let mut hi = node.ty().width;
@@ -538,6 +574,7 @@ fn why(
         fields_meaningful,
         largest,
         sentences,
+        reference_bytes: 0,
     })
 }
 

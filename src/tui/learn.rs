@@ -67,7 +67,8 @@ fn lit(width: u32, v: &[u64]) -> Node {
     Node::lit(&Words::from_u64s(width, v))
 }
 
-/// The paper's worked example (§3.2): the F32 words of (+1, -1, +1, -1, +1, -1).
+/// The worked example (docs/design.md §3.9, from the paper's §3.2): the F32 words of
+/// (+1, -1, +1, -1, +1, -1).
 pub fn paper_example() -> Node {
     let sign = Node::repeat(3, lit(1, &[0, 1])).expect("valid");
     let exp = Node::constant(Ty::new(8, 6), 127).expect("valid");
@@ -97,7 +98,7 @@ pub fn backref_example() -> Node {
 pub fn lessons() -> Vec<Lesson> {
     vec![
         Lesson {
-            title: "The worked example (paper §3.2)",
+            title: "The worked example (docs/design.md §3.9)",
             rule: "every program has one type b[n]: n words of b bits",
             text: "The F32 words of (+1, -1, +1, -1, +1, -1). Split each 32-bit word into \
                    its sign (1 bit), exponent (8) and mantissa (23): the signs alternate, \

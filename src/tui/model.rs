@@ -184,23 +184,48 @@ pub trait Source: Send + Sync {
         let _ = i;
         None
     }
-    /// Writes a copy of the archive to `dst` in which tensor `i` holds `program`, built
-    /// with `settings` (recorded for that record), never replacing an existing file
-    /// unless `overwrite`; returns the new archive's length in bytes.
+    /// Writes a copy of the archive to `dst` in which the record of each tensor `i` of
+    /// `changes` holds its program, built with its settings (recorded for that record;
+    /// `None` keeps the record's), never replacing an existing file unless `overwrite`;
+    /// returns the new archive's length in bytes. Every program is checked first: it
+    /// must restore its record's stored checksum.
     ///
     /// # Errors
-    /// When the source is not a file, the program does not restore the tensor, or the
+    /// When the source is not a file, a program does not restore its tensor, or the
     /// file cannot be written (the message names the file).
     fn rewrite(
         &self,
         dst: &std::path::Path,
-        i: usize,
-        program: &Node,
-        settings: crate::archive::format::Settings,
+        changes: &[(usize, &Node, Option<crate::archive::format::Settings>)],
         overwrite: bool,
     ) -> Result<u64, String> {
-        let _ = (dst, i, program, settings, overwrite);
+        let _ = (dst, changes, overwrite);
         Err("this archive is not a file; nothing can be written".into())
+    }
+    /// The length in bytes the archive would have with `changes` written (each
+    /// `(tensor, program, settings)`), index entries and all, without writing.
+    ///
+    /// # Errors
+    /// When the source is not a file or its index cannot be read.
+    fn rewritten_len(
+        &self,
+        changes: &[(usize, &Node, Option<crate::archive::format::Settings>)],
+    ) -> Result<u64, String> {
+        let _ = changes;
+        Err("this archive is not a file".into())
+    }
+    /// Where the archive's bytes go ([`crate::job::why::analyse`]): `Ok(None)` when
+    /// `cancel` stopped it.
+    ///
+    /// # Errors
+    /// When the source is not an archive file.
+    fn why(
+        &self,
+        progress: &dyn Fn(u64, u64, &str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Option<crate::job::why::WhyReport>, String> {
+        let _ = (progress, cancel);
+        Err("the Archive view reads a .brv archive; this source is held in memory".into())
     }
     /// Opens the archive's file again (after it was replaced in place).
     ///

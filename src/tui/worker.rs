@@ -122,6 +122,9 @@ pub struct SearchResult {
     /// For a tensor in a group record: how many tensors the group holds (the search ran
     /// on all of them, since the record's one program restores them all).
     pub group: Option<usize>,
+    /// Searches run, each with the budget: the regions, and for a group each of its
+    /// tensors apart too.
+    pub searches: u64,
     /// The prior used: `uniform`, `calibrated` or `file PATH`.
     pub prior: String,
     /// The settings that built `new`, which `w` records for the rewritten record (a
@@ -151,6 +154,14 @@ pub enum Outcome {
     /// A copy of the archive with a new program was written (and, when it replaced the
     /// open archive, that archive reopened).
     Written(Result<(super::app::WriteOutcome, Option<Arc<dyn Source>>), String>),
+    /// The archive's report of where its bytes go (`Ok(None)`: cancelled).
+    Analysed(Result<Option<Box<crate::job::why::WhyReport>>, String>),
+    /// A budget sweep finished (or was cancelled: its points so far).
+    Swept(Result<super::sweep::Sweep, String>),
+    /// A prior was calibrated for the Prior view.
+    Calibrated(Result<crate::synth::Prior, String>),
+    /// The playground's program was checked and run.
+    Played(Result<Box<super::playground::PlayResult>, String>),
     /// The job panicked (a bug); the message says where.
     Failed(String),
 }
@@ -163,6 +174,10 @@ impl std::fmt::Debug for Outcome {
             Outcome::Verified(r) => write!(f, "Verified({r:?})"),
             Outcome::Opened(r) => write!(f, "Opened(ok={})", r.is_ok()),
             Outcome::Written(r) => write!(f, "Written(ok={})", r.is_ok()),
+            Outcome::Analysed(r) => write!(f, "Analysed(ok={})", r.is_ok()),
+            Outcome::Swept(r) => write!(f, "Swept(ok={})", r.is_ok()),
+            Outcome::Calibrated(r) => write!(f, "Calibrated(ok={})", r.is_ok()),
+            Outcome::Played(r) => write!(f, "Played(ok={})", r.is_ok()),
             Outcome::Failed(m) => write!(f, "Failed({m:?})"),
         }
     }

@@ -135,6 +135,20 @@ pub enum Command {
         to the record exactly."
     )]
     Show(ShowArgs),
+    /// Say where an archive's bytes go, or why one tensor costs what it does
+    #[command(
+        long_about = "Say where an archive's bytes go: every byte given one kind (coded \
+        words up to and above each tensor's order-0 reference, codec tables, program \
+        structure, record framing, the source header, gaps, the index), the bytes by \
+        dtype and by role (embeddings, attention, MLP, norms, by name), the tensors \
+        furthest above their references, and the structure the search found (copies, \
+        references to a base, back references, dequantization) with what it saved. \
+        Every record is decoded once. With TENSOR, the Why view of that tensor: its \
+        record's bytes by part, bits per word against the references, and its program \
+        node by node. With --json, the kinds (`bytes_by_kind`) add up to `archive_bytes` \
+        exactly."
+    )]
+    Why(WhyArgs),
     /// Measure reduction and throughput on files, in memory
     #[command(
         long_about = "Measure reduction and throughput on .safetensors files, in \
@@ -425,6 +439,21 @@ pub struct ShowArgs {
 }
 
 #[derive(Args)]
+pub struct WhyArgs {
+    /// The .brv archive
+    pub input: PathBuf,
+    /// A tensor's name, as `brevis ls` prints it: the Why view of that tensor
+    pub tensor: Option<String>,
+    /// The base checkpoint the archive was compressed against (compress --base), to
+    /// decode the tensors coded against it
+    #[arg(long, value_name = "BASE")]
+    pub base: Option<PathBuf>,
+    /// Print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
 pub struct BenchArgs {
     /// The .safetensors files to measure; a checkpoint folder (or its
     /// model.safetensors.index.json) stands for every .safetensors file in it
@@ -585,6 +614,7 @@ impl Command {
             Command::Verify(a) => a.json,
             Command::Ls(a) => a.json,
             Command::Show(a) => a.json,
+            Command::Why(a) => a.json,
             Command::Bench(a) => a.json,
             Command::Calibrate(_) | Command::Completions(_) | Command::Man => false,
         }

@@ -11,3 +11,4 @@ pub mod ls;
 pub mod man;
 pub mod show;
 pub mod verify;
+pub mod why;

@@ -204,6 +204,7 @@ fn run(cli: Cli) -> Result<Outcome> {
         Command::Verify(a) => commands::verify::run(a),
         Command::Ls(a) => commands::ls::run(a),
         Command::Show(a) => commands::show::run(a),
+        Command::Why(a) => commands::why::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),
         Command::Extract(a) => commands::extract::run(a),

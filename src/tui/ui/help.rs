@@ -7,40 +7,46 @@ use super::ACCENT;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 const KEYS: &[(&str, &str)] = &[
-    ("q, Ctrl-C", "quit (the terminal is restored)"),
-    ("Tab, Shift-Tab, 1-7, ?", "switch view; Esc goes back"),
-    ("↑ ↓ j k, PgUp PgDn, g G", "move / scroll"),
-    ("Enter", "table: open the tensor's program tree"),
-    ("s, S", "table: sort by the next column, reverse the order"),
+    ("q, Ctrl-C", "quit (asks first while changes are pending)"),
     (
-        "/, Esc",
-        "table: filter by name (Enter keeps it); Esc clears it",
+        "Tab, 1-9 0, ?",
+        "switch view (Sweep, Prior: Tab, or B P in Search)",
+    ),
+    ("↑↓ jk, PgUp PgDn, g G", "move / scroll; Esc goes back"),
+    (
+        "Enter, s S, / Esc",
+        "table: tree; sort, reverse; filter, clear it",
+    ),
+    ("→ ← l h, Enter, e c", "tree: expand, collapse, toggle, all"),
+    ("r", "search view; there: run the search on the tensor"),
+    ("e b d n p f, + -", "search: edit a field; double, halve"),
+    (
+        "← → Home End ^U ^W",
+        "in text being typed: cursor, clear, a word",
+    ),
+    ("w, 9, d", "write every pending change; list them; drop one"),
+    (
+        "v V, x",
+        "verify the tensor / archive; cancel a running job",
+    ),
+    ("8, Enter", "archive: where the bytes go; Why of a tensor"),
+    (
+        "0: e, r, o",
+        "playground: edit, check and run, load the tensor's",
+    ),
+    ("t, + -", "sweep: tensor or sample; the largest budget"),
+    (
+        "← →, e + -, c, s",
+        "prior: context; edit a count; calibrate; save",
     ),
     (
-        "→ ← l h, Enter/Space, e c",
-        "tree: expand, collapse, toggle, all",
+        "← → n p o (lessons)",
+        "page, step, step back, open in the playground",
     ),
-    (
-        "r",
-        "search view (there: run the search on the selected tensor)",
-    ),
-    (
-        "e/Enter, b d n p f",
-        "search: edit the selected field / budget depth nodes prior file",
-    ),
-    (
-        "  digits ⌫ + -, Tab",
-        "while editing: type, step; next field; Enter done, Esc undo",
-    ),
-    ("w", "search: write the new program into a new archive"),
-    ("v, V", "verify the selected tensor / the whole archive"),
-    ("x", "cancel the running search or verification"),
-    ("← → (here)", "lesson pages: one per operator"),
-    ("n/Space, p", "lesson: run the next node, step back"),
 ];
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
@@ -52,7 +58,24 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
             None => vec![],
         }
     };
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    let (width, height) = (usize::from(area.width), usize::from(area.height));
+    let rows = super::wrap_fit(&lines, width, usize::MAX);
+    let shown = if rows.len() <= height || app.page == 0 || height < 2 {
+        // The keys from the top; what does not fit ends in `…`.
+        super::wrap_fit(&lines, width, height)
+    } else {
+        // A lesson taller than the view shows its newest step: the rows above it left
+        // out, and said so.
+        let keep = height - 1;
+        let above = rows.len() - keep;
+        let mut shown = vec![Line::styled(
+            super::fit_end(&format!("… {above} rows above (p steps back)"), width),
+            Style::default().fg(Color::DarkGray),
+        )];
+        shown.extend(rows.into_iter().skip(above));
+        shown
+    };
+    frame.render_widget(Paragraph::new(shown), area);
 }
 
 fn keys_page(pages: usize) -> Vec<Line<'static>> {
@@ -62,7 +85,7 @@ fn keys_page(pages: usize) -> Vec<Line<'static>> {
     ];
     for (k, what) in KEYS {
         out.push(Line::from(vec![
-            Span::styled(format!("  {k:<28}"), Style::default().bold()),
+            Span::styled(format!("  {k:<23}"), Style::default().bold()),
             Span::raw(*what),
         ]));
     }
@@ -150,6 +173,7 @@ fn lesson_page(l: &Lesson, page: usize, pages: usize, step: usize) -> Vec<Line<'
                     "result: {}",
                     words_text(&s.words, s.width)
                 )));
+
                 if l.show_f32 {
                     let f: Vec<String> = s
                         .words
@@ -158,6 +182,10 @@ fn lesson_page(l: &Lesson, page: usize, pages: usize, step: usize) -> Vec<Line<'
                         .collect();
                     out.push(Line::raw(format!("as F32 values: [{}]", f.join(", "))));
                 }
+                out.push(Line::styled(
+                    "o opens this example in the playground: change it, check it, run it",
+                    Style::default().fg(Color::Yellow),
+                ));
             }
         }
     }

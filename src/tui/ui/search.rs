@@ -10,26 +10,27 @@ use super::{fit_end, fit_middle, spinner, text_width, ACCENT};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 use ratatui::Frame;
 use std::sync::atomic::Ordering;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     // The status block as tall as its wrapped lines, leaving the programs 5 rows or more.
+    let name = app
+        .selected_row()
+        .map(|r| escape_name(&r.name).into_owned())
+        .unwrap_or_default();
+    let form_lines = form_lines(app, &name, usize::from(area.width));
     let status_h = status_height(app, area.width).min(area.height.saturating_sub(9).max(1));
     let [form, hint, status, write, body] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(form_lines.len() as u16),
         Constraint::Length(1),
         Constraint::Length(status_h),
         Constraint::Length(1),
         Constraint::Min(0),
     ])
     .areas(area);
-    let name = app
-        .selected_row()
-        .map(|r| escape_name(&r.name).into_owned())
-        .unwrap_or_default();
-    draw_form(frame, form, app, &name);
+    frame.render_widget(Paragraph::new(form_lines), form);
     draw_hint(frame, hint, app);
     draw_status(frame, status, app);
     draw_write(frame, write, app);
@@ -87,7 +88,10 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     }
 }
 
-fn draw_form(frame: &mut Frame, area: Rect, app: &App, name: &str) {
+/// The form: the tensor and the limits on one line and the prior on the next when they
+/// fit, else the tensor (its name cut in the middle), the limits and the prior on three;
+/// a line still too long ends in `…`.
+fn form_lines(app: &App, name: &str, width: usize) -> Vec<Line<'static>> {
     let f = &app.search.form;
     let editing = app.search.editing.is_some();
     let field = |fld: Field, key: &str, label: &str, v: String| {
@@ -97,17 +101,18 @@ fn draw_form(frame: &mut Frame, area: Rect, app: &App, name: &str) {
             (true, false) => Style::default().fg(Color::Black).bg(ACCENT).bold(),
             _ => Style::default().bold(),
         };
-        let cursor = if sel && editing { "▏" } else { " " };
+        let cursor = if sel && editing && fld != Field::PriorFile {
+            "▏"
+        } else {
+            " "
+        };
         vec![
             Span::raw(format!("{key}:{label} ")),
             Span::styled(format!(" {v}{cursor}"), style),
             Span::raw("   "),
         ]
     };
-    let mut first = vec![Span::styled(
-        format!("search {name}  "),
-        Style::default().fg(ACCENT).bold(),
-    )];
+    let mut first: Vec<Span<'static>> = Vec::new();
     first.extend(field(
         Field::Budget,
         "b",
@@ -127,16 +132,34 @@ fn draw_form(frame: &mut Frame, area: Rect, app: &App, name: &str) {
         f.opts.max_nodes.to_string(),
     ));
     let mut second = field(Field::Prior, "p", "prior", f.prior.label().to_string());
-    let path = if f.prior_path.is_empty() {
+    let path = if app.search.editing.is_some() && app.search.field == Field::PriorFile {
+        escape_typed(&super::super::textfield::with_cursor(
+            &f.prior_path,
+            app.search.prior_cursor,
+        ))
+        .into_owned()
+    } else if f.prior_path.is_empty() {
         "(none)".to_string()
     } else {
         escape_typed(&f.prior_path).into_owned()
     };
     second.extend(field(Field::PriorFile, "f", "prior file", path));
-    frame.render_widget(
-        Paragraph::new(vec![Line::from(first), Line::from(second)]),
-        area,
-    );
+    let head_style = Style::default().fg(ACCENT).bold();
+    let w = |spans: &[Span]| -> usize { spans.iter().map(|s| text_width(&s.content)).sum() };
+    let head = format!("search {name}  ");
+    if text_width(&head) + w(&first) <= width {
+        let mut one = vec![Span::styled(head, head_style)];
+        one.extend(first);
+        return vec![Line::from(one), Line::from(super::fit_spans(second, width))];
+    }
+    vec![
+        Line::styled(
+            format!("search {}", fit_middle(name, width.saturating_sub(7))),
+            head_style,
+        ),
+        Line::from(super::fit_spans(first, width)),
+        Line::from(super::fit_spans(second, width)),
+    ]
 }
 
 fn draw_hint(frame: &mut Frame, area: Rect, app: &App) {
@@ -169,7 +192,7 @@ fn draw_hint(frame: &mut Frame, area: Rect, app: &App) {
         )
     } else {
         Line::styled(
-            "e or Enter edits the selected field, b d n p f edit that one, r runs on the selected tensor, ↑↓ picks the tensor",
+            "e or Enter edits the selected field, b d n p f edit that one, r runs on the selected tensor, ↑↓ picks the tensor, B sweeps budgets, P shows the prior",
             Style::default().fg(Color::DarkGray),
         )
     };
@@ -221,8 +244,12 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
-    let lines = result_lines(app);
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    let lines = super::wrap_fit(
+        &result_lines(app),
+        usize::from(area.width),
+        usize::from(area.height),
+    );
+    frame.render_widget(Paragraph::new(lines), area);
 }
 
 /// Rows the status block takes at `width` columns: the gauge's 3 while searching, else
@@ -231,11 +258,7 @@ fn status_height(app: &App, width: u16) -> u16 {
     if app.search.running.is_some() {
         return 3;
     }
-    let w = usize::from(width.max(1));
-    let rows: usize = result_lines(app)
-        .iter()
-        .map(|l| l.width().div_ceil(w).max(1))
-        .sum();
+    let rows = super::wrap_fit(&result_lines(app), usize::from(width), 6).len();
     rows.clamp(1, 6) as u16
 }
 
@@ -269,13 +292,19 @@ fn result_lines(app: &App) -> Vec<Line<'static>> {
             };
             let verdict = match diff.cmp(&0) {
                 std::cmp::Ordering::Less => format!(
-                    "{} bytes smaller ({pct:.2}%)",
+                    "{} bytes smaller ({pct:.2}%), kept as a change to write",
                     thousands(diff.unsigned_abs())
                 ),
-                std::cmp::Ordering::Greater => {
-                    format!("{} bytes larger (+{pct:.2}%)", thousands(diff as u64))
+                std::cmp::Ordering::Greater => format!(
+                    "{} bytes larger (+{pct:.2}%): not kept, the archive's program stays",
+                    thousands(diff as u64)
+                ),
+                std::cmp::Ordering::Equal if r.new.program == r.old.0 => {
+                    "the archive's own program: nothing to improve at these limits".to_string()
                 }
-                std::cmp::Ordering::Equal => "same size".to_string(),
+                std::cmp::Ordering::Equal => {
+                    "another program of the same size: nothing to improve".to_string()
+                }
             };
             let s = &r.new.stats;
             let mut tname = app
@@ -297,18 +326,21 @@ fn result_lines(app: &App) -> Vec<Line<'static>> {
             } else {
                 format!("archive {} B → new {} B", thousands(old), thousands(new))
             };
-            let budget = if r.regions > 1 {
-                format!(
+            let budget = match r.group {
+                Some(k) => format!(
+                    "budget {} per search × {} searches (the group's words, and each of its \
+                     {k} tensors apart) = {} expansions at most",
+                    thousands(r.opts.budget),
+                    thousands(r.searches),
+                    thousands(r.opts.budget.saturating_mul(r.searches))
+                ),
+                None if r.regions > 1 => format!(
                     "budget {} per region × {} regions = {} expansions at most",
                     thousands(r.opts.budget),
                     thousands(r.regions),
                     thousands(r.opts.budget.saturating_mul(r.regions))
-                )
-            } else {
-                format!(
-                    "budget {} expansions per region (1 region)",
-                    thousands(r.opts.budget)
-                )
+                ),
+                None => format!("budget {} expansions (1 region)", thousands(r.opts.budget)),
             };
             let ending = if r.cancelled {
                 "stopped by x: a longer search may find a smaller program".to_string()
@@ -391,78 +423,81 @@ fn archive_settings_line(
     }
 }
 
-/// The write line: the prompt, the running write, or what the last write did. Long
-/// messages (paths) are cut in the middle with `…` so that both ends stay.
+/// The write line: the prompt, the running write, what the last write did, or the
+/// pending changes.
 fn draw_write(frame: &mut Frame, area: Rect, app: &App) {
     let width = usize::from(area.width);
-    let line = if let Some(p) = &app.search.prompt {
-        if let Some(q) = &p.confirm {
+    let line = if let Some(l) = super::prompt_line(app, width) {
+        l
+    } else {
+        let n = app.pending.len();
+        let mine = app
+            .search_result()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|r| {
+                app.pending
+                    .iter()
+                    .find(|p| p.tensor == r.tensor && p.program == r.new.program)
+            });
+        let kept = match mine.map(|p| (p.delta, p.new_bytes as i64 - p.old_bytes as i64)) {
+            Some((Some(d), prog)) if d != prog => format!(
+                "kept as a change: the file {} B with its settings entry · ",
+                super::changes::signed(d)
+            ),
+            Some(_) => "kept as a change · ".to_string(),
+            None => String::new(),
+        };
+        let mine = mine.is_some();
+        if n > 0 {
+            let all = match app.pending_total() {
+                Some(d) => format!(" ({} B in all)", super::changes::signed(d)),
+                None => String::new(),
+            };
             Line::styled(
-                fit_middle(&format!("⚠ {}", escape_typed(q)), width),
-                Style::default().fg(Color::Black).bg(Color::Yellow).bold(),
+                fit_end(
+                    &format!(
+                        "{kept}{n} pending change{}{all}: w writes them all into a new archive, 9 lists them",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                    width,
+                ),
+                Style::default().fg(if mine { Color::Green } else { Color::DarkGray }),
             )
         } else {
-            let mut spans = vec![
-                Span::styled("write to: ", Style::default().fg(ACCENT).bold()),
-                Span::raw(escape_typed(&p.path).into_owned()),
-                Span::raw("▏ "),
-            ];
-            let used = text_width("write to: ") + text_width(&escape_typed(&p.path)) + 2;
-            match &p.error {
-                Some(e) => spans.push(Span::styled(
-                    fit_middle(&escape_typed(e), width.saturating_sub(used)),
-                    Style::default().fg(Color::Red),
-                )),
-                None => spans.push(Span::styled(
-                    "(Enter writes a new archive, Esc cancels)",
-                    Style::default().fg(Color::DarkGray),
-                )),
-            }
-            Line::from(spans)
-        }
-    } else if let Some(h) = &app.search.writing {
-        Line::styled(
-            format!(
-                "{} writing the new archive… {:.1} s",
-                spinner(app.tick),
-                h.elapsed().as_secs_f64()
-            ),
-            Style::default().fg(Color::Yellow),
-        )
-    } else {
-        // The last write belongs to the last result: shown with it.
-        let written = app.search_result().and(app.search.written.as_ref());
-        match written {
-            Some(Ok(w)) => {
-                let diff = w.bytes as i64 - w.old_bytes as i64;
-                let sign = if diff < 0 { "−" } else { "+" };
-                Line::styled(
-                    fit_middle(
-                        &format!(
-                            "✓ wrote {}{}: {} B ({sign}{} B against the open archive's {} B)",
-                            escape_typed(&w.path.display().to_string()),
-                            if w.in_place { " in place" } else { "" },
-                            thousands(w.bytes),
-                            thousands(diff.unsigned_abs()),
-                            thousands(w.old_bytes)
-                        ),
-                        width,
-                    ),
-                    Style::default().fg(Color::Green).bold(),
-                )
-            }
-            Some(Err(e)) => Line::styled(
-                fit_middle(&format!("✗ write: {}", escape_typed(e)), width),
-                Style::default().fg(Color::Red).bold(),
-            ),
-            None => match app.search_result() {
-                Some(Ok(_)) => Line::styled(
-                    "w writes the new program into a new archive (the open one is kept)",
-                    Style::default().fg(Color::DarkGray),
+            match app
+                .search
+                .written
+                .as_ref()
+                .filter(|_| app.search_result().is_some())
+            {
+                Some(Ok(w)) => written_line(w, width),
+                Some(Err(e)) => Line::styled(
+                    fit_middle(&format!("✗ write: {}", escape_typed(e)), width),
+                    Style::default().fg(Color::Red).bold(),
                 ),
-                _ => Line::raw(""),
-            },
+                None => Line::raw(""),
+            }
         }
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// What the last write did.
+pub(super) fn written_line(w: &super::super::app::WriteOutcome, width: usize) -> Line<'static> {
+    let diff = w.bytes as i64 - w.old_bytes as i64;
+    let sign = if diff < 0 { "−" } else { "+" };
+    Line::styled(
+        fit_middle(
+            &format!(
+                "✓ wrote {}{}: {} B ({sign}{} B against the open archive's {} B)",
+                escape_typed(&w.path.display().to_string()),
+                if w.in_place { " in place" } else { "" },
+                thousands(w.bytes),
+                thousands(diff.unsigned_abs()),
+                thousands(w.old_bytes)
+            ),
+            width,
+        ),
+        Style::default().fg(Color::Green).bold(),
+    )
 }

@@ -96,7 +96,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let totals = [
         String::new(),
         format!(
-            "total of {} tensor{}",
+            "total of {} tensor{} (records)",
             thousands(app.order.len() as u64),
             if app.order.len() == 1 { "" } else { "s" }
         ),

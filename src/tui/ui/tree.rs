@@ -70,10 +70,16 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
     let head_lines = (text_width(&name) + text_width(&rest))
         .div_ceil(width)
         .clamp(1, 2);
+    // The node's details take 6 rows; on a short view what the nodes leave, but at
+    // least half.
+    let visible = app.visible_nodes();
+    let avail = area.height.saturating_sub(head_lines as u16);
+    let table_want = u16::try_from(visible.len() + 1).unwrap_or(u16::MAX);
+    let detail_h = (avail / 2).max(avail.saturating_sub(table_want)).min(6);
     let [head, table_area, detail] = Layout::vertical([
         Constraint::Length(head_lines as u16),
         Constraint::Min(0),
-        Constraint::Length(6),
+        Constraint::Length(detail_h),
     ])
     .areas(area);
     let (name, rest) = if head_lines == 1 {
@@ -90,7 +96,6 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
         head,
     );
 
-    let visible = app.visible_nodes();
     // Byte columns as wide as their widest value, so no digit is ever cut.
     let num_width = |title: &str, f: &dyn Fn(&NodeInfo) -> u64| {
         visible
@@ -157,13 +162,16 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
 
     if let Some(n) = ins.nodes.get(app.tree.cursor) {
         frame.render_widget(
-            Paragraph::new(detail_lines(&ins, app.tree.cursor, n))
-                .wrap(Wrap { trim: false })
-                .block(
-                    Block::default()
-                        .borders(Borders::TOP)
-                        .title(format!(" node #{} ", app.tree.cursor)),
-                ),
+            Paragraph::new(super::wrap_fit(
+                &detail_lines(&ins, app.tree.cursor, n),
+                usize::from(detail.width),
+                usize::from(detail.height.saturating_sub(1)),
+            ))
+            .block(
+                Block::default()
+                    .borders(Borders::TOP)
+                    .title(format!(" node #{} ", app.tree.cursor)),
+            ),
             detail,
         );
     }

@@ -10,19 +10,25 @@ use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
 use ratatui::Frame;
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &mut App) {
+    let intro_text = "Decodes tensors from the archive alone and compares them with the xxh3-64 \
+                      checksums stored when it was written: v the selected tensor, V everything.";
+    // The intro as tall as its wrapped rows, leaving the gauge and the verdict theirs.
+    let intro_lines = [Line::raw(intro_text)];
+    let intro_rows = super::wrap_fit(&intro_lines, usize::from(area.width), 4).len() as u16;
+    let intro_h = intro_rows.min(area.height.saturating_sub(5)).max(1);
     let [intro, gauge, verdict, details] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(intro_h),
         Constraint::Length(3),
         Constraint::Length(2),
         Constraint::Min(0),
     ])
     .areas(area);
     frame.render_widget(
-        Paragraph::new(
-            "Decodes tensors from the archive alone and compares them with the xxh3-64 \
-             checksums stored when it was written: v the selected tensor, V everything.",
-        )
-        .wrap(Wrap { trim: true }),
+        Paragraph::new(super::wrap_fit(
+            &intro_lines,
+            usize::from(intro.width),
+            usize::from(intro.height),
+        )),
         intro,
     );
     let block = Block::default().borders(Borders::ALL);

@@ -59,6 +59,7 @@ fn reference(
     note: &str,
     strong: bool,
     bar_width: usize,
+    label_width: usize,
 ) -> Line<'static> {
     let (num, b) = match bits {
         Some(b) => (format!("{b:>7.3}"), bar(b / scale, bar_width)),
@@ -70,7 +71,10 @@ fn reference(
         Style::default()
     };
     Line::from(vec![
-        Span::styled(format!("  {label:<38}"), style),
+        Span::styled(
+            format!("  {:<label_width$}", super::fit_end(label, label_width)),
+            style,
+        ),
         Span::styled(num, style),
         Span::raw("  "),
         Span::styled(
@@ -93,6 +97,8 @@ fn lines(
     // Narrow terminals drop the bars before any text: label, number and bar take
     // 2 + 38 + 7 + 2 + BAR columns.
     let bar_width = if width >= 49 + BAR + 20 { BAR } else { 0 };
+    // Labels 38 columns wide, narrower where that leaves the number no room.
+    let label_w = 38.min(width.saturating_sub(12)).max(8);
     let whose = match record.map(|r| &r.sharing) {
         Some(Sharing::Group { .. }) => "the group's program",
         Some(Sharing::Copy { .. }) => "the copied tensor's program",
@@ -130,19 +136,23 @@ fn lines(
                 "bytes of the record (each line the sum of those under it)",
                 Style::default().bold(),
             ));
-            for (depth, what, b) in account {
+            let cells: Vec<Vec<String>> = account
+                .iter()
+                .map(|(_, _, b)| vec![format!("{} B", thousands(*b))])
+                .collect();
+            let w = super::column_widths(&cells, &[9]);
+            // As wide as it was (44 columns of labels), or the view's width.
+            let line_w = width.min(44 + 2 + w[0]);
+            for ((depth, what, _), c) in account.iter().zip(&cells) {
                 let label = format!("{}{what}", "  ".repeat(depth + 1));
-                out.push(Line::from(vec![
-                    Span::styled(
-                        format!("{label:<44}"),
-                        if depth == 0 {
-                            Style::default().fg(ACCENT).bold()
-                        } else {
-                            Style::default()
-                        },
-                    ),
-                    Span::raw(format!("{:>9} B", thousands(b))),
-                ]));
+                out.push(Line::styled(
+                    super::columns_line(&label, c, &w, line_w),
+                    if *depth == 0 {
+                        Style::default().fg(ACCENT).bold()
+                    } else {
+                        Style::default()
+                    },
+                ));
             }
             out.push(Line::raw(""));
         }
@@ -156,6 +166,7 @@ fn lines(
             "",
             true,
             bar_width,
+            label_w,
         ),
         reference(
             "raw width",
@@ -164,6 +175,7 @@ fn lines(
             "",
             false,
             bar_width,
+            label_w,
         ),
         reference(
             "order-0 entropy of whole words",
@@ -181,6 +193,7 @@ fn lines(
             },
             false,
             bar_width,
+            label_w,
         ),
     ]);
     if !w.fields.is_empty() {
@@ -204,12 +217,31 @@ fn lines(
             &note,
             false,
             bar_width,
+            label_w,
         ));
         out.push(Line::styled(
             format!("    {}", parts.join(" · ")),
             Style::default().fg(Color::DarkGray),
         ));
     }
+    let coded = super::super::inspect::program_parts(ins).payload;
+    let above = coded.saturating_sub(w.reference_bytes);
+    out.push(Line::from(vec![
+        Span::styled(
+            format!("  {:<38}", "coded words against the reference"),
+            Style::default(),
+        ),
+        Span::raw(format!(
+            "{} B, reference {} B: {}",
+            thousands(coded),
+            thousands(w.reference_bytes),
+            if above > 0 {
+                format!("{} B above it", thousands(above))
+            } else {
+                "within it".to_string()
+            }
+        )),
+    ]));
     out.push(Line::raw(""));
     if let Some(n) = ins.nodes.get(w.largest) {
         out.push(Line::from(vec![
