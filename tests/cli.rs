@@ -1759,9 +1759,16 @@ fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
             &st["budget"],
             &st["max_depth"],
             &st["max_nodes"],
-            &st["prior"]
+            &st["prior"],
+            &st["level"]
         ),
-        (&json!(2), &json!(4), &json!(64), &json!("calibrated"))
+        (
+            &json!(2),
+            &json!(4),
+            &json!(64),
+            &json!("calibrated"),
+            &json!("default")
+        )
     );
     let digest = st["prior_digest"].as_str().unwrap();
     assert!(
@@ -1778,7 +1785,8 @@ fn ls_and_show_say_how_each_tensor_is_stored_and_with_which_settings() {
     assert!(
         text.contains(
             "a copy of tensor big: its record is a reference to that one's (the program \
-             below is the one it copies)\nbuilt with --budget 2 --max-depth 4 --max-nodes 64, \
+             below is the one it copies)\nbuilt with --level default --budget 2 --max-depth 4 \
+             --max-nodes 64, \
              prior calibrated ("
         ) && text.contains(&format!("({digest})\n")),
         "{text}"
@@ -1828,6 +1836,23 @@ fn the_fast_level_round_trips_and_refuses_a_budget() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("merge fields[1,"), "{text}");
     assert!(text.contains("lit rans8"), "{text}");
+    // The level is recorded with the record's settings, and shown.
+    assert!(
+        text.contains("built with --level fast --budget 0 "),
+        "{text}"
+    );
+    let v = json_of(&brevis([
+        OsStr::new("ls"),
+        OsStr::new("--json"),
+        arc.as_os_str(),
+    ]));
+    let levels: std::collections::BTreeSet<_> = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["settings"]["level"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(levels, ["fast".to_string()].into());
     let o = brevis([
         OsStr::new("compress"),
         src.as_os_str(),

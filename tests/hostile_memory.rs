@@ -151,6 +151,7 @@ fn crafted(dtype: Dtype, shape: &[u64], program: &[u8]) -> Vec<u8> {
             max_nodes: 64,
             prior: format::PriorKind::Uniform,
             prior_digest: 0,
+            level: None,
         }],
         sources: Vec::new(),
         record_lens: vec![header_len as u64, tensor_len as u64],

@@ -295,6 +295,9 @@ pub struct Settings {
     pub prior: PriorKind,
     /// [`crate::synth::Prior::digest`] of the prior; 0 for a uniform prior.
     pub prior_digest: u64,
+    /// The compression level asked for (`--level`); `None` when none was (a search with
+    /// limits of its own, as the TUI's) or not recorded (formats 1 to 3).
+    pub level: Option<crate::synth::Level>,
 }
 
 impl Settings {
@@ -677,9 +680,10 @@ pub const SETTINGS_MIN_BYTES: u64 = 12;
 
 /// Appends one settings entry of the index of a format-`version` archive ([`Settings`]):
 /// `uleb` budget, `uleb` depth limit, `uleb` node limit, `u8` prior kind, `u64` prior
-/// digest; from format 4 on preceded by the `uleb` length in bytes of those fields, so
-/// that fields added at their end later (a level, say) leave earlier entries readable.
-/// The one function that writes an entry ([`read_settings`] reads it).
+/// digest; from format 4 on preceded by the `uleb` length in bytes of the fields and
+/// followed by a `u8` level ([`crate::synth::Level::number`], 0 for none), so that fields
+/// added at their end later leave earlier entries readable. The one function that writes
+/// an entry ([`read_settings`] reads it).
 pub fn write_settings(out: &mut Vec<u8>, s: &Settings, version: u16) {
     let mut f = Vec::new();
     f.put_uleb(s.budget);
@@ -688,6 +692,7 @@ pub fn write_settings(out: &mut Vec<u8>, s: &Settings, version: u16) {
     f.push(s.prior as u8);
     f.extend_from_slice(&s.prior_digest.to_le_bytes());
     if version >= 4 {
+        f.push(s.level.map_or(0, crate::synth::Level::number));
         out.put_uleb(f.len() as u64);
     }
     out.extend_from_slice(&f);
@@ -695,18 +700,30 @@ pub fn write_settings(out: &mut Vec<u8>, s: &Settings, version: u16) {
 
 /// Reads one settings entry of the index of a format-`version` archive, as
 /// [`write_settings`] writes it. In format 4 the entry's fields are read inside its
-/// length; a field added later at their end is read when the entry is long enough to
-/// hold it and takes its default otherwise, and bytes past the fields this build knows
-/// are refused.
+/// length; a field added at their end (the level) is read when the entry is long enough
+/// to hold it and takes its default (`None`) otherwise, and bytes past the fields this
+/// build knows are refused.
 ///
 /// # Errors
-/// A sentence if the entry is cut short, names an unknown prior kind, or (format 4) has
-/// bytes left after its fields.
+/// A sentence if the entry is cut short, names an unknown prior kind or level, or
+/// (format 4) has bytes left after its fields.
 pub fn read_settings(c: &mut Cursor<'_>, version: u16) -> Result<Settings, String> {
     if version >= 4 {
         let len = c.uleb()?;
         let mut e = Cursor::new(c.take(len)?, "settings entry");
-        let s = settings_fields(&mut e)?;
+        let mut s = settings_fields(&mut e)?;
+        if e.remaining() > 0 {
+            let n = e.u8()?;
+            s.level = match n {
+                0 => None,
+                n => Some(
+                    crate::synth::Level::ALL
+                        .into_iter()
+                        .find(|l| l.number() == n)
+                        .ok_or_else(|| format!("unknown level {n}"))?,
+                ),
+            };
+        }
         e.finish()?;
         return Ok(s);
     }
@@ -726,6 +743,7 @@ fn settings_fields(c: &mut Cursor<'_>) -> Result<Settings, String> {
         max_nodes,
         prior,
         prior_digest,
+        level: None,
     })
 }
 

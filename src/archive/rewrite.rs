@@ -509,6 +509,7 @@ mod tests {
             max_nodes: 64,
             prior: format::PriorKind::Given,
             prior_digest: 0x0123_4567_89ab_cdef,
+            level: Some(crate::synth::Level::Max),
         };
         let lit = Node::lit(&Words::from_u64s(8, &[0, 1, 2, 3, 4, 5, 6, 7]));
         let out = dir.path().join("m.new.brv");
@@ -536,6 +537,7 @@ mod tests {
             max_nodes: 64,
             prior: format::PriorKind::Uniform,
             prior_digest: 0,
+            level: (budget == 1).then_some(crate::synth::Level::Default),
         };
         let cases: Vec<Vec<(usize, &Node, Option<format::Settings>)>> = vec![
             vec![(0, &a, None)],

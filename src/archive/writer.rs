@@ -518,6 +518,7 @@ fn write_archive_releasing<W: Write>(
             PriorChoice::Given(p) if prior_kind != format::PriorKind::Uniform => p.digest(),
             _ => 0,
         },
+        level: Some(opts.search.level),
     };
     let linked = pool.install(|| link_tensors(src, opts.links.as_deref()));
     let plan = plan_records(src, &linked.of);

@@ -117,6 +117,9 @@ pub struct ListedSettings {
     pub prior: &'static str,
     /// xxh3-64 of the prior's JSON, 16 hex digits (all zeros for a uniform prior).
     pub prior_digest: String,
+    /// `fast`, `default` or `max` (`--level`); `null` when the archive does not record
+    /// one (format 3 or earlier, or a program written from the TUI's search form).
+    pub level: Option<&'static str>,
 }
 
 impl ListedSettings {
@@ -127,6 +130,7 @@ impl ListedSettings {
             max_nodes: s.max_nodes,
             prior: s.prior.name(),
             prior_digest: s.digest_hex(),
+            level: s.level.map(crate::synth::Level::name),
         }
     }
 }

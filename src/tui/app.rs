@@ -1614,6 +1614,8 @@ impl App {
                         PriorKind::Uniform => 0,
                         _ => prior.digest(),
                     },
+                    // The form's own limits, not a level.
+                    level: None,
                 };
                 Ok(Box::new(SearchResult {
                     tensor: t,

@@ -386,7 +386,8 @@ fn archive_settings_line(
     let cli = crate::archive::CompressOptions::default().search;
     let built = match recorded {
         Some(s) => format!(
-            "archive: built with budget {} per region, depth {}, nodes {}, prior {}{}",
+            "archive: built {}with budget {} per region, depth {}, nodes {}, prior {}{}",
+            s.level.map_or(String::new(), |l| format!("at level {l} ")),
             thousands(s.budget),
             s.max_depth,
             s.max_nodes,

@@ -85,9 +85,12 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         )?;
     }
     if let Some(st) = &r.settings {
+        let level = st
+            .level
+            .map_or(String::new(), |l| format!("--level {l} "));
         writeln!(
             s,
-            "built with --budget {} --max-depth {} --max-nodes {}, prior {} ({})",
+            "built with {level}--budget {} --max-depth {} --max-nodes {}, prior {} ({})",
             st.budget, st.max_depth, st.max_nodes, st.prior, st.prior_digest
         )?;
     }
