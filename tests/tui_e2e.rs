@@ -514,7 +514,7 @@ fn the_demo_keeps_what_the_user_writes() {
     );
     p.send(&["q"]);
     p.wait_for(
-        "quit without writing 1 pending change (embeddings.position_ids; the file +2 B)? (y/n)",
+        "quit without writing 1 pending change (embeddings.position_ids; the file +4 B)? (y/n)",
         Duration::from_secs(10),
     );
     p.send(&["n", "w"]);

@@ -196,11 +196,11 @@ fn w_writes_the_new_program_into_a_new_archive() {
     }
     // The record's change, plus the index's new settings entry: the uleb length of its
     // fields (format 4), uleb budget 32, depth 4 and nodes 64 (a byte each), the prior's
-    // kind byte and its 8-byte digest.
+    // kind byte and its 8-byte digest, the level byte (format 4: none, 0).
     let diff = w.bytes as i64 - w.old_bytes as i64;
     assert_eq!(
         diff,
-        new.tensors()[t].archive_bytes() as i64 - original.tensors()[t].archive_bytes() as i64 + 13
+        new.tensors()[t].archive_bytes() as i64 - original.tensors()[t].archive_bytes() as i64 + 14
     );
     let text = screen_text(&mut a, 200, 20);
     assert!(
@@ -321,7 +321,7 @@ fn verify_stops_between_tensors() {
 /// Issue 27, work loss: the demo's archive lives in a temporary folder that is removed
 /// at exit. There `w` proposes the current folder (never an existing file), and `q` with
 /// a smaller program that was not written (a pending change) asks first, saying what
-/// writing it does to the file (its settings entry makes the file 2 bytes larger than
+/// writing it does to the file (its settings entry makes the file 4 bytes larger than
 /// the program's 10 smaller); once it is written, `q` quits.
 #[test]
 fn in_a_temporary_folder_w_proposes_the_current_folder_and_q_asks_first() {
@@ -337,7 +337,7 @@ fn in_a_temporary_folder_w_proposes_the_current_folder_and_q_asks_first() {
     press(&mut a, KeyCode::Char('q'));
     assert!(!a.quit);
     let question = "quit without writing 1 pending change (embeddings.position_ids; the \
-                    file +2 B)? (y/n) w writes them (9 lists them)";
+                    file +4 B)? (y/n) w writes them (9 lists them)";
     assert_eq!(a.quit_question.as_deref(), Some(question));
     let text = screen_text(&mut a, 200, 20);
     let lines: Vec<&str> = text.lines().collect();
