@@ -1350,13 +1350,18 @@ impl Archive {
 
     /// Streams the original file into `out`: the 8-byte header length, the header, then
     /// every region, decoded in parallel on `jobs` threads (`None` = all cores) and
-    /// checked against the per-region and whole-file checksums. Memory stays bounded by
-    /// the largest region (or region part) and the thread count, not the archive's size
-    /// (see `src/archive/stream.rs`); `out` receives chunks of at most 1 MiB.
+    /// checked against the whole-file checksum; when that does not match, the archive is
+    /// decoded once more with each region checked against its own checksum, so that the
+    /// error names the region (one hash of every byte on the way that succeeds, not two).
+    /// Memory stays bounded by the largest region (or region part) and the thread count,
+    /// not the archive's size (see `src/archive/stream.rs`); `out` receives chunks of at
+    /// most 1 MiB.
     ///
     /// # Errors
     /// [`Error::Archive`] if a program is malformed; [`Error::Mismatch`] if decoded bytes
-    /// differ from a stored checksum; [`Error::Io`] (labelled `name`) if `out` fails.
+    /// differ from a stored checksum (naming the first region that differs, or the whole
+    /// file when every region matched); [`Error::Io`] (labelled `name`) if `out` fails.
+    /// After an error `out` holds a partial or wrong file.
     pub fn write_original<W: Write>(
         &self,
         out: &mut W,
@@ -1365,6 +1370,26 @@ impl Archive {
         name: &Path,
     ) -> Result<()> {
         self.require_sources()?;
+        match self.write_checked(out, jobs, progress, name, false) {
+            Err(whole @ Error::Mismatch { .. }) => {
+                // Which region differs: the cold path of a damaged archive.
+                self.write_checked(&mut std::io::sink(), jobs, &|_| {}, name, true)?;
+                Err(whole)
+            }
+            r => r,
+        }
+    }
+
+    /// [`Archive::write_original`]'s pass: the whole file hashed, and with `each_region`
+    /// every region too (its mismatch returned first).
+    fn write_checked<W: Write>(
+        &self,
+        out: &mut W,
+        jobs: Option<usize>,
+        progress: &dyn Fn(ProgressEvent<'_>),
+        name: &Path,
+        each_region: bool,
+    ) -> Result<()> {
         let write_err = |e| Error::io(name, "cannot write", e);
         let mut hasher = Xxh3::new();
         let mut region = Xxh3::new();
@@ -1385,11 +1410,13 @@ impl Archive {
                         }
                     }
                     Decoded::Bytes(b) => {
-                        region.update(b);
+                        if each_region {
+                            region.update(b);
+                        }
                         hasher.update(b);
                         out.write_all(b).map_err(write_err)?;
                     }
-                    Decoded::End(unit) => {
+                    Decoded::End(unit) if each_region => {
                         let (expected, actual) = (self.item_checksum(unit.item), region.digest());
                         if unit.last && actual != expected {
                             return Err(Error::Mismatch {
@@ -1400,6 +1427,7 @@ impl Archive {
                             });
                         }
                     }
+                    Decoded::End(_) => {}
                     Decoded::Failed(_, e) => return Err(e),
                 }
                 Ok(())

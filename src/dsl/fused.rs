@@ -318,14 +318,73 @@ macro_rules! impl_out {
 }
 impl_out!(u8, u16, u32, u64);
 
+/// The widest vector instructions of this CPU the merge loops are compiled for.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+enum Wide {
+    Avx512,
+    Avx2,
+    None,
+}
+
+/// [`Wide`] of this CPU, detected once; `None` when `BREVIS_NO_SIMD` is set.
+#[cfg(target_arch = "x86_64")]
+fn wide_simd() -> Wide {
+    use std::sync::OnceLock;
+    static WIDE: OnceLock<u8> = OnceLock::new();
+    let w = *WIDE.get_or_init(|| {
+        if std::env::var_os("BREVIS_NO_SIMD").is_some() {
+            0
+        } else if is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+        {
+            2
+        } else if is_x86_feature_detected!("avx2") {
+            1
+        } else {
+            0
+        }
+    });
+    match w {
+        2 => Wide::Avx512,
+        1 => Wide::Avx2,
+        _ => Wide::None,
+    }
+}
+
 /// The block loop of [`merge_into`]. An error names the source (its index).
 fn merge_blocks<T: Out>(
     sources: &mut [(Source<'_>, Ty, u32, Block)],
     out: &mut [T],
 ) -> Result<(), (usize, CodecError)> {
-    /// `out[i] (|)= c[i] << shift`, the first child assigning.
+    /// `out[i] (|)= c[i] << shift`, the first child assigning: compiled for AVX-512 and
+    /// AVX2 too (the build's baseline is SSE2), and the widest the CPU has is run.
     #[inline(always)]
     fn or_into<T: Out, C: Word>(out: &mut [T], c: &[C], shift: u32, first: bool) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match wide_simd() {
+                // SAFETY: the features were detected at run time.
+                Wide::Avx512 => return unsafe { or_into_avx512(out, c, shift, first) },
+                Wide::Avx2 => return unsafe { or_into_avx2(out, c, shift, first) },
+                Wide::None => {}
+            }
+        }
+        or_into_body(out, c, shift, first);
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+    unsafe fn or_into_avx512<T: Out, C: Word>(out: &mut [T], c: &[C], shift: u32, first: bool) {
+        or_into_body(out, c, shift, first);
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn or_into_avx2<T: Out, C: Word>(out: &mut [T], c: &[C], shift: u32, first: bool) {
+        or_into_body(out, c, shift, first);
+    }
+    #[inline(always)]
+    fn or_into_body<T: Out, C: Word>(out: &mut [T], c: &[C], shift: u32, first: bool) {
         if first {
             for (o, &x) in out.iter_mut().zip(c) {
                 *o = T::shifted(x, shift);

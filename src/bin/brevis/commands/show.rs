@@ -85,9 +85,7 @@ pub fn run(a: ShowArgs) -> Result<Outcome> {
         )?;
     }
     if let Some(st) = &r.settings {
-        let level = st
-            .level
-            .map_or(String::new(), |l| format!("--level {l} "));
+        let level = st.level.map_or(String::new(), |l| format!("--level {l} "));
         writeln!(
             s,
             "built with {level}--budget {} --max-depth {} --max-nodes {}, prior {} ({})",
