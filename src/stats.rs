@@ -85,6 +85,26 @@ pub(crate) fn with_u16_counts<R>(f: impl FnOnce(&mut [u32; 1 << 16]) -> R) -> R 
     U16_COUNTS.with(|t| f(&mut t.borrow_mut()))
 }
 
+/// [`drain_counts`] of a table in which only the words of `v` were counted: a short
+/// stream's counters are found through its words and sorted, not by a scan of all 2^16
+/// (a 4,096-word sample's histogram took 4 times as long to drain as to count, and the
+/// search counts many: a fifth of silero's compression).
+pub(crate) fn drain_counts_of(t: &mut [u32; 1 << 16], v: &[u16]) -> Vec<(u64, u64)> {
+    if v.len() >= 1 << 13 {
+        return drain_counts(t);
+    }
+    let mut out = Vec::new();
+    for &x in v {
+        let c = &mut t[usize::from(x)];
+        if *c > 0 {
+            out.push((u64::from(x), u64::from(*c)));
+            *c = 0;
+        }
+    }
+    out.sort_unstable_by_key(|&(x, _)| x);
+    out
+}
+
 /// The `(word, count)` pairs of the nonzero counters of `t`, ascending, leaving every
 /// counter zero.
 pub(crate) fn drain_counts(t: &mut [u32; 1 << 16]) -> Vec<(u64, u64)> {
@@ -390,6 +410,41 @@ pub fn stream_entropy_bits(words: &Words, max_distinct: usize) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Draining a table through the counted words gives the full scan's pairs, and
+    /// leaves the table zero, short streams and long.
+    #[test]
+    fn draining_through_the_words_equals_the_full_scan() {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        for n in [0usize, 1, 7, 384, 4096, 8191, 8192, 20_000] {
+            let v: Vec<u16> = (0..n)
+                .map(|i| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    // Clustered words and a few far ones, repeats included.
+                    if i % 17 == 0 {
+                        (s >> 48) as u16
+                    } else {
+                        (s % 97) as u16 * 3
+                    }
+                })
+                .collect();
+            let count = |t: &mut [u32; 1 << 16]| v.iter().for_each(|&x| t[usize::from(x)] += 1);
+            let full = with_u16_counts(|t| {
+                count(t);
+                drain_counts(t)
+            });
+            let through = with_u16_counts(|t| {
+                count(t);
+                let d = drain_counts_of(t, &v);
+                assert!(t.iter().all(|&c| c == 0), "n = {n}");
+                d
+            });
+            assert_eq!(through, full, "n = {n}");
+            assert_eq!(full.iter().map(|p| p.1).sum::<u64>(), n as u64);
+        }
+    }
 
     #[test]
     fn histogram_and_entropy_exact() {

@@ -459,7 +459,7 @@ fn dense_of(w: &Words) -> Dense {
         // across calls ([`stats::with_u16_counts`]).
         WordBuf::U16(v) if u32::try_from(v.len()).is_ok() => stats::with_u16_counts(|t| {
             v.iter().for_each(|&x| t[usize::from(x)] += 1);
-            Arc::new(stats::drain_counts(t))
+            Arc::new(stats::drain_counts_of(t, v))
         }),
         WordBuf::U16(v) => {
             let mut t = vec![0u64; 1 << 16];
