@@ -1553,7 +1553,7 @@ pub fn search_matrix(
     // costs little and whose tables the layout would overpay.
     let searched;
     let opts = if opts.level == crate::synth::Level::Fast {
-        if target.len() >= crate::synth::fast::SEARCH_BELOW {
+        if crate::synth::fast::takes_the_layout(target, dtype) {
             let (program, bytes) = crate::synth::fast::program(target, dtype);
             return Synthesis {
                 program,

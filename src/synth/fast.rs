@@ -26,6 +26,34 @@ const SMALL_WORDS: usize = 4096;
 /// than at the default level, below ZipNN).
 pub const SEARCH_BELOW: usize = 1 << 16;
 
+/// Whether the fast level codes `target` (of `dtype` when known) in its fixed layout
+/// rather than by a search at budget 1: every target of [`SEARCH_BELOW`] words or more,
+/// and a float target of [`SMALL_WORDS`] or more with more than [`FEW_VALUES`] distinct
+/// words in an evenly spaced probe of 4,096: ordinary weights, whose search finds the
+/// layout. A shorter one, or one of few values (a dequantized tensor's, on which the
+/// search finds `dequant`), is searched.
+pub fn takes_the_layout(target: &Words, dtype: Option<Dtype>) -> bool {
+    let n = target.len();
+    n >= SEARCH_BELOW
+        || (n >= SMALL_WORDS
+            && dtype.and_then(Dtype::float_layout).is_some()
+            && probe_values(target) > FEW_VALUES)
+}
+
+/// Distinct words a float target may show in its probe and still be searched at the
+/// fast level: what an 8-bit code's dequantization gives.
+const FEW_VALUES: usize = 256;
+
+/// Distinct words among at most 4,096 evenly spaced words of `target`.
+fn probe_values(target: &Words) -> usize {
+    let n = target.len();
+    let step = n.div_ceil(crate::stats::DISTINCT_PROBE).max(1);
+    let mut probe: Vec<u64> = (0..n).step_by(step).map(|i| target.get(i)).collect();
+    probe.sort_unstable();
+    probe.dedup();
+    probe.len()
+}
+
 /// The fast level's program for `target` (a tensor's or region's words, of `dtype` when
 /// known): never larger than [`Node::lit`]'s literal by more than its tables, and never
 /// larger than the raw words. Returns the program and its serialized size in bytes.
@@ -272,5 +300,26 @@ mod tests {
         let (node, _) = program(&w, Some(Dtype::F32));
         assert!(node.to_string().contains("const 0"), "{node}");
         assert_eq!(crate::dsl::execute(&node, u64::MAX).unwrap(), w);
+    }
+
+    /// Which targets the fast level codes in its layout: every long one; a float one of
+    /// 4,096 words or more only when it has more than 256 values (a tensor of 200
+    /// values, as a dequantized one, is searched); short and non-float ones searched.
+    #[test]
+    fn the_layout_takes_long_targets_and_distinct_floats() {
+        let distinct = weights(8192);
+        let mut s = 11;
+        let repetitive = Words::from_fn(16, 8192, |_| 0x3c00 + lcg(&mut s) % 200);
+        assert!(takes_the_layout(&distinct, Some(Dtype::BF16)));
+        assert!(!takes_the_layout(&repetitive, Some(Dtype::BF16)));
+        assert!(!takes_the_layout(&distinct, Some(Dtype::I16)));
+        assert!(!takes_the_layout(&distinct, None));
+        assert!(!takes_the_layout(
+            &weights(SMALL_WORDS - 1),
+            Some(Dtype::BF16)
+        ));
+        let long = Words::from_fn(16, SEARCH_BELOW, |i| i as u64 % 3);
+        assert!(takes_the_layout(&long, Some(Dtype::I16)));
+        assert!(takes_the_layout(&long, None));
     }
 }
