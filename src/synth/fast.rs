@@ -88,7 +88,7 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
     // The histogram of the exponent and `k` mantissa bits, for each `k`, and a cheap
     // estimate of its layout's bytes: the field's order-0 entropy, about two bytes of
     // table a coded word, and the packed rest.
-    let mut candidates: Vec<(f64, u32, Vec<(u64, u64)>)> = (0..=top)
+    let mut candidates: Vec<Candidate> = (0..=top)
         .map(|k| {
             let drop = top - k;
             let mut hist: Vec<(u64, u64)> = Vec::new();
@@ -164,6 +164,10 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
         Node::lit(target)
     }
 }
+
+/// A number `k` of mantissa bits joined to the exponent: its estimated bytes, `k`, and
+/// the histogram of the joined field.
+type Candidate = (f64, u32, Vec<(u64, u64)>);
 
 /// The counts of bits `[shift, shift + head_bits)` of the words of `target`, and the OR
 /// of the words. Four interleaved tables, so that runs of one value (a tensor's few
