@@ -131,3 +131,67 @@ proptest! {
         check(&t, Some(dtype), budget);
     }
 }
+
+/// The fast level's fixed layout (`synth::fast::program`) restores every float target
+/// it takes, whatever the dtype, the length (a table's 4,096 words and up, past one
+/// 64-state group and not a multiple of one), the spread of the exponents and the
+/// signs (all positive, mixed, one sign flipped), and words outside the coded set (rare
+/// exponents escaped): its size is its program's serialized length.
+mod fast_layout {
+    use brevis::synth::fast;
+    use brevis::{Dtype, Words};
+    use proptest::prelude::*;
+
+    fn float_dtype() -> impl Strategy<Value = Dtype> {
+        prop::sample::select(vec![
+            Dtype::BF16,
+            Dtype::F16,
+            Dtype::F32,
+            Dtype::F64,
+            Dtype::F8E4M3,
+            Dtype::F8E5M2,
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn the_layout_runs_back(
+            dtype in float_dtype(),
+            n in 4096usize..9000,
+            spread in 0u32..12,
+            signs in 0u8..3,
+            rare in 0usize..40,
+            seed in any::<u64>(),
+        ) {
+            let width = dtype.word_bits();
+            let [_, e, m] = dtype.float_layout().unwrap();
+            let mut s = seed | 1;
+            let mut next = move || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s
+            };
+            let bias = (1u64 << (e - 1)) - 1;
+            let words = Words::from_fn(width, n, |i| {
+                let r = next();
+                // Exponents near the bias, `spread` bits of them; a few anywhere.
+                let exp = if i % 997 < rare {
+                    r >> 40
+                } else {
+                    bias - (r >> 20) % (1 + (1 << spread.min(e - 1)) as u64).min(bias)
+                } & ((1 << e) - 1);
+                let sign = match signs {
+                    0 => 0,
+                    1 => r >> 63,
+                    _ => u64::from(i == n / 2),
+                };
+                (sign << (width - 1)) | (exp << m) | (next() & ((1u64 << m) - 1))
+            });
+            let (node, bytes) = fast::program(&words, Some(dtype));
+            prop_assert_eq!(bytes, brevis::dsl::program_len(&node));
+            prop_assert_eq!(brevis::dsl::execute(&node, u64::MAX).unwrap(), words);
+        }
+    }
+}
