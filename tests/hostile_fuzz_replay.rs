@@ -12,7 +12,7 @@ use std::path::Path;
 type Target = (&'static str, fn(&[u8]));
 
 /// Every fuzz target and its entry point.
-const TARGETS: [Target; 11] = [
+const TARGETS: [Target; 13] = [
     ("program", entries::program),
     ("lit_raw", |d| {
         entries::literal(brevis::codec::CodecId::Raw, d)
@@ -29,6 +29,10 @@ const TARGETS: [Target; 11] = [
     ("lit_rans32", |d| {
         entries::literal(brevis::codec::CodecId::Rans32, d)
     }),
+    ("lit_rans8", |d| {
+        entries::literal(brevis::codec::CodecId::Rans8, d)
+    }),
+    ("lit_rans8_simd", entries::rans8_simd),
     ("lit_bucket", entries::literal_bucket),
     ("archive", entries::archive),
     ("safetensors", entries::safetensors),

@@ -79,6 +79,30 @@ pub fn literal(codec: CodecId, data: &[u8]) {
     }
 }
 
+/// `rans8`'s SIMD decoder against its scalar one on a fuzzed body: the same words, or
+/// an error from both (the kernels read ahead of the state they decode and map symbols
+/// 32 or 64 at a time; the scalar path checks every read).
+pub fn rans8_simd(data: &[u8]) {
+    let Some((ty, body)) = take_ty(data) else {
+        return;
+    };
+    if ty.len > MAX_FUZZ_WORDS {
+        return;
+    }
+    let n = ty.len as usize;
+    let simd = brevis::codec::rans8::decode(body, ty.width, n);
+    let scalar = brevis::codec::rans8::decode_scalar(body, ty.width, n);
+    match (simd, scalar) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "rans8: SIMD and scalar decode differ"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "rans8: SIMD {} but scalar {}",
+            if a.is_ok() { "decodes" } else { "fails" },
+            if b.is_ok() { "decodes" } else { "fails" }
+        ),
+    }
+}
+
 /// The bucket decoder on a fuzzed body, with a context stream (F32-like words cut from
 /// the input, cycled to the literal's length) when the first byte is odd, and none when
 /// it is even.
