@@ -253,19 +253,27 @@ pub const DISTINCT_PROBE: usize = 4096;
 /// synthesizer's sampled size estimates use it to skip counting wide fields (a float's
 /// mantissa, whole 32-bit words) that no table codec can code.
 pub fn nearly_distinct(words: &Words) -> bool {
-    let n = words.len();
-    if n < 256 {
+    if words.len() < 256 {
         return false;
     }
-    let step = n.div_ceil(DISTINCT_PROBE);
-    let mut probe: Vec<u64> = (0..n).step_by(step).map(|i| words.get(i)).collect();
-    probe.sort_unstable();
+    let probe = sorted_probe(words);
     let m = probe.len();
     let singletons = runs(probe.into_iter())
         .iter()
         .filter(|&&(_, c)| c == 1)
         .count();
     singletons * 20 >= m * 19
+}
+
+/// At most [`DISTINCT_PROBE`] evenly spaced words of `words` (every `ceil(n / 4096)`-th
+/// from the first), sorted: what [`nearly_distinct`] and the fast level's test of few
+/// values (`synth::fast`) judge a stream by.
+pub fn sorted_probe(words: &Words) -> Vec<u64> {
+    let n = words.len();
+    let step = n.div_ceil(DISTINCT_PROBE).max(1);
+    let mut probe: Vec<u64> = (0..n).step_by(step).map(|i| words.get(i)).collect();
+    probe.sort_unstable();
+    probe
 }
 
 /// Whether a stream certainly has more distinct words than the table codecs take

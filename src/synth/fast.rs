@@ -44,12 +44,10 @@ pub fn takes_the_layout(target: &Words, dtype: Option<Dtype>) -> bool {
 /// fast level: what an 8-bit code's dequantization gives.
 const FEW_VALUES: usize = 256;
 
-/// Distinct words among at most 4,096 evenly spaced words of `target`.
+/// Distinct words among at most 4,096 evenly spaced words of `target`
+/// ([`crate::stats::sorted_probe`]).
 fn probe_values(target: &Words) -> usize {
-    let n = target.len();
-    let step = n.div_ceil(crate::stats::DISTINCT_PROBE).max(1);
-    let mut probe: Vec<u64> = (0..n).step_by(step).map(|i| target.get(i)).collect();
-    probe.sort_unstable();
+    let mut probe = crate::stats::sorted_probe(target);
     probe.dedup();
     probe.len()
 }
