@@ -616,7 +616,7 @@ fn write_archive_releasing<W: Write>(
                 _ => None,
             };
             let enc = match (copy, enc.program) {
-                (None, None) => encode_linked(src, rec, opts, release, &linked),
+                (None, None) => encode_linked(src, rec, opts, release, &linked, Some(enc.checksum)),
                 (_, program) => Encoded { program, ..enc },
             };
             let mut head = Vec::new();
@@ -1159,8 +1159,10 @@ fn encode_item(
     linked: &Linked,
 ) -> Encoded {
     let bytes = rec.source(src);
+    let mut known = None;
     if rec.copyable() {
         let checksum = xxh3_64(bytes);
+        known = Some(checksum);
         let first = {
             let mut map = claimed.lock().unwrap_or_else(|e| e.into_inner());
             let e = map
@@ -1180,7 +1182,7 @@ fn encode_item(
             };
         }
     }
-    encode_linked(src, rec, opts, release, linked)
+    encode_linked(src, rec, opts, release, linked, known)
 }
 
 /// The sources a file is coded against and each tensor's counterpart in them.
@@ -1345,21 +1347,22 @@ fn encode_linked(
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
     linked: &Linked,
+    known: Option<u64>,
 ) -> Encoded {
     let RecordKind::Tensor(t) = rec.kind else {
-        return encode_item_whole(src, rec, opts, release);
+        return encode_item_whole(src, rec, opts, release, known);
     };
     let Some(c) = linked.of[t] else {
-        return encode_item_whole(src, rec, opts, release);
+        return encode_item_whole(src, rec, opts, release, known);
     };
     let bytes = rec.source(src);
     let source = &linked.sources[c.source].1;
     let info = &src.tensors()[t];
     let Ok(base) = source.tensor_bytes(c.tensor) else {
-        return encode_item_whole(src, rec, opts, release);
+        return encode_item_whole(src, rec, opts, release, known);
     };
     if base.len() != bytes.len() {
-        return encode_item_whole(src, rec, opts, release);
+        return encode_item_whole(src, rec, opts, release, known);
     }
     let source_checksum = xxh3_64(&base);
     let chosen = |op| Chosen {
@@ -1368,7 +1371,7 @@ fn encode_linked(
         source_checksum,
         op,
     };
-    let checksum = xxh3_64(bytes);
+    let checksum = known.unwrap_or_else(|| xxh3_64(bytes));
     let width = info.dtype.word_bits();
     if *base == *bytes {
         let ty = Ty::new(width, bytes.len() as u64 / u64::from(width / 8));
@@ -1382,7 +1385,7 @@ fn encode_linked(
         };
     }
     if c.exact || !matches!(width, 8 | 16 | 32 | 64) {
-        return encode_item_whole(src, rec, opts, release);
+        return encode_item_whole(src, rec, opts, release, Some(checksum));
     }
     let field = info
         .dtype
@@ -1402,7 +1405,7 @@ fn encode_linked(
     };
     let mut best_len = u64::MAX;
     if search_own {
-        best = encode_item_whole(src, rec, opts, release);
+        best = encode_item_whole(src, rec, opts, release, Some(checksum));
         best_len = best.program.as_ref().map_or(u64::MAX, program_len);
     }
     for op in ops {
@@ -1690,6 +1693,7 @@ fn encode_item_whole(
     rec: &PlannedRecord,
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
+    checksum: Option<u64>,
 ) -> Encoded {
     let bytes = rec.source(src);
     let dtype = rec.dtype(src);
@@ -1704,8 +1708,9 @@ fn encode_item_whole(
             src.tensors()[rec.tensors[0]].name
         ),
     };
-    // The checksum first: the regions' source pages are released as they are read.
-    let checksum = xxh3_64(bytes);
+    // The checksum first (unless the caller has it): the regions' source pages are
+    // released as they are read.
+    let checksum = checksum.unwrap_or_else(|| xxh3_64(bytes));
     let rows_of = |t: usize| {
         let shape = &src.tensors()[t].shape;
         (shape.len() >= 2).then(|| shape[0])

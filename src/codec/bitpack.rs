@@ -47,7 +47,7 @@ pub fn encode_k(words: &Words, k: u32, out: &mut Vec<u8>) {
 feature_fn! {
     "avx2";
     /// [`encode_k`] for a stream that may be a bit field of wider words
-    /// ([`Stream::Field`]): a field of words of at most 16 bits is extracted
+    /// ([`Stream::Field`]): a field of words of at most 32 bits is extracted
     /// [`FIELD_CHUNK`] words at a time into a buffer on the stack and packed from there, so
     /// no buffer of the field's length is made. The body is the one the field's own words
     /// give.
@@ -73,6 +73,7 @@ fn encode_k_stream_in(stream: Stream<'_>, k: u32, out: &mut Vec<u8>) {
                 out,
                 |x| (x >> shift) & m,
                 |x| u16::from((x >> shift) & m),
+                |x| u32::from((x >> shift) & m),
             )
         }
         (_, WordBuf::U16(v)) => {
@@ -82,6 +83,18 @@ fn encode_k_stream_in(stream: Stream<'_>, k: u32, out: &mut Vec<u8>) {
                 k,
                 out,
                 |x| ((x >> shift) & m) as u8,
+                |x| (x >> shift) & m,
+                |x| u32::from((x >> shift) & m),
+            )
+        }
+        (_, WordBuf::U32(v)) => {
+            let m = m as u32;
+            encode_field(
+                v,
+                k,
+                out,
+                |x| ((x >> shift) & m) as u8,
+                |x| ((x >> shift) & m) as u16,
                 |x| (x >> shift) & m,
             )
         }
@@ -104,10 +117,20 @@ fn encode_field<T: Word>(
     out: &mut Vec<u8>,
     narrow: impl Fn(T) -> u8,
     wide: impl Fn(T) -> u16,
+    wider: impl Fn(T) -> u32,
 ) {
     out.push(k as u8);
     out.reserve(size_for(k, v.len()) as usize);
-    if k <= 8 {
+    if k > 16 {
+        let mut buf = [0u32; FIELD_CHUNK];
+        for c in v.chunks(FIELD_CHUNK) {
+            let b = &mut buf[..c.len()];
+            for (o, &x) in b.iter_mut().zip(c) {
+                *o = wider(x);
+            }
+            pack(b, k, out);
+        }
+    } else if k <= 8 {
         let mut buf = [0u8; FIELD_CHUNK];
         for c in v.chunks(FIELD_CHUNK) {
             let b = &mut buf[..c.len()];
@@ -187,19 +210,21 @@ fn pack<T: Word>(v: &[T], k: u32, out: &mut Vec<u8>) {
     match k {
         8 => return bytes::<T, 1>(v, out),
         16 => return bytes::<T, 2>(v, out),
+        24 => return bytes::<T, 3>(v, out),
         32 => return bytes::<T, 4>(v, out),
         64 => return bytes::<T, 8>(v, out),
         _ => {}
     }
     // Eight words of k bits fill exactly k bytes: whole groups with constant shifts for
-    // k <= 16, then the rest through the bit writer, which starts byte-aligned after them.
-    let groups = if k <= 16 { v.len() / 8 } else { 0 };
+    // k <= 32, then the rest through the bit writer, which starts byte-aligned after them.
+    let groups = if k <= 32 { v.len() / 8 } else { 0 };
     if groups > 0 {
         let whole = &v[..groups * 8];
         match k {
             1 => pack_sub_byte::<T, 1>(whole, out),
             2 => pack_sub_byte::<T, 2>(whole, out),
             4 => pack_sub_byte::<T, 4>(whole, out),
+            17.. => wide_k!(k, K => pack_wide_groups::<T, K>(whole, out)),
             _ => small_k!(k, K => pack_groups::<T, K>(whole, out)),
         }
     }
@@ -294,6 +319,31 @@ fn pack_groups<T: Word, const K: usize>(v: &[T], out: &mut Vec<u8>) {
             acc |= u128::from(x.into()) << (j * K);
         }
         o.copy_from_slice(&acc.to_le_bytes()[..K]);
+    }
+}
+
+/// Appends the words of `v` (a multiple of 8 of them) in groups of eight `K`-bit words
+/// (`K` in 17..=32), `K` bytes each: the 19- to 23-bit mantissa fields of F32 tensors.
+/// Each word is or-ed into 64-bit limbs at a constant offset, so the compiler unrolls
+/// the group.
+fn pack_wide_groups<T: Word, const K: usize>(v: &[T], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + v.len() / 8 * K, 0);
+    for (g, o) in v.chunks_exact(8).zip(out[start..].chunks_exact_mut(K)) {
+        let mut limbs = [0u64; 5];
+        for (j, &x) in g.iter().enumerate() {
+            let (at, by) = (j * K / 64, j * K % 64);
+            let x: u64 = x.into();
+            limbs[at] |= x << by;
+            if by + K > 64 {
+                limbs[at + 1] |= x >> (64 - by);
+            }
+        }
+        let mut buf = [0u8; 40];
+        for (b, l) in buf.chunks_exact_mut(8).zip(limbs) {
+            b.copy_from_slice(&l.to_le_bytes());
+        }
+        o.copy_from_slice(&buf[..K]);
     }
 }
 
@@ -408,6 +458,7 @@ macro_rules! wide_k {
         }
     };
 }
+use wide_k;
 
 /// [`unpack_groups`] for `K` dividing 8 (sign bits, nibbles): the `8 / K` words of each
 /// byte, lowest bits first, in a loop the compiler vectorizes.
@@ -758,6 +809,62 @@ mod tests {
                 v[n - 1] ^= 1;
                 assert!(!equal(&Words::from_u64s(k, &v)));
             }
+        }
+    }
+
+    /// Packing at every width from 1 to 64 (the constant-shift groups of 1 to 32 bits,
+    /// whole bytes, the bit writer above) gives the bits a plain LSB-first bit writer
+    /// gives, for every container and count of words around a group of eight; and a
+    /// field of 32-bit words (an F32 mantissa of 19 to 23 bits, its sign, its exponent
+    /// with mantissa bits) packs as its own words do.
+    #[test]
+    fn every_width_packs_as_the_bit_writer() {
+        let src = hashed_u16s(2 * FIELD_CHUNK + 77);
+        let wide = |i: usize| {
+            (src[i] << 48) ^ (src[(i * 7 + 3) % src.len()] << 24) ^ src[(i * 13 + 5) % src.len()]
+        };
+        for k in 1..=64u32 {
+            for n in [0, 1, 7, 8, 9, 63, 64, 65, 1001] {
+                let values: Vec<u64> = (0..n).map(|i| wide(i) & mask(k)).collect();
+                let mut w = BitWriter::new();
+                for &x in &values {
+                    w.write(x, k);
+                }
+                let want = w.finish();
+                for width in [k, k.next_power_of_two().max(8)] {
+                    if width > 64 {
+                        continue;
+                    }
+                    let words = Words::from_u64s(width, &values);
+                    let mut got = Vec::new();
+                    encode_k(&words, k, &mut got);
+                    assert_eq!(got[0], k as u8);
+                    assert_eq!(&got[1..], &want[..], "k {k}, {n} words of {width} bits");
+                }
+            }
+        }
+        let n = src.len();
+        let words = Words::from_fn(32, n, |i| wide(i) & mask(32));
+        for (shift, k) in [
+            (0, 19),
+            (0, 20),
+            (0, 23),
+            (3, 24),
+            (31, 1),
+            (19, 12),
+            (0, 32),
+        ] {
+            let stream = Stream::Field {
+                words: &words,
+                shift,
+                width: k,
+            };
+            let (mut picked, mut baseline, mut own) = (Vec::new(), Vec::new(), Vec::new());
+            encode_k_stream(stream, k, &mut picked);
+            encode_k_stream_in(stream, k, &mut baseline);
+            encode_k(&stream.to_words(), k, &mut own);
+            assert_eq!(picked, own, "32-bit words, field ({shift}, {k})");
+            assert_eq!(baseline, own, "32-bit words, field ({shift}, {k})");
         }
     }
 

@@ -48,7 +48,7 @@ use super::bitio::{BitReader, BitWriter};
 use super::rans::{plan_freqs, quantize, read_freqs, write_freqs, FreqMode};
 use super::table::{check_width, plan_set, read_set, write_set, SetPlan};
 use super::{CodecError, CodecId, Stream};
-use crate::tensor::{container_bytes, WordBuf, Words};
+use crate::tensor::{container_bytes, mask, WordBuf, Words};
 
 mod simd;
 
@@ -320,10 +320,21 @@ impl Plan {
 
     /// Appends the body of `stream` (the stream the plan was made from) to `out`.
     pub fn encode(&self, stream: Stream<'_>, out: &mut Vec<u8>) {
+        self.encode_with(stream, out, true);
+    }
+
+    /// [`Plan::encode`], in one pass ([`Plan::encode_fused`]) when `fused` and it
+    /// applies (the tests compare the two).
+    fn encode_with(&self, stream: Stream<'_>, out: &mut Vec<u8>, fused: bool) {
         *out = self.write_table(std::mem::take(out));
         let (words, shift, m) = stream.parts();
         let index = Index::new(&self.syms, self.width);
         let esc = self.syms.len() as u8;
+        if let (true, Index::Dense(t)) = (fused, &index) {
+            if self.encode_fused(words, shift, t, out) {
+                return;
+            }
+        }
         // Each word's symbol, then the escaped words (a second pass, only when some are).
         let symbols: Vec<u8> = match (&index, words.buf()) {
             // Whole 8-bit words (FP8, int8): 64 a step by byte permutes.
@@ -367,17 +378,106 @@ impl Plan {
             });
         }
         debug_assert_eq!(escaped.len() as u64, self.escaped);
-        if !escaped.is_empty() {
-            let lit = Words::from_u64s(self.width, &escaped);
-            let e = super::select::encode_best_without_rans8(&lit);
-            out.push(e.codec as u8);
-            out.extend_from_slice(&(e.body.len() as u32).to_le_bytes());
-            out.extend_from_slice(&e.body);
-        }
+        self.write_escaped(&escaped, out);
         if self.symbols() < 2 {
             return;
         }
         encode_payload(&symbols, &self.freqs, self.scale, lanes_for(self.n), out);
+    }
+}
+
+impl Plan {
+    /// The body's escaped words and payload in one pass over the words with the SIMD
+    /// field encoder ([`simd::encode_fields`]), appended to `out` (which holds the
+    /// table); `false` (nothing appended) where it does not apply: fewer than two
+    /// symbols, a field wider than [`simd::FIELD_BITS`], 64-bit words, fewer words than
+    /// states, or a processor without the features. The bytes are those of the
+    /// two-pass path.
+    fn encode_fused(&self, words: &Words, shift: u32, index: &[u8], out: &mut Vec<u8>) -> bool {
+        let n = words.len();
+        let lanes = lanes_for(n);
+        let full = n / lanes * lanes;
+        if self.symbols() < 2
+            || self.width > simd::FIELD_BITS
+            || full == 0
+            || !simd::fields_available()
+        {
+            return false;
+        }
+        let fields = match words.buf() {
+            WordBuf::U8(v) => simd::Container::U8(&v[..full]),
+            WordBuf::U16(v) => simd::Container::U16(&v[..full]),
+            WordBuf::U32(v) => simd::Container::U32(&v[..full]),
+            WordBuf::U64(_) => return false,
+        };
+        // The escape's symbol, when there is one (with 256 coded words the number
+        // `syms.len()` wraps to a coded word's).
+        let esc = (self.escaped > 0).then_some(self.syms.len() as u8);
+        let mut cum = Vec::with_capacity(self.freqs.len());
+        let mut c = 0u32;
+        for &f in &self.freqs {
+            cum.push(c);
+            c += f;
+        }
+        let table: Vec<u32> = index
+            .iter()
+            .map(|&s| {
+                // Without an escape symbol the index's other entries (the escape's
+                // number) are fields no word has.
+                let k = usize::from(s);
+                match (self.freqs.get(k), cum.get(k)) {
+                    (Some(&f), Some(&c)) => f | c << 16 | u32::from(Some(s) == esc) << 31,
+                    _ => 0,
+                }
+            })
+            .collect();
+        let m = mask(self.width);
+        let mut enc = PayloadEncoder::new(&self.freqs, self.scale, lanes, n);
+        // Escaped words from the last to the first.
+        let mut escaped: Vec<u32> = Vec::new();
+        crate::with_buf!(words.buf(), v => {
+            for (i, &x) in v.iter().enumerate().skip(full).rev() {
+                #[allow(clippy::useless_conversion)]
+                let f = (u64::from(x) >> shift) & m;
+                let s = index[f as usize];
+                if Some(s) == esc {
+                    escaped.push(f as u32);
+                }
+                enc.step(i, s);
+            }
+        });
+        let at = enc.at;
+        let Some(at) = simd::encode_fields(
+            fields,
+            shift,
+            &table,
+            self.scale,
+            &mut enc.x[..lanes],
+            &mut enc.words[..at],
+            at,
+            &mut escaped,
+        ) else {
+            return false;
+        };
+        enc.at = at;
+        debug_assert_eq!(escaped.len() as u64, self.escaped);
+        escaped.reverse();
+        let escaped: Vec<u64> = escaped.into_iter().map(u64::from).collect();
+        self.write_escaped(&escaped, out);
+        enc.finish(out);
+        true
+    }
+
+    /// Appends the literal of the escaped words (nothing without them).
+    fn write_escaped(&self, escaped: &[u64], out: &mut Vec<u8>) {
+        if escaped.is_empty() {
+            return;
+        }
+        let lit = Words::from_u64s(self.width, escaped);
+        let e = super::select::encode_best_without_rans8(&lit);
+        out.push(e.codec as u8);
+        out.extend_from_slice(&(e.body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&e.body);
     }
 }
 
@@ -403,94 +503,129 @@ fn encode_payload_with(
     out: &mut Vec<u8>,
     allow_simd: bool,
 ) {
-    debug_assert!(lanes.is_power_of_two() && lanes <= LANES);
-    /// One symbol's coding constants.
-    #[derive(Clone, Copy, Default)]
-    struct Step {
-        /// `2^44 / f + 1`: `q = (x * rcp) >> 44` is `x / f` for every `x < 2^32` and
-        /// `f <= 2^12` (the error `x (rcp - 2^44 / f) / 2^44` stays below `2^-12 <= 1 /
-        /// f`).
-        rcp: u64,
-        /// A state at or above `f << (32 - s)` is renormalized before coding.
-        bound: u32,
-        /// `2^s - f`: the state becomes `x + c + q (2^s - f)`, that is `(q << s) + (x mod
-        /// f) + c`.
-        spread: u32,
-        /// The cumulative frequency `c`.
-        cum: u32,
-    }
-    let mut table = [Step::default(); MAX_SYMBOLS];
-    let mut cum = 0u32;
-    for (t, &f) in table.iter_mut().zip(freqs) {
-        *t = Step {
-            rcp: (1u64 << 44) / u64::from(f) + 1,
-            bound: f << (32 - scale),
-            spread: (1 << scale) - f,
-            cum,
-        };
-        cum += f;
-    }
-    let mut x = [L; LANES];
-    let mask = lanes - 1;
     let n = symbols.len();
-    // At most one word a symbol: `n + 1` slots leave the unconditional store in bounds.
-    let mut words = vec![0u16; n + 1];
-    let mut at = words.len();
-    let step = |x: &mut [u32; LANES], words: &mut [u16], at: &mut usize, i: usize, s: u8| {
-        let t = table[usize::from(s)];
-        let lane = &mut x[i & mask];
-        let mut xs = *lane;
-        let renorm = xs >= t.bound;
-        words[*at - 1] = xs as u16;
-        *at -= usize::from(renorm);
-        xs = if renorm { xs >> 16 } else { xs };
-        let q = ((u128::from(xs) * u128::from(t.rcp)) >> 44) as u32;
-        *lane = xs + t.cum + q * t.spread;
-    };
+    let mut enc = PayloadEncoder::new(freqs, scale, lanes, n);
     // The last, partial group, then the whole groups: with SIMD where it applies.
     let full = n / lanes * lanes;
     for (i, &s) in symbols.iter().enumerate().skip(full).rev() {
-        step(&mut x, &mut words, &mut at, i, s);
+        enc.step(i, s);
     }
     let simd = (allow_simd && full > 0)
         .then(|| {
-            let mut t = simd::EncTable {
-                freq_cum: [0; 256],
-                rcp: [1.0; 256],
-            };
-            for (k, st) in table.iter().enumerate().take(freqs.len()) {
-                let f = freqs[k];
-                t.freq_cum[k] = f | st.cum << 16;
-                t.rcp[k] = 1.0 / f64::from(f);
-            }
+            let t = enc.simd_table(freqs);
+            let at = enc.at;
             simd::encode(
                 &symbols[..full],
                 &t,
                 scale,
-                &mut x[..lanes],
-                &mut words[..at],
+                &mut enc.x[..lanes],
+                &mut enc.words[..at],
                 at,
             )
         })
         .flatten();
     match simd {
-        Some(a) => at = a,
+        Some(a) => enc.at = a,
         None => {
             for (i, &s) in symbols[..full].iter().enumerate().rev() {
-                step(&mut x, &mut words, &mut at, i, s);
+                enc.step(i, s);
             }
         }
     }
-    let words = &words[at..];
-    out.reserve(state_bytes(lanes) as usize + 2 * words.len());
-    for s in &x[..lanes] {
-        out.extend_from_slice(&s.to_le_bytes());
+    enc.finish(out);
+}
+
+/// One symbol's coding constants for the scalar encoder.
+#[derive(Clone, Copy, Default)]
+struct Step {
+    /// `2^44 / f + 1`: `q = (x * rcp) >> 44` is `x / f` for every `x < 2^32` and `f <=
+    /// 2^12` (the error `x (rcp - 2^44 / f) / 2^44` stays below `2^-12 <= 1 / f`).
+    rcp: u64,
+    /// A state at or above `f << (32 - s)` is renormalized before coding.
+    bound: u32,
+    /// `2^s - f`: the state becomes `x + c + q (2^s - f)`, that is `(q << s) + (x mod f)
+    /// + c`.
+    spread: u32,
+    /// The cumulative frequency `c`.
+    cum: u32,
+}
+
+/// The states and renormalization words of a payload being coded from its last word to
+/// its first.
+struct PayloadEncoder {
+    table: [Step; MAX_SYMBOLS],
+    x: [u32; LANES],
+    lanes: usize,
+    /// At most one word a symbol: `n + 1` slots leave the unconditional store in
+    /// bounds. The words written are `words[at..]`.
+    words: Vec<u16>,
+    at: usize,
+}
+
+impl PayloadEncoder {
+    fn new(freqs: &[u32], scale: u32, lanes: usize, n: usize) -> PayloadEncoder {
+        debug_assert!(lanes.is_power_of_two() && lanes <= LANES);
+        let mut table = [Step::default(); MAX_SYMBOLS];
+        let mut cum = 0u32;
+        for (t, &f) in table.iter_mut().zip(freqs) {
+            *t = Step {
+                rcp: (1u64 << 44) / u64::from(f) + 1,
+                bound: f << (32 - scale),
+                spread: (1 << scale) - f,
+                cum,
+            };
+            cum += f;
+        }
+        PayloadEncoder {
+            table,
+            x: [L; LANES],
+            lanes,
+            words: vec![0u16; n + 1],
+            at: n + 1,
+        }
     }
-    if cfg!(target_endian = "little") {
-        out.extend_from_slice(bytemuck::cast_slice(words));
-    } else {
-        for w in words {
-            out.extend_from_slice(&w.to_le_bytes());
+
+    /// Codes symbol `s` as word `i` (by state `i mod lanes`).
+    #[inline(always)]
+    fn step(&mut self, i: usize, s: u8) {
+        let t = self.table[usize::from(s)];
+        let lane = &mut self.x[i & (self.lanes - 1)];
+        let mut xs = *lane;
+        let renorm = xs >= t.bound;
+        self.words[self.at - 1] = xs as u16;
+        self.at -= usize::from(renorm);
+        xs = if renorm { xs >> 16 } else { xs };
+        let q = ((u128::from(xs) * u128::from(t.rcp)) >> 44) as u32;
+        *lane = xs + t.cum + q * t.spread;
+    }
+
+    /// The SIMD encoder's table of the symbols of `freqs`.
+    fn simd_table(&self, freqs: &[u32]) -> simd::EncTable {
+        let mut t = simd::EncTable {
+            freq_cum: [0; 256],
+            rcp: [1.0; 256],
+        };
+        for (k, st) in self.table.iter().enumerate().take(freqs.len()) {
+            let f = freqs[k];
+            t.freq_cum[k] = f | st.cum << 16;
+            t.rcp[k] = 1.0 / f64::from(f);
+        }
+        t
+    }
+
+    /// Appends the states and the words written.
+    fn finish(self, out: &mut Vec<u8>) {
+        let words = &self.words[self.at..];
+        out.reserve(state_bytes(self.lanes) as usize + 2 * words.len());
+        for s in &self.x[..self.lanes] {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        if cfg!(target_endian = "little") {
+            out.extend_from_slice(bytemuck::cast_slice(words));
+        } else {
+            for w in words {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
         }
     }
 }
@@ -1073,6 +1208,57 @@ mod tests {
                     if let (Ok(a), Ok(b)) = (a, b) {
                         assert_eq!(a, b, "width {width}, n {n}, damage {damage}");
                     }
+                }
+            }
+        }
+    }
+
+    /// The one-pass field encoder writes the two-pass encoder's bytes: fields of 8-, 16-
+    /// and 32-bit words from 1 to 12 bits, with and without escapes, 32 and 64 states,
+    /// lengths around a group, and whole words.
+    #[test]
+    fn fused_encoder_equals_two_passes() {
+        let mut seed = 5u64;
+        for (container, shift, width) in [
+            (8u32, 0u32, 8u32),
+            (8, 2, 5),
+            (16, 7, 9),
+            (16, 3, 12),
+            (16, 0, 16),
+            (32, 19, 12),
+            (32, 23, 8),
+            (32, 0, 1),
+        ] {
+            for n in [31usize, 64, 65, 1000, 4096 + 33, WIDE_WORDS + 5] {
+                for spread in [3u64, 40, 300, 5000] {
+                    // A few common fields and rare ones (escaped when there are many).
+                    let words = Words::from_fn(container, n, |_| {
+                        let r = lcg(&mut seed);
+                        let f = if r.is_multiple_of(16) {
+                            r / 16 % spread
+                        } else {
+                            r / 16 % 3
+                        };
+                        let other = lcg(&mut seed) & mask(container);
+                        let m = mask(width) << shift;
+                        (other & !m) | ((f & mask(width)) << shift)
+                    });
+                    let stream = Stream::Field {
+                        words: &words,
+                        shift,
+                        width,
+                    };
+                    let field = stream.to_words();
+                    let hist = crate::stats::histogram(&field, usize::MAX).unwrap();
+                    let plan = Plan::new(&hist, width, n).unwrap();
+                    let (mut a, mut b) = (vec![9u8], vec![9u8]);
+                    plan.encode_with(stream, &mut a, true);
+                    plan.encode_with(stream, &mut b, false);
+                    let what = format!(
+                        "{container}-bit words, field ({shift}, {width}), n {n}, spread {spread}"
+                    );
+                    assert_eq!(a, b, "{what}");
+                    assert_eq!(decode(&a[1..], width, n).unwrap(), *field, "{what}");
                 }
             }
         }

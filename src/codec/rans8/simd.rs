@@ -89,6 +89,59 @@ pub(super) fn encode(
     imp::encode(symbols, table, scale, x, words, at)
 }
 
+/// The words of a field the fused encoder reads: the first whole groups of a stream's
+/// container words.
+#[derive(Clone, Copy)]
+pub(super) enum Container<'a> {
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+}
+
+impl Container<'_> {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Container::U8(v) => v.len(),
+            Container::U16(v) => v.len(),
+            Container::U32(v) => v.len(),
+        }
+    }
+}
+
+/// Most bits of a field the fused encoder codes: its table has `2^FIELD_BITS` 32-bit
+/// entries (16 KB, in the first-level cache beside the states).
+pub(super) const FIELD_BITS: u32 = 12;
+
+/// Whether [`encode_fields`] runs on this processor.
+pub(super) fn fields_available() -> bool {
+    imp::fields_available()
+}
+
+/// [`encode`] without the symbols: each word's field `(w >> shift) & (2^b - 1)` is looked
+/// up in `table` (`2^b <= 2^FIELD_BITS` entries: `f | c << 16` of the field's symbol,
+/// bit 31 set when that symbol is the escape), so the pass that maps words to symbols
+/// and the pass that finds the escaped words are this one. The escaped fields are
+/// pushed onto `escaped` from the last to the first. The quotient of a state by its
+/// frequency is [`encode`]'s, with `1 / f` divided instead of gathered.
+/// Writes the words at `words[..at]` from `at` down and returns the new `at`; `None`
+/// (nothing done) where the processor lacks the features ([`fields_available`]).
+///
+/// Requires `fields.len()` a multiple of `x.len()` (32 or 64), `at >= fields.len()`,
+/// `scale <= 12`, and every field of a word below `table.len()`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn encode_fields(
+    fields: Container<'_>,
+    shift: u32,
+    table: &[u32],
+    scale: u32,
+    x: &mut [u32],
+    words: &mut [u16],
+    at: usize,
+    escaped: &mut Vec<u32>,
+) -> Option<usize> {
+    imp::encode_fields(fields, shift, table, scale, x, words, at, escaped)
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
     use super::Kernel;
@@ -106,6 +159,22 @@ mod imp {
         None
     }
     pub(super) fn avx2() -> Option<Kernel> {
+        None
+    }
+    pub(super) fn fields_available() -> bool {
+        false
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn encode_fields(
+        _: super::Container<'_>,
+        _: u32,
+        _: &[u32],
+        _: u32,
+        _: &mut [u32],
+        _: &mut [u16],
+        _: usize,
+        _: &mut Vec<u32>,
+    ) -> Option<usize> {
         None
     }
     pub(super) fn map_u8(_: &[u8], _: &[u8; 256], _: &mut [u8]) -> bool {
@@ -213,6 +282,186 @@ mod imp {
                 let r_hi = unsafe {
                     _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(s), rcp.cast())
                 };
+                let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
+                let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
+                let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, nudge));
+                let q_hi = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_hi, r_hi, nudge));
+                let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q_lo), q_hi);
+                let spread = _mm512_sub_epi32(total, f);
+                xs[v] = _mm512_add_epi32(_mm512_add_epi32(y, c), _mm512_mullo_epi32(q, spread));
+            }
+        }
+        for (v, xv) in xs.iter().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            unsafe { _mm512_storeu_epi32(xp.add(16 * v), *xv) };
+        }
+        at
+    }
+
+    pub(super) fn fields_available() -> bool {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *OK.get_or_init(|| {
+            simd_allowed()
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512vbmi2")
+                && is_x86_feature_detected!("popcnt")
+                && is_x86_feature_detected!("fma")
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn encode_fields(
+        fields: super::Container<'_>,
+        shift: u32,
+        table: &[u32],
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        at: usize,
+        escaped: &mut Vec<u32>,
+    ) -> Option<usize> {
+        let lanes = x.len();
+        let n = fields.len();
+        if !fields_available()
+            || !matches!(lanes, 32 | 64)
+            || !n.is_multiple_of(lanes)
+            || scale > 12
+            || !table.len().is_power_of_two()
+            || table.len() > 1 << super::FIELD_BITS
+            || shift >= 32
+        {
+            return None;
+        }
+        assert!(at >= n && at <= words.len(), "room for the words");
+        let mask = table.len() as u32 - 1;
+        // SAFETY: the features were detected; see `encode_fields512` for the accesses.
+        // The field mask keeps every gather index inside `table`.
+        Some(unsafe {
+            match fields {
+                super::Container::U8(v) => encode_fields512::<1>(
+                    v.as_ptr(),
+                    n,
+                    shift,
+                    mask,
+                    table,
+                    scale,
+                    x,
+                    words,
+                    at,
+                    escaped,
+                ),
+                super::Container::U16(v) => encode_fields512::<2>(
+                    v.as_ptr().cast(),
+                    n,
+                    shift,
+                    mask,
+                    table,
+                    scale,
+                    x,
+                    words,
+                    at,
+                    escaped,
+                ),
+                super::Container::U32(v) => encode_fields512::<4>(
+                    v.as_ptr().cast(),
+                    n,
+                    shift,
+                    mask,
+                    table,
+                    scale,
+                    x,
+                    words,
+                    at,
+                    escaped,
+                ),
+            }
+        })
+    }
+
+    /// # Safety
+    /// The processor has AVX-512 F, BW, VL, VBMI2, POPCNT and FMA; `src` points to `n` words
+    /// of `BYTES` bytes, `n` a multiple of `x.len()` (32 or 64), `n <= at <=
+    /// words.len()`, and `mask + 1 == table.len()`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn encode_fields512<const BYTES: usize>(
+        src: *const u8,
+        n: usize,
+        shift: u32,
+        mask: u32,
+        table: &[u32],
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        mut at: usize,
+        escaped: &mut Vec<u32>,
+    ) -> usize {
+        let lanes = x.len();
+        let vectors = lanes / 16;
+        let tp = table.as_ptr().cast::<i32>();
+        let low16 = _mm512_set1_epi32(0xFFFF);
+        let cum_bits = _mm512_set1_epi32(0x7FFF);
+        let field_mask = _mm512_set1_epi32(mask as i32);
+        let by = _mm_cvtsi32_si128(shift as i32);
+        let to_bound = _mm_cvtsi32_si128(32 - scale as i32);
+        let total = _mm512_set1_epi32(1 << scale);
+        let one = _mm512_set1_pd(1.0);
+        let nudge = _mm512_set1_pd(1.0 / 16384.0);
+        let xp = x.as_mut_ptr().cast::<i32>();
+        let mut xs = [_mm512_setzero_si512(); 4];
+        for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            *xv = unsafe { _mm512_loadu_epi32(xp.add(16 * v)) };
+        }
+        let wp = words.as_mut_ptr();
+        for g in (0..n / lanes).rev() {
+            for v in (0..vectors).rev() {
+                let i = g * lanes + 16 * v;
+                // SAFETY (loads, gathers, stores): the 16 words lie inside `src`'s `n`;
+                // gathers index the table by a field masked below its length; the
+                // compress-store writes `popcnt(m) <= 16` words at `at - popcnt(m)`, and
+                // `at` stays at least the number of words not yet coded.
+                let w = unsafe {
+                    match BYTES {
+                        1 => _mm512_cvtepu8_epi32(_mm_loadu_si128(src.add(i).cast())),
+                        2 => _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.add(2 * i).cast())),
+                        _ => _mm512_loadu_si512(src.add(4 * i).cast()),
+                    }
+                };
+                let field = _mm512_and_si512(_mm512_srl_epi32(w, by), field_mask);
+                let e = unsafe { _mm512_i32gather_epi32::<4>(field, tp) };
+                let esc = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());
+                if esc != 0 {
+                    let mut lanes_of = [0u32; 16];
+                    unsafe { _mm512_storeu_epi32(lanes_of.as_mut_ptr().cast(), field) };
+                    for j in (0..16).rev() {
+                        if esc >> j & 1 == 1 {
+                            escaped.push(lanes_of[j]);
+                        }
+                    }
+                }
+                let f = _mm512_and_si512(e, low16);
+                let c = _mm512_and_si512(_mm512_srli_epi32::<16>(e), cum_bits);
+                let bound = _mm512_sll_epi32(f, to_bound);
+                let xv = xs[v];
+                let m = _mm512_cmpge_epu32_mask(xv, bound);
+                at -= m.count_ones() as usize;
+                unsafe {
+                    _mm256_mask_compressstoreu_epi16(
+                        wp.add(at).cast(),
+                        m,
+                        _mm512_cvtepi32_epi16(xv),
+                    )
+                };
+                let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
+                // q = floor(y / f) as `encode512` has it, with `1 / f` divided here (off
+                // the states' chain of dependences) instead of gathered.
+                let f_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(f));
+                let f_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(f));
+                let r_lo = _mm512_div_pd(one, f_lo);
+                let r_hi = _mm512_div_pd(one, f_hi);
                 let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
                 let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
                 let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, nudge));
