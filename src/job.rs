@@ -441,6 +441,25 @@ pub fn open_archive_from(input: Input<'_>, base: Option<&Arc<BaseSet>>) -> Resul
     Ok(a)
 }
 
+/// [`Archive::open_for_salvage`] of the archive `input` names: a path, or standard
+/// input or bytes read whole into memory first as [`open_archive_from`] reads them (an
+/// archive cut short or whose index is damaged is read through its records).
+///
+/// # Errors
+/// As [`Archive::open_for_salvage`] and [`read_stdin`].
+pub fn open_archive_for_salvage_from(input: Input<'_>) -> Result<Archive> {
+    match input {
+        Input::Path(p) => match folder::not_an_archive(p) {
+            Some(e) => Err(e),
+            None => Archive::open_for_salvage(p),
+        },
+        Input::Stdin => Archive::from_bytes_for_salvage(read_stdin()?, STDIN_LABEL),
+        Input::Bytes { bytes, label } => {
+            Archive::from_bytes_for_salvage(bytes.to_vec(), label.to_path_buf())
+        }
+    }
+}
+
 /// Where a job writes the file it makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Destination<'a> {
@@ -998,11 +1017,7 @@ pub fn decompress_into(
     let archive = if opts.salvage {
         // An archive of format 4 whose index is cut off or damaged is read through its
         // records.
-        match folder::not_an_archive(input) {
-            Some(e) => Err(e),
-            None => Archive::open_for_salvage(input),
-        }
-        .map_err(unsalvageable)?
+        open_archive_for_salvage_from(Input::Path(input)).map_err(unsalvageable)?
     } else {
         open_archive(input)?
     };
@@ -1046,13 +1061,13 @@ pub fn decompress_from(
             return Err(no_name("give -o with the file's name".to_string()));
         }
         // The base is attached by the restore itself, as for a path.
-        let archive = open_archive_from(input, None).map_err(|e| {
-            if opts.salvage {
-                unsalvageable(e)
-            } else {
-                e
-            }
-        })?;
+        let archive = if opts.salvage {
+            // As for a path: an archive of format 4 whose index is cut off or damaged is
+            // read through its records.
+            open_archive_for_salvage_from(input).map_err(unsalvageable)?
+        } else {
+            open_archive_from(input, None)?
+        };
         let target = file_target(dest, PathBuf::new, |dir| {
             archive
                 .file_name()

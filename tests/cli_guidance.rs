@@ -296,14 +296,52 @@ fn a_damaged_archive_on_decompress_mentions_salvage() {
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!stderr(&o).contains("--salvage` restores"));
-    // An archive cut short cannot be salvaged: no hint then.
+    // An archive cut short after its header record (the 711-byte record at byte 16):
+    // the hint, and --salvage restores the tensor whose record is whole (exit 3).
     let cut = dir.path().join("cut.brv");
     std::fs::write(&cut, &bytes[..1000]).unwrap();
+    let restored = dir.path().join("c.safetensors");
     let o = brevis([
         OsStr::new("decompress"),
         cut.as_os_str(),
         OsStr::new("-o"),
-        dir.path().join("c.safetensors").as_os_str(),
+        restored.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with(
+            "the end marker is missing (truncated or damaged archive); `brevis decompress \
+             --salvage` restores the tensors whose records are whole and zero-fills the others\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!restored.exists());
+    let o = brevis([
+        OsStr::new("decompress"),
+        cut.as_os_str(),
+        OsStr::new("-o"),
+        restored.as_os_str(),
+        OsStr::new("--salvage"),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let zero_filled: usize = v["damaged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["tensors"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(zero_filled, 22, "{v}");
+    // Cut inside the header record, which names every tensor: nothing can be salvaged,
+    // and no hint.
+    std::fs::write(&cut, &bytes[..200]).unwrap();
+    let o = brevis([
+        OsStr::new("decompress"),
+        cut.as_os_str(),
+        OsStr::new("-o"),
+        dir.path().join("d.safetensors").as_os_str(),
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(!stderr(&o).contains("--salvage"), "{}", stderr(&o));

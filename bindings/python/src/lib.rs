@@ -36,9 +36,14 @@ fn error_class(e: &brevis::Error) -> &'static str {
     }
 }
 
-/// `e` as the Python exception of its class, with its message and kind.
+/// `e` as the Python exception of its class, with its message and kind; an output that
+/// exists says how to replace it, as the CLI says `--force`.
 fn to_py(e: brevis::Error) -> PyErr {
-    py_error(error_class(&e), e.to_string(), e.kind())
+    let mut message = e.to_string();
+    if matches!(e, brevis::Error::OutputExists { .. }) {
+        message.push_str(" (pass force=True to replace it)");
+    }
+    py_error(error_class(&e), message, e.kind())
 }
 
 /// The exception `class` of `brevis._errors` saying `message`, of `kind`.

@@ -91,8 +91,11 @@ def test_save_file_writes_as_the_cli_does(tmp_path: Path) -> None:
     before = out.read_bytes()
     # An existing archive is replaced only with force (the CLI's --force), and a failed
     # save leaves it and no temporary behind.
-    with pytest.raises(brevis.OutputExistsError):
+    with pytest.raises(brevis.OutputExistsError) as info:
         brevis.numpy.save_file({"w": np.zeros(2, np.float32)}, out)
+    # What to do, as the CLI says --force.
+    assert str(info.value) == f"{out}: already exists (pass force=True to replace it)"
+    assert info.value.kind == "output_exists"
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.brv"]
     brevis.numpy.save_file({"w": np.zeros(2, np.float32)}, out, force=True)

@@ -67,7 +67,7 @@ def test_errors_are_typed_and_pickle(mixed_file: Path, tmp_path: Path) -> None:
         brevis.compress_file(mixed_file, out, budget=0)
     err = info.value
     assert err.kind == "output_exists"
-    assert str(err) == f"{out}: already exists"
+    assert str(err) == f"{out}: already exists (pass force=True to replace it)"
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is brevis.OutputExistsError
     assert (again.message, again.kind) == (err.message, err.kind)

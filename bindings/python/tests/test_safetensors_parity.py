@@ -168,8 +168,13 @@ def test_no_such_tensor_is_a_key_error(corpus_archives: dict[str, Path]) -> None
             assert isinstance(info.value, brevis.BrevisError)
             assert info.value.kind == "no_such_tensor"
             assert '"no.such.tensor"' in str(info.value)
-    with pytest.raises(brevis.BrevisError):
-        brevis.Archive(path).decode_tensor("no.such.tensor")
+    # Archive.decode_tensor too: a BrevisError, and a KeyError for safetensors-style code.
+    for call in (brevis.Archive(path).decode_tensor, brevis.Archive(path).info):
+        with pytest.raises(KeyError) as info:
+            call("no.such.tensor")
+        assert isinstance(info.value, brevis.NoSuchTensorError)
+        assert isinstance(info.value, brevis.BrevisError)
+        assert info.value.kind == "no_such_tensor"
 
 
 def test_refused_indexes_are_refused_as_safetensors_refuses_them(
@@ -181,6 +186,8 @@ def test_refused_indexes_are_refused_as_safetensors_refuses_them(
         s = f.get_slice(name)
         rows = s.get_shape()[0]
         for bad, error in [
+            (np.array([0, 1]), ValueError),
+            ((0, np.array([0, 1])), ValueError),
             (slice(None, None, 0), ValueError),
             (slice(None, None, -1), ValueError),
             ([0, 1], ValueError),
@@ -190,9 +197,16 @@ def test_refused_indexes_are_refused_as_safetensors_refuses_them(
             (-rows - 1, IndexError),
             ((0, 0, 0), IndexError),
         ]:
-            with pytest.raises(error):
+            with pytest.raises(error) as info:
                 s[bad]
+            if isinstance(bad, np.ndarray) or isinstance(bad, tuple) and any(
+                isinstance(b, np.ndarray) for b in bad
+            ):
+                # Said as an index it does not take, not numpy's "truth value of an
+                # array" from comparing it with `...`.
+                assert "unsupported index array([0, 1])" in str(info.value), info.value
         # Where safetensors 0.8 fails on a slice numpy takes, numpy's result.
         full = f.get_tensor(name)
-        for expr in [slice(-2, None), slice(None, -1), slice(1, rows + 10), slice(2, 1)]:
+        # An empty list selects no row, in numpy and in safetensors.
+        for expr in [slice(-2, None), slice(None, -1), slice(1, rows + 10), slice(2, 1), []]:
             same(s[expr], full[expr], f"{name}[{expr!r}]")

@@ -629,6 +629,34 @@ impl Command {
         use clap::error::ErrorKind;
         use clap::CommandFactory;
         let usage = |kind: ErrorKind, msg: &str| Cli::command().error(kind, msg);
+        // A command that reads an archive by its path only (it opens the index and reads
+        // just the records it needs), given `-`.
+        let file_only = match &self {
+            Command::Show(a) => Some(("show", a.input.as_path())),
+            Command::Why(a) => Some(("why", a.input.as_path())),
+            Command::Extract(a) => Some(("extract", a.input.as_path())),
+            _ => None,
+        };
+        if let Some((command, _)) = file_only.filter(|(_, input)| is_stdio(Some(input))) {
+            return Err(usage(
+                ErrorKind::InvalidValue,
+                &format!(
+                    "`brevis {command}` reads an archive from a file, not from standard input \
+                     (`-`): save the archive to a file and name it (decompress, verify and ls \
+                     read `-`)"
+                ),
+            ));
+        }
+        if let Command::Verify(a) = &self {
+            if is_stdio(a.against.as_deref()) {
+                return Err(usage(
+                    ErrorKind::InvalidValue,
+                    "--against reads the original from a file or folder, not from standard \
+                     input (`-`): name the original (`brevis verify - --against ORIGINAL` \
+                     reads the archive from standard input)",
+                ));
+            }
+        }
         let (output, json) = match &self {
             Command::Compress(a) => {
                 if is_stdio(Some(&a.input)) && a.output.is_none() {

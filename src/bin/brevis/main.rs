@@ -227,7 +227,8 @@ fn hinted(e: anyhow::Error, hint: Option<String>) -> anyhow::Error {
 
 /// When `input` is a pipe given by its path (`brevis compress <(cat f)`), what to do
 /// instead: give `-` and send the pipe to standard input (a pipe is not read by path,
-/// since it cannot be mapped or read twice).
+/// since it cannot be mapped or read twice), or, for a command that reads archives from
+/// files only (`show`, `why`, `extract`), save it to a file.
 fn pipe_hint(input: &Path, command: &str) -> Option<String> {
     #[cfg(unix)]
     {
@@ -235,6 +236,12 @@ fn pipe_hint(input: &Path, command: &str) -> Option<String> {
         let meta = std::fs::metadata(input).ok()?;
         if !meta.file_type().is_fifo() {
             return None;
+        }
+        if matches!(command, "show" | "why" | "extract") {
+            return Some(format!(
+                "; `brevis {command}` reads an archive from a file only: save the pipe's \
+                 bytes to a file and name it (decompress, verify and ls read a pipe as `-`)"
+            ));
         }
         let out = if command == "compress" || command == "decompress" {
             " -o OUT"

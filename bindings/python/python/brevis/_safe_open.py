@@ -145,7 +145,8 @@ class TensorSlice:
     positive step, and at most one ``...``, no longer than the shape; the result is a
     new array (or tensor) of the framework. Refused as ``safetensors`` refuses them:
     an int out of range and more indices than dimensions (``IndexError``), a step below
-    1, two ``...``, lists, arrays and ``None`` (``ValueError``). Where ``safetensors``
+    1, two ``...``, non-empty lists, arrays and ``None`` (``ValueError``); an empty list
+    as the whole index selects no row, as there. Where ``safetensors``
     0.8 fails on a slice that numpy takes (negative bounds, a stop past the end, an
     empty range), Brevis gives numpy's result.
     """
@@ -171,12 +172,18 @@ class TensorSlice:
 
     def _index(self, index: Any) -> list[Any]:
         """``index`` as one int or slice (with concrete bounds) per dimension."""
+        if isinstance(index, list) and not index:
+            # An empty list selects no row, as in numpy (and safetensors).
+            index = slice(0, 0)
         items = list(index) if isinstance(index, tuple) else [index]
-        if sum(1 for i in items if i is Ellipsis) > 1:
+        # By identity: `in` and `index()` compare with ==, which an array index answers
+        # element by element.
+        ellipses = [at for at, i in enumerate(items) if i is Ellipsis]
+        if len(ellipses) > 1:
             raise ValueError("only one ellipsis (...) is allowed in a slice index")
         ndim = len(self._shape)
-        if Ellipsis in items:
-            at = items.index(Ellipsis)
+        if ellipses:
+            at = ellipses[0]
             fill = ndim - (len(items) - 1)
             items[at:at + 1] = [slice(None)] * max(fill, 0)
         if len(items) > ndim:

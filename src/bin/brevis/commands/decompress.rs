@@ -109,13 +109,39 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// For a damaged archive file (a tensor record that does not decode or does not match its
-/// checksum), what `--salvage` would do about it.
+/// For a damaged archive file, what `--salvage` would do about it: a tensor record that
+/// does not decode or does not match its checksum (the other tensors restored, that one
+/// zero-filled); an archive cut short or whose trailer or index is damaged, when its
+/// records can be walked (the tensors whose records are whole restored, the others
+/// zero-filled). A file is opened for salvage to tell (nothing decoded); standard input,
+/// which cannot be read twice, gets the hint only when its header record would decide.
 fn salvage_hint(e: &brevis::Error, input: &std::path::Path) -> Option<String> {
-    let damaged = e.is_mismatch() || matches!(e.kind(), "damaged_record" | "undecodable_record");
-    (damaged && !input.is_dir()).then(|| {
-        "; `brevis decompress --salvage` restores every other tensor and zero-fills the \
-         damaged ones (it needs the header record, index and trailer intact)"
-            .to_string()
-    })
+    if input.is_dir() {
+        return None;
+    }
+    if e.is_mismatch() || matches!(e.kind(), "damaged_record" | "undecodable_record") {
+        return Some(
+            "; `brevis decompress --salvage` restores every other tensor and zero-fills the \
+             damaged ones (it needs the header record, which names every tensor, intact)"
+                .to_string(),
+        );
+    }
+    if e.kind() != "damaged_archive" {
+        return None;
+    }
+    if is_stdio(Some(input)) {
+        return Some(
+            "; `brevis decompress - --salvage` restores the tensors whose records are whole \
+             and zero-fills the others, if the archive's header record (which names every \
+             tensor) is whole"
+                .to_string(),
+        );
+    }
+    job::open_archive_for_salvage_from(job::Input::Path(input))
+        .is_ok()
+        .then(|| {
+            "; `brevis decompress --salvage` restores the tensors whose records are whole \
+             and zero-fills the others"
+                .to_string()
+        })
 }

@@ -2,7 +2,9 @@
 
 use crate::args::{destination, is_stdio, ExtractArgs};
 use crate::print::plural;
-use crate::{after_writing, emit, emit_report, emit_stderr, shown, Console, Outcome};
+use crate::{
+    after_writing, emit, emit_report, emit_stderr, hinted, pipe_hint, shown, Console, Outcome,
+};
 use anyhow::Result;
 use brevis::job;
 
@@ -10,7 +12,8 @@ pub fn run(a: ExtractArgs) -> Result<Outcome> {
     let console = Console::new("extract");
     let dest = destination(Some(&a.output));
     let base = a.base.as_deref().map(job::open_base).transpose()?;
-    let r = job::extract(&a.input, &a.tensors, dest, a.force, base.as_ref(), &console)?;
+    let r = job::extract(&a.input, &a.tensors, dest, a.force, base.as_ref(), &console)
+        .map_err(|e| hinted(e.into(), pipe_hint(&a.input, "extract")))?;
     drop(console);
     if a.json {
         after_writing(&r.output, emit_report(&r))?;

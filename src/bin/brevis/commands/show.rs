@@ -2,7 +2,7 @@
 
 use crate::args::ShowArgs;
 use crate::print::{col_width, fmt_change, fmt_shape, percent_smaller, plural};
-use crate::{emit, emit_report, shown, Console, Outcome};
+use crate::{emit, emit_report, hinted, pipe_hint, shown, Console, Outcome};
 use anyhow::Result;
 use brevis::archive::escape_name;
 use std::fmt::Write as _;
@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 pub fn run(a: ShowArgs) -> Result<Outcome> {
     let console = Console::new("show");
     let base = a.base.as_deref().map(brevis::job::open_base).transpose()?;
-    let found = brevis::job::show(&a.input, &a.tensor, base.as_ref(), &console)?;
+    let found = brevis::job::show(&a.input, &a.tensor, base.as_ref(), &console)
+        .map_err(|e| hinted(e.into(), pipe_hint(&a.input, "show")))?;
     drop(console);
     // Not found because the archive is damaged: said on stderr, exit 3.
     let Some(r) = found else {

@@ -2,7 +2,7 @@
 
 use crate::args::WhyArgs;
 use crate::print::{col_width, fmt_change, fmt_shape, percent_smaller, plural};
-use crate::{emit, emit_report, shown, Console, Outcome};
+use crate::{emit, emit_report, hinted, pipe_hint, shown, Console, Outcome};
 use anyhow::Result;
 use brevis::archive::escape_name;
 use brevis::job::why::{self, TensorWhy, WhyOutput, WhyReport, KINDS};
@@ -14,7 +14,8 @@ const SHOWN: usize = 10;
 pub fn run(a: WhyArgs) -> Result<Outcome> {
     let console = Console::new("why");
     let base = a.base.as_deref().map(brevis::job::open_base).transpose()?;
-    let out = why::why(&a.input, a.tensor.as_deref(), base.as_ref(), &console)?;
+    let out = why::why(&a.input, a.tensor.as_deref(), base.as_ref(), &console)
+        .map_err(|e| hinted(e.into(), pipe_hint(&a.input, "why")))?;
     drop(console);
     if a.json {
         emit_report(&out)?;
