@@ -419,18 +419,26 @@ impl Plan {
             cum.push(c);
             c += f;
         }
-        let table: Vec<u32> = index
-            .iter()
-            .map(|&s| {
-                // Without an escape symbol the index's other entries (the escape's
-                // number) are fields no word has.
-                let k = usize::from(s);
-                match (self.freqs.get(k), cum.get(k)) {
-                    (Some(&f), Some(&c)) => f | c << 16 | u32::from(Some(s) == esc) << 31,
-                    _ => 0,
-                }
-            })
-            .collect();
+        let mut rcp = [1.0; 256];
+        for (r, &f) in rcp.iter_mut().zip(&self.freqs) {
+            *r = 1.0 / f64::from(f);
+        }
+        let table = simd::FieldTable {
+            // Without an escape symbol the index's other entries (the escape's number)
+            // are fields no word has.
+            entries: index
+                .iter()
+                .map(|&s| {
+                    let k = usize::from(s);
+                    match (self.freqs.get(k), cum.get(k)) {
+                        (Some(&f), Some(&c)) => f | c << 12 | u32::from(s) << 24,
+                        _ => 0,
+                    }
+                })
+                .collect(),
+            rcp,
+            escape: esc,
+        };
         let m = mask(self.width);
         let mut enc = PayloadEncoder::new(&self.freqs, self.scale, lanes, n);
         // Escaped words from the last to the first.

@@ -117,22 +117,31 @@ pub(super) fn fields_available() -> bool {
     imp::fields_available()
 }
 
+/// What the one-pass encoder looks a field up in.
+pub(super) struct FieldTable {
+    /// For each field value (`2^b <= 2^FIELD_BITS` of them), its symbol's `f | c << 12
+    /// | s << 24` (with at least two symbols, `f <= 4095`).
+    pub(super) entries: Vec<u32>,
+    /// `1 / f` of each symbol (the nearest double), as [`EncTable::rcp`].
+    pub(super) rcp: [f64; 256],
+    /// The escape symbol, if the stream has escaped words.
+    pub(super) escape: Option<u8>,
+}
+
 /// [`encode`] without the symbols: each word's field `(w >> shift) & (2^b - 1)` is looked
-/// up in `table` (`2^b <= 2^FIELD_BITS` entries: `f | c << 16` of the field's symbol,
-/// bit 31 set when that symbol is the escape), so the pass that maps words to symbols
-/// and the pass that finds the escaped words are this one. The escaped fields are
-/// pushed onto `escaped` from the last to the first. The quotient of a state by its
-/// frequency is [`encode`]'s, with `1 / f` divided instead of gathered.
+/// up in `table`, so the pass that maps words to symbols and the pass that finds the
+/// escaped words are this one. The escaped fields are pushed onto `escaped` from the
+/// last to the first. The quotient of a state by its frequency is [`encode`]'s.
 /// Writes the words at `words[..at]` from `at` down and returns the new `at`; `None`
 /// (nothing done) where the processor lacks the features ([`fields_available`]).
 ///
 /// Requires `fields.len()` a multiple of `x.len()` (32 or 64), `at >= fields.len()`,
-/// `scale <= 12`, and every field of a word below `table.len()`.
+/// `scale <= 12`, and `table.entries.len()` a power of two (the fields are masked to it).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn encode_fields(
     fields: Container<'_>,
     shift: u32,
-    table: &[u32],
+    table: &FieldTable,
     scale: u32,
     x: &mut [u32],
     words: &mut [u16],
@@ -168,7 +177,7 @@ mod imp {
     pub(super) fn encode_fields(
         _: super::Container<'_>,
         _: u32,
-        _: &[u32],
+        _: &super::FieldTable,
         _: u32,
         _: &mut [u32],
         _: &mut [u16],
@@ -315,7 +324,7 @@ mod imp {
     pub(super) fn encode_fields(
         fields: super::Container<'_>,
         shift: u32,
-        table: &[u32],
+        table: &super::FieldTable,
         scale: u32,
         x: &mut [u32],
         words: &mut [u16],
@@ -328,14 +337,14 @@ mod imp {
             || !matches!(lanes, 32 | 64)
             || !n.is_multiple_of(lanes)
             || scale > 12
-            || !table.len().is_power_of_two()
-            || table.len() > 1 << super::FIELD_BITS
+            || !table.entries.len().is_power_of_two()
+            || table.entries.len() > 1 << super::FIELD_BITS
             || shift >= 32
         {
             return None;
         }
         assert!(at >= n && at <= words.len(), "room for the words");
-        let mask = table.len() as u32 - 1;
+        let mask = table.entries.len() as u32 - 1;
         // SAFETY: the features were detected; see `encode_fields512` for the accesses.
         // The field mask keeps every gather index inside `table`.
         Some(unsafe {
@@ -383,7 +392,7 @@ mod imp {
     /// # Safety
     /// The processor has AVX-512 F, BW, VL, VBMI2, POPCNT and FMA; `src` points to `n` words
     /// of `BYTES` bytes, `n` a multiple of `x.len()` (32 or 64), `n <= at <=
-    /// words.len()`, and `mask + 1 == table.len()`.
+    /// words.len()`, and `mask + 1 == table.entries.len()`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt,fma")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn encode_fields512<const BYTES: usize>(
@@ -391,7 +400,7 @@ mod imp {
         n: usize,
         shift: u32,
         mask: u32,
-        table: &[u32],
+        table: &super::FieldTable,
         scale: u32,
         x: &mut [u32],
         words: &mut [u16],
@@ -400,14 +409,14 @@ mod imp {
     ) -> usize {
         let lanes = x.len();
         let vectors = lanes / 16;
-        let tp = table.as_ptr().cast::<i32>();
-        let low16 = _mm512_set1_epi32(0xFFFF);
-        let cum_bits = _mm512_set1_epi32(0x7FFF);
+        let tp = table.entries.as_ptr().cast::<i32>();
+        let rcp = table.rcp.as_ptr();
+        let low12 = _mm512_set1_epi32(0xFFF);
+        let escape = table.escape.map(|e| _mm512_set1_epi32(i32::from(e)));
         let field_mask = _mm512_set1_epi32(mask as i32);
         let by = _mm_cvtsi32_si128(shift as i32);
         let to_bound = _mm_cvtsi32_si128(32 - scale as i32);
         let total = _mm512_set1_epi32(1 << scale);
-        let one = _mm512_set1_pd(1.0);
         let nudge = _mm512_set1_pd(1.0 / 16384.0);
         let xp = x.as_mut_ptr().cast::<i32>();
         let mut xs = [_mm512_setzero_si512(); 4];
@@ -432,7 +441,8 @@ mod imp {
                 };
                 let field = _mm512_and_si512(_mm512_srl_epi32(w, by), field_mask);
                 let e = unsafe { _mm512_i32gather_epi32::<4>(field, tp) };
-                let esc = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());
+                let sym = _mm512_srli_epi32::<24>(e);
+                let esc = escape.map_or(0, |x| _mm512_cmpeq_epi32_mask(sym, x));
                 if esc != 0 {
                     let mut lanes_of = [0u32; 16];
                     unsafe { _mm512_storeu_epi32(lanes_of.as_mut_ptr().cast(), field) };
@@ -442,8 +452,8 @@ mod imp {
                         }
                     }
                 }
-                let f = _mm512_and_si512(e, low16);
-                let c = _mm512_and_si512(_mm512_srli_epi32::<16>(e), cum_bits);
+                let f = _mm512_and_si512(e, low12);
+                let c = _mm512_and_si512(_mm512_srli_epi32::<12>(e), low12);
                 let bound = _mm512_sll_epi32(f, to_bound);
                 let xv = xs[v];
                 let m = _mm512_cmpge_epu32_mask(xv, bound);
@@ -456,12 +466,13 @@ mod imp {
                     )
                 };
                 let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
-                // q = floor(y / f) as `encode512` has it, with `1 / f` divided here (off
-                // the states' chain of dependences) instead of gathered.
-                let f_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(f));
-                let f_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(f));
-                let r_lo = _mm512_div_pd(one, f_lo);
-                let r_hi = _mm512_div_pd(one, f_hi);
+                // q = floor(y / f) as `encode512` has it, `1 / f` gathered by symbol.
+                let r_lo = unsafe {
+                    _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(sym), rcp.cast())
+                };
+                let r_hi = unsafe {
+                    _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(sym), rcp.cast())
+                };
                 let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
                 let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
                 let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, nudge));
