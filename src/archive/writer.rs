@@ -593,9 +593,15 @@ fn write_archive_releasing<W: Write>(
             if rec.kind == RecordKind::Header {
                 hasher.update(&src.bytes()[..8]);
             }
-            for part in bytes.chunks(HASH_STEP_BYTES) {
+            // The record's checksum with the file's, each piece hashed twice while it
+            // is in the cache (the workers do not hash records: one read of the source
+            // here instead of one there and one here).
+            let mut record_hasher = Xxh3::new();
+            for part in bytes.chunks(HASH_PIECE_BYTES) {
                 hasher.update(part);
+                record_hasher.update(part);
             }
+            let checksum = record_hasher.digest();
             // A record whose bytes an earlier data record holds is written as a copy of
             // it: decided here, in record order, so the archive does not depend on
             // which worker saw the bytes first.
@@ -604,7 +610,7 @@ fn write_archive_releasing<W: Write>(
                 Some(Fault::CopyAnyWidth) => 0,
                 _ => rec.word_bits(src),
             };
-            let key = (enc.checksum, bytes.len(), width);
+            let key = (checksum, bytes.len(), width);
             let copy = match (rec.copyable(), written_by_sum.get(&key)) {
                 (true, Some(&j))
                     if plan[j].source(src) == bytes
@@ -616,7 +622,7 @@ fn write_archive_releasing<W: Write>(
                 _ => None,
             };
             let enc = match (copy, enc.program) {
-                (None, None) => encode_linked(src, rec, opts, release, &linked, Some(enc.checksum)),
+                (None, None) => encode_linked(src, rec, opts, release, &linked),
                 (_, program) => Encoded { program, ..enc },
             };
             let mut head = Vec::new();
@@ -643,7 +649,7 @@ fn write_archive_releasing<W: Write>(
                         (RecordKind::Header, _, _) => {
                             header = HeaderV4 {
                                 header_len: src.header_len(),
-                                checksum: enc.checksum,
+                                checksum,
                                 original_len: src.bytes().len() as u64,
                                 file_name: opts.file_name.clone().unwrap_or_default(),
                                 sources: linked.sources.iter().map(|(e, _)| e.clone()).collect(),
@@ -652,19 +658,16 @@ fn write_archive_releasing<W: Write>(
                         }
                         (_, Some(r), _) => HeadV4::Ref {
                             items,
-                            checksum: enc.checksum,
+                            checksum,
                             source: (r.source as u64, r.tensor as u64, r.source_checksum),
                             op: r.op,
                         },
                         (_, None, Some(regions)) => HeadV4::Regions {
                             items,
-                            checksum: enc.checksum,
+                            checksum,
                             regions,
                         },
-                        (_, None, None) => HeadV4::Data {
-                            items,
-                            checksum: enc.checksum,
-                        },
+                        (_, None, None) => HeadV4::Data { items, checksum },
                     };
                     format::record_head_v4(&mut head, &fields, program_bytes);
                     // Copies are of data records only.
@@ -1043,6 +1046,10 @@ fn plan_records(src: &SourceFile<'_>, linked: &[Option<Counterpart>]) -> Vec<Pla
 /// Bytes of source the writer hashes before releasing them (see `write_archive_releasing`).
 const HASH_STEP_BYTES: usize = 8 << 20;
 
+/// Bytes the sink hashes for the file's and the record's checksums before the next: a
+/// piece both hashers read while it is in the second-level cache.
+const HASH_PIECE_BYTES: usize = 256 << 10;
+
 /// Bytes of hashed source the writer lets pile up before releasing them in one call.
 const RELEASE_BATCH_BYTES: usize = 8 << 20;
 
@@ -1131,11 +1138,10 @@ fn write_record<W: Write>(
     Ok(total)
 }
 
-/// One encoded record: the checksum of its bytes and its program (serialized as it is
-/// written), or no program when the worker found that an earlier record holds the same
-/// bytes (the sink then writes a copy, or encodes it after all).
+/// One encoded record: its program (serialized as it is written), or no program when
+/// the worker found that an earlier record may hold the same bytes (the sink then
+/// writes a copy, or encodes it after all). The sink hashes the record's bytes.
 struct Encoded {
-    checksum: u64,
     program: Option<Node>,
     /// Set when `program` is a residual against a source tensor.
     reference: Option<Chosen>,
@@ -1145,10 +1151,11 @@ struct Encoded {
     warning: Option<Warning>,
 }
 
-/// Encodes record `rec` (number `i` of the plan). A tensor record whose bytes' checksum
-/// an earlier record of the same length has already claimed in `claimed` is left
-/// unencoded (see [`Encoded`]). Each large tensor's region is passed to `release` once
-/// its words are read.
+/// Encodes record `rec` (number `i` of the plan). A tensor record whose bytes'
+/// [`sample_key`] an earlier record of the same length has already claimed in `claimed`
+/// is left unencoded (see [`Encoded`]): most likely a copy, which the sink confirms by
+/// checksum and bytes. Each large tensor's region is passed to `release` once its words
+/// are read.
 fn encode_item(
     src: &SourceFile<'_>,
     rec: &PlannedRecord,
@@ -1159,21 +1166,17 @@ fn encode_item(
     linked: &Linked,
 ) -> Encoded {
     let bytes = rec.source(src);
-    let mut known = None;
     if rec.copyable() {
-        let checksum = xxh3_64(bytes);
-        known = Some(checksum);
         let first = {
             let mut map = claimed.lock().unwrap_or_else(|e| e.into_inner());
             let e = map
-                .entry((checksum, bytes.len(), rec.word_bits(src)))
+                .entry((sample_key(bytes), bytes.len(), rec.word_bits(src)))
                 .or_insert(i);
             *e = (*e).min(i);
             *e
         };
         if first < i {
             return Encoded {
-                checksum,
                 program: None,
                 reference: None,
                 regions: None,
@@ -1182,7 +1185,31 @@ fn encode_item(
             };
         }
     }
-    encode_linked(src, rec, opts, release, linked, known)
+    encode_linked(src, rec, opts, release, linked)
+}
+
+/// The xxh3-64 of a sample of `bytes`: all of them up to 16 KiB, else the first and
+/// last 4 KiB and 64 pieces of 64 bytes spaced evenly between. Equal bytes give equal
+/// keys; a worker takes equal keys (and lengths) for a copy to skip, which the sink
+/// confirms by the whole checksum and the bytes (or encodes the record itself), so a
+/// sample is enough and costs no pass over a large tensor.
+fn sample_key(bytes: &[u8]) -> u64 {
+    const EDGE: usize = 4 << 10;
+    const PIECES: usize = 64;
+    const PIECE: usize = 64;
+    let n = bytes.len();
+    if n <= 4 * EDGE {
+        return xxh3_64(bytes);
+    }
+    let mut sample = Vec::with_capacity(2 * EDGE + PIECES * PIECE);
+    sample.extend_from_slice(&bytes[..EDGE]);
+    let stride = (n - 2 * EDGE - PIECE) / PIECES;
+    for k in 0..PIECES {
+        let at = EDGE + k * stride;
+        sample.extend_from_slice(&bytes[at..at + PIECE]);
+    }
+    sample.extend_from_slice(&bytes[n - EDGE..]);
+    xxh3_64(&sample)
 }
 
 /// The sources a file is coded against and each tensor's counterpart in them.
@@ -1347,22 +1374,21 @@ fn encode_linked(
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
     linked: &Linked,
-    known: Option<u64>,
 ) -> Encoded {
     let RecordKind::Tensor(t) = rec.kind else {
-        return encode_item_whole(src, rec, opts, release, known);
+        return encode_item_whole(src, rec, opts, release);
     };
     let Some(c) = linked.of[t] else {
-        return encode_item_whole(src, rec, opts, release, known);
+        return encode_item_whole(src, rec, opts, release);
     };
     let bytes = rec.source(src);
     let source = &linked.sources[c.source].1;
     let info = &src.tensors()[t];
     let Ok(base) = source.tensor_bytes(c.tensor) else {
-        return encode_item_whole(src, rec, opts, release, known);
+        return encode_item_whole(src, rec, opts, release);
     };
     if base.len() != bytes.len() {
-        return encode_item_whole(src, rec, opts, release, known);
+        return encode_item_whole(src, rec, opts, release);
     }
     let source_checksum = xxh3_64(&base);
     let chosen = |op| Chosen {
@@ -1371,12 +1397,10 @@ fn encode_linked(
         source_checksum,
         op,
     };
-    let checksum = known.unwrap_or_else(|| xxh3_64(bytes));
     let width = info.dtype.word_bits();
     if *base == *bytes {
         let ty = Ty::new(width, bytes.len() as u64 / u64::from(width / 8));
         return Encoded {
-            checksum,
             program: Some(Node::constant(ty, 0).expect("a tensor's type is valid")),
             reference: Some(chosen(RefOp::Xor)),
             regions: None,
@@ -1385,7 +1409,7 @@ fn encode_linked(
         };
     }
     if c.exact || !matches!(width, 8 | 16 | 32 | 64) {
-        return encode_item_whole(src, rec, opts, release, Some(checksum));
+        return encode_item_whole(src, rec, opts, release);
     }
     let field = info
         .dtype
@@ -1396,7 +1420,6 @@ fn encode_linked(
     let search_own =
         bytes.len() <= SMALL_TENSOR_BYTES || est.residual(ops[0]) > SEARCH_OWN_ABOVE * est.own;
     let mut best = Encoded {
-        checksum,
         program: None,
         reference: None,
         regions: None,
@@ -1405,7 +1428,7 @@ fn encode_linked(
     };
     let mut best_len = u64::MAX;
     if search_own {
-        best = encode_item_whole(src, rec, opts, release, Some(checksum));
+        best = encode_item_whole(src, rec, opts, release);
         best_len = best.program.as_ref().map_or(u64::MAX, program_len);
     }
     for op in ops {
@@ -1686,14 +1709,13 @@ fn residual_program(
     })
 }
 
-/// Encodes record `rec`: its checksum and program. A group gets the smaller of one
+/// Encodes record `rec`: its program. A group gets the smaller of one
 /// program for all its tensors' words and a `concat` of each tensor's own program.
 fn encode_item_whole(
     src: &SourceFile<'_>,
     rec: &PlannedRecord,
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
-    checksum: Option<u64>,
 ) -> Encoded {
     let bytes = rec.source(src);
     let dtype = rec.dtype(src);
@@ -1708,9 +1730,6 @@ fn encode_item_whole(
             src.tensors()[rec.tensors[0]].name
         ),
     };
-    // The checksum first (unless the caller has it): the regions' source pages are
-    // released as they are read.
-    let checksum = checksum.unwrap_or_else(|| xxh3_64(bytes));
     let rows_of = |t: usize| {
         let shape = &src.tensors()[t].shape;
         (shape.len() >= 2).then(|| shape[0])
@@ -1753,7 +1772,6 @@ fn encode_item_whole(
         }
     }
     Encoded {
-        checksum,
         program: Some(node),
         reference: None,
         regions,

@@ -1549,8 +1549,9 @@ pub fn search_matrix(
     prior: &Prior,
 ) -> Synthesis {
     let target: &Words = shared;
-    // The fast level: the fixed layout, but for short targets, whose search at budget 1
-    // costs little and whose tables the layout would overpay.
+    // The fast level: the fixed layout (a literal for a short target), but for the
+    // targets of few values or not floats, whose search at budget 1 costs little and
+    // whose tables the layout would overpay (`fast::takes_the_layout`).
     let searched;
     let opts = if opts.level == crate::synth::Level::Fast {
         if crate::synth::fast::takes_the_layout(target, dtype) {

@@ -467,9 +467,8 @@ mod imp {
                 };
                 let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
                 // q = floor(y / f) as `encode512` has it, `1 / f` gathered by symbol.
-                let r_lo = unsafe {
-                    _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(sym), rcp.cast())
-                };
+                let r_lo =
+                    unsafe { _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(sym), rcp.cast()) };
                 let r_hi = unsafe {
                     _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(sym), rcp.cast())
                 };
