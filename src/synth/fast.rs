@@ -11,7 +11,8 @@
 
 use crate::codec::{bitpack, rans8, CodecId, Stream};
 use crate::dsl::{program_len, Lit, MergeFn, Node, Ty};
-use crate::tensor::{mask, Dtype, Words};
+use crate::codec::table::Word;
+use crate::tensor::{mask, Dtype, WordBuf, Words};
 
 /// Most mantissa bits coded with the exponent.
 const MAX_JOINED: u32 = 4;
@@ -169,35 +170,63 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
 /// the histogram of the joined field.
 type Candidate = (f64, u32, Vec<(u64, u64)>);
 
-/// The counts of bits `[shift, shift + head_bits)` of the words of `target`, and the OR
-/// of the words. Four interleaved tables, so that runs of one value (a tensor's few
-/// exponents) do not wait on one counter.
+/// The counts of bits `[shift, shift + head_bits)` (`head_bits <= 16`) of the words of
+/// `target`, and the OR of the words.
 fn head_counts(target: &Words, head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
+    match target.buf() {
+        WordBuf::U8(v) => head_counts_of(v, head_bits, shift),
+        WordBuf::U16(v) => head_counts_of(v, head_bits, shift),
+        WordBuf::U32(v) => head_counts_of(v, head_bits, shift),
+        WordBuf::U64(v) => head_counts_of(v, head_bits, shift),
+    }
+}
+
+/// [`head_counts`] of one container: compiled for AVX2 too and picked at run time.
+fn head_counts_of<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        fn with_avx2<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
+            head_counts_in(v, head_bits, shift)
+        }
+        // SAFETY: the processor has AVX2 (checked above).
+        return unsafe { with_avx2(v, head_bits, shift) };
+    }
+    head_counts_in(v, head_bits, shift)
+}
+
+/// [`head_counts`]' work, inlined into each build: a block's fields extracted first (a
+/// loop that vectorizes), then counted into four interleaved tables, so that runs of
+/// one value (a tensor's few exponents) do not wait on one counter.
+#[inline(always)]
+fn head_counts_in<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
+    const BLOCK: usize = 512;
     let size = 1usize << head_bits;
     let mut t = vec![0u32; 4 * size];
-    let mut or = 0u64;
+    let (t0, rest) = t.split_at_mut(size);
+    let (t1, rest) = rest.split_at_mut(size);
+    let (t2, t3) = rest.split_at_mut(size);
     let head_mask = mask(head_bits);
-    crate::with_buf!(target.buf(), v => {
-        let (t0, rest) = t.split_at_mut(size);
-        let (t1, rest) = rest.split_at_mut(size);
-        let (t2, t3) = rest.split_at_mut(size);
-        let mut chunks = v.chunks_exact(4);
-        for c in &mut chunks {
-            #[allow(clippy::useless_conversion)]
-            let (a, b, d, e) = (u64::from(c[0]), u64::from(c[1]), u64::from(c[2]), u64::from(c[3]));
-            t0[((a >> shift) & head_mask) as usize] += 1;
-            t1[((b >> shift) & head_mask) as usize] += 1;
-            t2[((d >> shift) & head_mask) as usize] += 1;
-            t3[((e >> shift) & head_mask) as usize] += 1;
-            or |= a | b | d | e;
+    let mut or = 0u64;
+    let mut keys = [0u16; BLOCK];
+    for block in v.chunks(BLOCK) {
+        let keys = &mut keys[..block.len()];
+        for (k, &x) in keys.iter_mut().zip(block) {
+            let x: u64 = x.into();
+            *k = ((x >> shift) & head_mask) as u16;
         }
-        for &x in chunks.remainder() {
-            #[allow(clippy::useless_conversion)]
-            let x = u64::from(x);
-            t0[((x >> shift) & head_mask) as usize] += 1;
-            or |= x;
+        or |= block.iter().fold(0u64, |o, &x| o | x.into());
+        let mut fours = keys.chunks_exact(4);
+        for c in &mut fours {
+            t0[usize::from(c[0])] += 1;
+            t1[usize::from(c[1])] += 1;
+            t2[usize::from(c[2])] += 1;
+            t3[usize::from(c[3])] += 1;
         }
-    });
+        for &k in fours.remainder() {
+            t0[usize::from(k)] += 1;
+        }
+    }
     let (t0, rest) = t.split_at(size);
     let counts = (0..size)
         .map(|i| t0[i] + rest[i] + rest[size + i] + rest[2 * size + i])
