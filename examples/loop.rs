@@ -1,9 +1,11 @@
-//! Profiling loop (not shipped): `loop c|d FILE N` compresses (c) or decompresses (d) FILE
-//! in memory N times with one worker, for `perf record`.
+//! Profiling loop (not shipped): `loop c|d FILE N [LEVEL]` compresses (c) or decompresses
+//! (d) FILE in memory N times with one worker at LEVEL (fast, default or max; default
+//! when not given), for `perf record`.
 use brevis::archive::{no_progress, writer::write_archive, Archive, CompressOptions};
 use std::path::Path;
 
 fn main() {
+    brevis::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let (mode, path, n) = (
         &args[1],
@@ -12,11 +14,18 @@ fn main() {
     );
     let bytes = std::fs::read(path).unwrap();
     let src = brevis::archive::safetensors::parse(&bytes).unwrap();
-    let opts = CompressOptions {
+    let level = match args.get(4).map(String::as_str) {
+        Some("fast") => brevis::synth::Level::Fast,
+        Some("max") => brevis::synth::Level::Max,
+        _ => brevis::synth::Level::Default,
+    };
+    let mut opts = CompressOptions {
         jobs: Some(1),
         verify: false,
         ..CompressOptions::default()
     };
+    opts.search.level = level;
+    opts.search.budget = level.budget();
     let mut out = Vec::new();
     write_archive(&src, &mut out, &opts, &no_progress, path).unwrap();
     let t = std::time::Instant::now();

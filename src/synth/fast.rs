@@ -9,9 +9,9 @@
 //! the tensor: what ZipNN does per byte plane, with a field split that follows the
 //! exponent instead of the bytes.
 
+use crate::codec::table::Word;
 use crate::codec::{bitpack, rans8, CodecId, Stream};
 use crate::dsl::{program_len, Lit, MergeFn, Node, Ty};
-use crate::codec::table::Word;
 use crate::tensor::{mask, Dtype, WordBuf, Words};
 
 /// Most mantissa bits coded with the exponent.

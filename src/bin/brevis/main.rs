@@ -70,6 +70,7 @@ enum Outcome {
 }
 
 fn main() -> ExitCode {
+    brevis::keep_freed_memory();
     let cli = match Cli::try_parse().and_then(|c| {
         Ok(Cli {
             command: c.command.check()?,
