@@ -38,8 +38,7 @@ pub const SEARCH_BELOW: usize = 1 << 16;
 /// tensor's, on which the search finds `dequant`) or not floats, are searched.
 pub fn takes_the_layout(target: &Words, dtype: Option<Dtype>) -> bool {
     let n = target.len();
-    n < SMALL_WORDS
-        || n >= SEARCH_BELOW
+    !(SMALL_WORDS..SEARCH_BELOW).contains(&n)
         || (dtype.and_then(Dtype::float_layout).is_some() && probe_values(target) > FEW_VALUES)
 }
 
