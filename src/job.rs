@@ -633,7 +633,7 @@ pub fn compress_from(
                     return Err(no_name("give -o with the archive's name".to_string()));
                 }
                 // Refused before standard input is read, not after.
-                writer::Target::File(p) => writer::check_output_of(None, p, opts.force)?,
+                writer::Target::File(p) => crate::files::check_output_of(None, p, opts.force)?,
                 _ => {}
             }
             let (bytes, label): (&[u8], &Path) = match input {

@@ -62,7 +62,7 @@ impl std::ops::Deref for FileBytes {
 
 impl FileBytes {
     fn open(path: &Path) -> Result<FileBytes> {
-        super::regular_file(path)?;
+        crate::files::regular_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let len = file
             .metadata()
@@ -71,7 +71,7 @@ impl FileBytes {
         if len == 0 {
             return Ok(FileBytes::Empty);
         }
-        super::map_file(&file)
+        crate::files::map_file(&file)
             .map(FileBytes::Map)
             .map_err(|e| Error::io(path, "cannot map", e))
     }
@@ -262,7 +262,7 @@ impl OpenedSource {
                 kind: "no_such_tensor",
                 message: format!(
                     "{}: has {} tensors, no tensor #{t}",
-                    super::shown_path(&self.path),
+                    crate::shown::shown_path(&self.path),
                     self.tensors.len()
                 ),
             });
@@ -485,7 +485,7 @@ pub fn restore(
         .then(|| Words::from_le_bytes(ty.width, source))
         .flatten();
     let words = crate::dsl::execute_in(node, ty.len, context.as_ref())?;
-    let mut bytes = super::words_into_le_bytes(words);
+    let mut bytes = crate::tensor::words_into_le_bytes(words);
     if bytes.len() == source.len() {
         combine(&mut bytes, source, op, word_bytes);
     }

@@ -39,15 +39,13 @@
 
 use super::base::{BaseSet, OpenedSource};
 use super::format::SourceRole;
+use super::progress::ProgressEvent;
 use super::reader::{Archive, DamagedRegion, DecompressOptions};
 use super::safetensors::{looks_like_safetensors, parse};
 use super::verify::{verify, verify_against, CompareReport, VerifyReport};
-use super::writer::{
-    check_replaceable, compress_file, rename_temp_dir, temp_beside_dir, CompressOptions,
-    CompressSummary, Links,
-};
-use super::{map_file, ProgressEvent};
+use super::writer::{compress_file, CompressOptions, CompressSummary, Links};
 use crate::error::{Error, Result};
+use crate::files::{check_replaceable, map_file, rename_temp_dir, temp_beside_dir};
 use crate::hash::Xxh3;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -517,7 +515,10 @@ pub fn check_output_outside(input: &Path, output: &Path) -> Result<()> {
         return Err(other(
             output,
             "cannot write",
-            format!("is inside the input folder {}", super::shown_path(input)),
+            format!(
+                "is inside the input folder {}",
+                crate::shown::shown_path(input)
+            ),
         ));
     }
     Ok(())
@@ -536,13 +537,16 @@ fn check_folder_output(
     let (from, to) = (resolved(input), resolved(output));
     let refuse = |why: String| Err(other(output, "cannot write", why));
     if to == from {
-        return refuse(format!("is the input folder {}", super::shown_path(input)));
+        return refuse(format!(
+            "is the input folder {}",
+            crate::shown::shown_path(input)
+        ));
     }
     check_output_outside(input, output)?;
     if from.starts_with(&to) {
         return refuse(format!(
             "holds the input {}: replacing it would delete the input",
-            super::shown_path(input)
+            crate::shown::shown_path(input)
         ));
     }
     let Ok(meta) = fs::symlink_metadata(output) else {
@@ -735,7 +739,7 @@ fn quoted(names: &[&str], at_most: usize) -> String {
     let mut s: Vec<String> = names
         .iter()
         .take(at_most)
-        .map(|n| format!("\"{}\"", super::escape_name(n)))
+        .map(|n| format!("\"{}\"", crate::shown::escape_name(n)))
         .collect();
     if names.len() > at_most {
         s.push(format!("and {} more", names.len() - at_most));

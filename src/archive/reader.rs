@@ -10,12 +10,14 @@
 
 use super::base::{BaseSet, OpenedSource};
 use super::format::{self, Record, RecordV2, RecordV4, RefOp, Settings, SourceEntry, SourceRole};
+use super::pool::resolve_jobs;
+use super::progress::ProgressEvent;
 use super::stream::{self, Decoded};
-use super::writer::{check_output, open_direct, persist, temp_beside, SyncAhead, Target};
-use super::{resolve_jobs, words_into_le_bytes, ProgressEvent};
 use crate::dsl::{execute, read_program, wire_version_of, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
+use crate::files::{check_output, open_direct, persist, temp_beside, SyncAhead, Target};
 use crate::hash::{xxh3_64, Xxh3};
+use crate::tensor::words_into_le_bytes;
 use crate::tensor::Dtype;
 use std::collections::HashMap;
 use std::fs::File;
@@ -38,7 +40,7 @@ pub const MAX_REGION_BYTES: u64 = 1 << 36;
 /// no record at all. Its name, dtype, shape and offsets come from the stored header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorEntry {
-    /// The tensor's name (may hold control characters; see [`super::escape_name`]).
+    /// The tensor's name (may hold control characters; see [`crate::shown::escape_name`]).
     pub name: String,
     /// Its dtype.
     pub dtype: Dtype,
@@ -409,7 +411,7 @@ impl Archive {
     /// [`Archive::open`] of the file at `path`, named `label` in its messages and by
     /// [`Archive::path`] (a temporary file named as the output it becomes).
     pub(crate) fn open_as(path: &Path, label: &Path) -> Result<Archive> {
-        super::regular_file(path)?;
+        crate::files::regular_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let meta = file
             .metadata()
@@ -417,7 +419,9 @@ impl Archive {
         let bytes = if meta.len() == 0 {
             Backing::Owned(Vec::new())
         } else {
-            Backing::Map(super::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?)
+            Backing::Map(
+                crate::files::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?,
+            )
         };
         Archive::validate(label.to_path_buf(), bytes)
     }
@@ -496,8 +500,9 @@ impl Archive {
             return Err(e);
         };
         let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
-        let bytes =
-            Backing::Map(super::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?);
+        let bytes = Backing::Map(
+            crate::files::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?,
+        );
         Archive::walk(path.to_path_buf(), bytes, what).unwrap_or(Err(e))
     }
 
@@ -687,7 +692,7 @@ impl Archive {
                 detail: format!(
                     "{} was coded against {} {:?} of {} bytes with xxh3 {:016x}; this file \
                      is {} bytes with xxh3 {:016x}",
-                    super::shown_path(&self.path),
+                    crate::shown::shown_path(&self.path),
                     entry.role.name(),
                     entry.name,
                     entry.original_len,
@@ -741,7 +746,7 @@ impl Archive {
                         what: "is not the base this archive was made against",
                         detail: format!(
                             "{} was coded against {:?} of {} bytes with xxh3 {:016x}; {what}",
-                            super::shown_path(&self.path),
+                            crate::shown::shown_path(&self.path),
                             entry.name,
                             entry.original_len,
                             entry.checksum
@@ -870,7 +875,7 @@ impl Archive {
                 detail: format!(
                     "its tensor {:?} has xxh3 {actual:016x}; {} needs {:016x}",
                     info.name,
-                    super::shown_path(&self.path),
+                    crate::shown::shown_path(&self.path),
                     r.source_checksum
                 ),
                 kind: "wrong_base",
@@ -921,13 +926,13 @@ impl Archive {
     }
 
     /// [`Archive::find`], also taking a name as `ls` prints it: a name with control
-    /// characters or backslashes is printed escaped ([`crate::archive::escape_name`]), so
+    /// characters or backslashes is printed escaped ([`crate::shown::escape_name`]), so
     /// a person copies the escaped form. The exact name wins; an escaped form matches
     /// only the one tensor it escapes.
     pub fn find_as_printed(&self, name: &str) -> Option<usize> {
         self.find(name).or_else(|| {
             let mut hits = (0..self.tensors.len())
-                .filter(|&i| crate::archive::escape_name(&self.tensors[i].name) == name);
+                .filter(|&i| crate::shown::escape_name(&self.tensors[i].name) == name);
             match (hits.next(), hits.next()) {
                 (Some(i), None) => Some(i),
                 _ => None,
@@ -1266,7 +1271,7 @@ impl Archive {
     pub(crate) fn release(&self, range: &Range<usize>) {
         if let Backing::Map(m) = &self.bytes {
             if let Some(part) = m.get(range.clone()) {
-                super::release_pages(m, part);
+                crate::files::release_pages(m, part);
             }
         }
     }
@@ -1470,7 +1475,7 @@ impl Archive {
             self.require_sources()?;
         }
         check_output(&self.path, output, opts.force)?;
-        let evict = super::EvictReplaced::start(output, opts.force);
+        let evict = crate::files::EvictReplaced::start(output, opts.force);
         let mut tmp = temp_beside(output)?;
         // The records are hashed on a thread of their own while the file is restored
         // (one more pass over the archive, which at the end took 5% of a decompression).

@@ -21,8 +21,9 @@
 //! whose decoding then reports the error exactly as for an unsplit region.
 
 use super::format::Cursor;
+use super::pool::build_pool;
+use super::progress::ProgressEvent;
 use super::reader::{Archive, Item, RegionSpan};
-use super::{build_pool, ProgressEvent};
 use crate::dsl::fused::execute_into;
 use crate::dsl::{program_end, Ty};
 use crate::error::{Error, Result};
