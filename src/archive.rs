@@ -40,7 +40,6 @@ pub mod remote;
 pub mod rewrite;
 pub mod safetensors;
 pub mod slice;
-mod stream;
 pub mod verify;
 pub mod writer;
 

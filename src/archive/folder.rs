@@ -564,6 +564,37 @@ fn check_folder_output(
     Ok(())
 }
 
+impl BaseSet {
+    /// Opens the base at `path`: a `.safetensors` file, a checkpoint folder (every
+    /// `*.safetensors` file in it, named by its path inside the folder), a `.brv` archive
+    /// of a file, or a compressed folder (`DIR.brv/`, its shard archives).
+    ///
+    /// # Errors
+    /// As [`OpenedSource::open`]; [`Error::Invalid`] of kind `wrong_base` for a folder
+    /// holding no `.safetensors` file or shard archive.
+    pub fn open(path: &Path) -> Result<BaseSet> {
+        let mut sources = Vec::new();
+        if path.is_dir() {
+            for (rel, file) in base_files(path)? {
+                let mut s = OpenedSource::open(&file)?;
+                s.set_name(rel);
+                sources.push(s);
+            }
+            if sources.is_empty() {
+                return Err(Error::Invalid {
+                    path: path.to_path_buf(),
+                    what: "cannot be a base",
+                    detail: "the folder holds no .safetensors file or shard archive".to_string(),
+                    kind: "wrong_base",
+                });
+            }
+        } else {
+            sources.push(OpenedSource::open(path)?);
+        }
+        Ok(BaseSet::from_sources(sources, path))
+    }
+}
+
 /// The `.safetensors` files of a base given as a folder ([`super::base::BaseSet::open`]):
 /// for a compressed folder, each shard's original path inside it and its archive; for a
 /// checkpoint folder, each `.safetensors` file's path inside it and the file. In path

@@ -3,8 +3,8 @@
 
 use super::pool::resolve_jobs;
 use super::progress::ProgressEvent;
+use super::reader::stream::{self, decode_all, Decoded};
 use super::reader::{Archive, Item};
-use super::stream::{self, decode_all, Decoded};
 use crate::error::{Error, Result};
 use crate::hash::Xxh3;
 use std::fs::File;
