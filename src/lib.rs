@@ -15,6 +15,7 @@ pub mod files;
 pub mod hash;
 pub mod job;
 pub mod shown;
+pub mod simd;
 pub mod stats;
 pub mod synth;
 pub mod tensor;

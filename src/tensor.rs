@@ -254,6 +254,25 @@ macro_rules! with_buf {
         }
     };
 }
+pub use crate::with_buf;
+
+/// ZigZag of a `width`-bit word: its two's-complement value `v` as `2v` (`v >= 0`) or
+/// `-2v - 1` (`v < 0`), so small magnitudes of either sign become small words. The
+/// bijection behind `map zigzag` ([`crate::dsl::MapFn::ZigZag`]) and the bucket codec's
+/// signed fields.
+#[inline]
+pub fn zigzag(x: u64, width: u32) -> u64 {
+    let m = mask(width);
+    let sign = (x >> (width - 1)) & 1;
+    ((x << 1) ^ sign.wrapping_neg()) & m
+}
+
+/// The inverse of [`zigzag`] on `width`-bit words.
+#[inline]
+pub fn unzigzag(y: u64, width: u32) -> u64 {
+    let m = mask(width);
+    ((y >> 1) ^ (y & 1).wrapping_neg()) & m
+}
 
 /// Number of bytes of the container for a width: 1, 2, 4 or 8.
 #[inline]

@@ -53,8 +53,8 @@
 use super::bitio::{peek64, BitReader};
 use super::table::Word;
 use super::{CodecError, CodecId};
+use crate::tensor::with_buf;
 use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
-use crate::with_buf;
 use std::borrow::Cow;
 
 mod simd;
@@ -101,7 +101,7 @@ pub fn has_context(body: &[u8]) -> bool {
 }
 
 fn unzigzag(z: u64, width: u32) -> u64 {
-    crate::dsl::MapFn::ZigZag.invert(z, width)
+    crate::tensor::unzigzag(z, width)
 }
 
 /// The context field of each of `n` words from `ctx.start`, or the error that the
@@ -1327,7 +1327,7 @@ mod tests {
         let mut extra = crate::codec::bitio::BitWriter::new();
         for (i, v) in words.iter().enumerate() {
             let z = if params.zigzag {
-                crate::dsl::MapFn::ZigZag.apply(v, width)
+                crate::tensor::zigzag(v, width)
             } else {
                 v
             };

@@ -57,8 +57,8 @@ use super::table::{
     write_set, SetPlan, SmallEg, SymbolIndex, Word,
 };
 use super::{CodecError, CodecId, Stream, MAX_TABLE_SYMBOLS};
+use crate::tensor::with_buf;
 use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
-use crate::with_buf;
 
 const NAME: &str = "rans";
 
