@@ -13,17 +13,11 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases");
-
-fn brevis(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .expect("run brevis")
-}
+use std::process::Output;
+use support::{brevis, stderr, CASES};
 
 fn os(s: &str) -> &std::ffi::OsStr {
     s.as_ref()
@@ -93,10 +87,6 @@ fn manifest() -> Vec<Row> {
             }
         })
         .collect()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Problems with one run that should have failed cleanly.

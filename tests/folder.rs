@@ -4,11 +4,14 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use brevis::archive::folder::{compress_folder, FileKind, Folder};
 use brevis::archive::{CompressOptions, DecompressOptions};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+use support::{brevis, stderr, stdout};
 
 /// A shard being built: its header entries, its data bytes, its tensor names.
 type Shard = (Map<String, Value>, Vec<u8>, Vec<String>);
@@ -17,13 +20,6 @@ const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors"
 );
-
-fn brevis(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .expect("run brevis")
-}
 
 /// Splits the corpus file into `k` shards (tensors dealt round-robin) plus an index and a
 /// config file in `dir`. Returns the tensor names of each shard.
@@ -323,14 +319,6 @@ fn force_keeps_empty_folders_and_index_names_may_start_with_dot_slash() {
     let again = tmp.path().join("again.brv");
     let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &again]);
     assert!(o.status.success(), "{}", stderr(&o));
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// In a new temporary folder: the corpus file split into three shards as `ckpt/`

@@ -9,24 +9,20 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use brevis::archive::safetensors::parse;
 use brevis::archive::writer::write_archive;
 use brevis::archive::{no_progress, CompressOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::{Command, Output};
+use support::brevis;
 
 const SMALL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/cases/B20_mixed_dtypes.safetensors"
 );
-
-fn brevis(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn one_error_line(out: &Output, words: &[&str]) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
