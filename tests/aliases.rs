@@ -11,18 +11,9 @@ mod support;
 use brevis::archive::Archive;
 use serde_json::{json, Map};
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use support::safetensors_bytes;
+use support::text;
 use support::{brevis_env, CORPUS};
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// `n` bytes of real weights: the start of a BF16 matrix of the corpus, repeated if
 /// need be.

@@ -11,8 +11,8 @@ use brevis::archive::{
     compress_file, no_progress, Archive, CompressOptions, DamagedRegion, DecompressOptions,
 };
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use support::safetensors_bytes;
+use support::text;
 use support::{brevis, corpus_bytes};
 
 /// A tensor of a test file: name, dtype, shape and bytes.
@@ -49,15 +49,6 @@ fn zeroed(source: &[u8], damaged: &[DamagedRegion]) -> Vec<u8> {
         v[d.offset as usize..(d.offset + d.bytes) as usize].fill(0);
     }
     v
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Every bit of the 16-byte file header flipped, one at a time: the archive is refused

@@ -606,12 +606,7 @@ pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
             Ok(n as usize)
         }
     };
-    let s = c.uleb()?;
-    let s = bounded(&c, s, "settings", SETTINGS_MIN_BYTES)?;
-    let mut settings = Vec::with_capacity(s);
-    for _ in 0..s {
-        settings.push(read_settings(&mut c, version)?);
-    }
+    let settings = read_settings_list(&mut c, version)?;
     let mut sources = Vec::new();
     if version >= 3 {
         let n = c.uleb()?;
@@ -638,22 +633,10 @@ pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
             });
         }
     }
-    if count == 0 {
-        return Err("index lists no records".into());
-    }
     // Each record takes at least three bytes: its length, its item count and its
     // settings (the header record one: its length).
-    if count.saturating_mul(3) - 2 > c.remaining() as u64 {
-        return Err(format!(
-            "index claims {count} records but has {} bytes left",
-            c.remaining()
-        ));
-    }
-    let n = count as usize;
-    let mut record_lens = Vec::with_capacity(n);
-    for _ in 0..n {
-        record_lens.push(c.uleb()?);
-    }
+    let record_lens = read_record_lens(&mut c, count, 3)?;
+    let n = record_lens.len();
     let mut records = Vec::with_capacity(n - 1);
     for _ in 1..n {
         let items = c.uleb()?;
@@ -671,6 +654,45 @@ pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
         record_lens,
         records,
     })
+}
+
+/// The settings entries of a format-`version` index: their count, then each entry
+/// ([`read_settings`]); a count the bytes left cannot hold is refused before anything is
+/// allocated. Versions 2 to 4 read them alike.
+fn read_settings_list(c: &mut Cursor<'_>, version: u16) -> Result<Vec<Settings>, String> {
+    let s = c.uleb()?;
+    if s.saturating_mul(SETTINGS_MIN_BYTES) > c.remaining() as u64 {
+        return Err(format!(
+            "index claims {s} settings but has {} bytes left",
+            c.remaining()
+        ));
+    }
+    let mut settings = Vec::with_capacity(s as usize);
+    for _ in 0..s {
+        settings.push(read_settings(c, version)?);
+    }
+    Ok(settings)
+}
+
+/// The lengths of an index's `count` records, each after the first (the header record,
+/// one byte at least) taking at least `each` bytes of the index: a count of none, or one
+/// the bytes left cannot hold, is refused before anything is allocated.
+fn read_record_lens(c: &mut Cursor<'_>, count: u64, each: u64) -> Result<Vec<u64>, String> {
+    if count == 0 {
+        return Err("index lists no records".into());
+    }
+    if count.saturating_mul(each) - (each - 1) > c.remaining() as u64 {
+        return Err(format!(
+            "index claims {count} records but has {} bytes left",
+            c.remaining()
+        ));
+    }
+    let n = count as usize;
+    let mut record_lens = Vec::with_capacity(n);
+    for _ in 0..n {
+        record_lens.push(c.uleb()?);
+    }
+    Ok(record_lens)
 }
 
 /// Fewest bytes one settings entry of an index takes (three one-byte integers, the
@@ -1179,33 +1201,11 @@ pub fn read_index_v4(bytes: &[u8]) -> Result<IndexV4, String> {
     let count = c.uleb()?;
     let file_checksum = c.u64()?;
     let records_checksum = c.u64()?;
-    let s = c.uleb()?;
-    if s.saturating_mul(SETTINGS_MIN_BYTES) > c.remaining() as u64 {
-        return Err(format!(
-            "index claims {s} settings but has {} bytes left",
-            c.remaining()
-        ));
-    }
-    let mut settings = Vec::with_capacity(s as usize);
-    for _ in 0..s {
-        settings.push(read_settings(&mut c, 4)?);
-    }
-    if count == 0 {
-        return Err("index lists no records".into());
-    }
+    let settings = read_settings_list(&mut c, 4)?;
     // Each record takes at least two bytes (its length, its settings), the header
     // record one.
-    if count.saturating_mul(2) - 1 > c.remaining() as u64 {
-        return Err(format!(
-            "index claims {count} records but has {} bytes left",
-            c.remaining()
-        ));
-    }
-    let n = count as usize;
-    let mut record_lens = Vec::with_capacity(n);
-    for _ in 0..n {
-        record_lens.push(c.uleb()?);
-    }
+    let record_lens = read_record_lens(&mut c, count, 2)?;
+    let n = record_lens.len();
     let mut record_settings = Vec::with_capacity(n - 1);
     for _ in 1..n {
         record_settings.push(c.uleb()?);
@@ -1587,84 +1587,4 @@ pub fn root_op_name(program: &[u8]) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_round_trip() {
-        let meta = TensorMeta {
-            name: "w\u{1b}[31m".into(),
-            header_index: 3,
-            dtype: Dtype::BF16,
-            shape: vec![2, 300],
-            begin: 10,
-            end: 1210,
-            checksum: 0x0123_4567_89ab_cdef,
-        };
-        let mut v = Vec::new();
-        write_tensor_record(&mut v, &meta, &[0x20, 5]);
-        let r = read_record(&v).unwrap();
-        assert_eq!(
-            r,
-            Record::Tensor {
-                meta,
-                program: v.len() - 2..v.len()
-            }
-        );
-        // Every strict prefix is refused, and so is an extra byte.
-        for n in 0..v.len() {
-            assert!(read_record(&v[..n]).is_err(), "prefix {n}");
-        }
-        v.push(0);
-        assert!(read_record(&v).is_err());
-
-        let mut g = Vec::new();
-        write_gap_record(&mut g, 4, 9, 7, &[1, 2, 3]);
-        assert!(matches!(
-            read_record(&g),
-            Ok(Record::Gap {
-                begin: 4,
-                end: 9,
-                checksum: 7,
-                ..
-            })
-        ));
-        let mut h = Vec::new();
-        write_header_record(&mut h, 70, 8, &[]);
-        assert!(matches!(
-            read_record(&h),
-            Ok(Record::Header {
-                header_len: 70,
-                checksum: 8,
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn index_round_trips_and_bounds_counts() {
-        let idx = Index {
-            tensor_count: 2,
-            original_len: 1 << 40,
-            file_checksum: 99,
-            records_checksum: 5,
-            record_lens: vec![10, 300, 1 << 33],
-        };
-        let mut v = Vec::new();
-        write_index(&mut v, &idx);
-        assert_eq!(read_index(&v).unwrap(), idx);
-        let mut huge = Vec::new();
-        huge.put_uleb(u64::MAX);
-        huge.extend_from_slice(&[0; 20]);
-        assert!(read_index(&huge).is_err());
-    }
-
-    #[test]
-    fn uleb_refuses_overflow() {
-        let mut c = Cursor::new(&[0xff; 10], "t");
-        assert!(c.uleb().is_err());
-        let mut max = Vec::new();
-        max.put_uleb(u64::MAX);
-        assert_eq!(Cursor::new(&max, "t").uleb().unwrap(), u64::MAX);
-    }
-}
+mod tests;

@@ -19,10 +19,10 @@ pub use entries::{
     DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, Reference,
     RegionSpan, TensorEntry, MAX_REGION_BYTES,
 };
-use structure::{parse_structure, parse_walk, within_wire, Structure};
+use structure::{parse_structure, parse_walk, within_wire, Head, Structure};
 
-use super::base::{BaseSet, OpenedSource};
-use super::format::{self, Settings, SourceEntry, SourceRole};
+use super::base::OpenedSource;
+use super::format::{self, Settings, SourceEntry};
 use crate::dsl::{read_program, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
 use crate::hash::{xxh3_64, Xxh3};
@@ -75,21 +75,8 @@ impl Deref for Backing {
 pub struct Archive {
     path: PathBuf,
     bytes: Backing,
-    header_len: u64,
-    header_checksum: u64,
-    header_record: Range<usize>,
-    header_program: Range<usize>,
-    original_len: u64,
-    file_checksum: u64,
-    records_checksum: u64,
-    records_end: usize,
-    version: u16,
-    /// The program wire version the file header declares (bytes 10..12).
-    wire: u16,
-    file_name: Option<String>,
-    settings: Vec<Settings>,
-    /// The sources reference records take tensors from (version 3).
-    sources: Vec<SourceEntry>,
+    /// What its file header, trailer, index and header record say ([`Head`]).
+    head: Head,
     /// Each source, once attached ([`Archive::attach`]).
     links: Vec<OnceLock<Arc<OpenedSource>>>,
     tensors: Vec<TensorEntry>,
@@ -100,9 +87,6 @@ pub struct Archive {
     regions: HashMap<Item, Arc<[RegionSpan]>>,
     /// The items of an archive opened without its index whose records were not found.
     lost: Vec<LostEntry>,
-    /// For an archive opened without its index ([`Archive::open_for_salvage`]): what is
-    /// wrong with it, and where the records found end.
-    indexless: Option<String>,
 }
 
 impl std::fmt::Debug for Archive {
@@ -110,7 +94,7 @@ impl std::fmt::Debug for Archive {
         f.debug_struct("Archive")
             .field("path", &self.path)
             .field("archive_len", &self.bytes.len())
-            .field("original_len", &self.original_len)
+            .field("original_len", &self.head.original_len)
             .field("tensors", &self.tensors.len())
             .finish()
     }
@@ -268,27 +252,14 @@ impl Archive {
         Archive {
             path,
             bytes,
-            header_len: s.header_len,
-            header_checksum: s.header_checksum,
-            header_record: s.header_record,
-            header_program: s.header_program,
-            original_len: s.original_len,
-            file_checksum: s.file_checksum,
-            records_checksum: s.records_checksum,
-            records_end: s.records_end,
-            version: s.version,
-            wire: s.wire,
-            file_name: s.file_name,
-            settings: s.settings,
-            links: s.sources.iter().map(|_| OnceLock::new()).collect(),
-            sources: s.sources,
+            links: s.head.sources.iter().map(|_| OnceLock::new()).collect(),
+            head: s.head,
             tensors: s.tensors,
             gaps: s.gaps,
             groups: s.groups,
             items: s.items,
             regions: s.regions,
             lost: s.lost,
-            indexless: s.indexless,
         }
     }
 
@@ -304,12 +275,12 @@ impl Archive {
 
     /// Length of the original file in bytes.
     pub fn original_len(&self) -> u64 {
-        self.original_len
+        self.head.original_len
     }
 
     /// xxh3-64 of the whole original file.
     pub fn file_checksum(&self) -> u64 {
-        self.file_checksum
+        self.head.file_checksum
     }
 
     /// Whether the archive's record bytes (names, shapes, programs: everything but the
@@ -328,26 +299,26 @@ impl Archive {
         const CHUNK: usize = 8 << 20;
         let mut hasher = Xxh3::new();
         let mut at = format::FILE_HEADER_LEN;
-        while at < self.records_end {
+        while at < self.head.records_end {
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            let end = self.records_end.min(at + CHUNK);
+            let end = self.head.records_end.min(at + CHUNK);
             hasher.update(&self.fetch(&(at..end)).ok()?);
             self.release(&(at..end));
             at = end;
         }
-        Some(hasher.digest() == self.records_checksum)
+        Some(hasher.digest() == self.head.records_checksum)
     }
 
     /// Length of the source's JSON header in bytes (its 8-byte length field's value).
     pub fn header_len(&self) -> u64 {
-        self.header_len
+        self.head.header_len
     }
 
     /// Bytes of the header record in the archive.
     pub fn header_archive_bytes(&self) -> u64 {
-        self.header_record.len() as u64
+        self.head.header_record.len() as u64
     }
 
     /// The tensors, in record (data-offset) order.
@@ -367,239 +338,25 @@ impl Archive {
 
     /// The archive's format version (1 to 4).
     pub fn version(&self) -> u16 {
-        self.version
+        self.head.version
     }
 
     /// The source's file name as the archive stores it (version 2; `None` when it was
     /// not known, e.g. for an archive made in memory, and for version 1).
     pub fn file_name(&self) -> Option<&str> {
-        self.file_name.as_deref()
+        self.head.file_name.as_deref()
     }
 
     /// The distinct search settings that built the archive's records (empty for
     /// version 1, which does not record them).
     pub fn settings(&self) -> &[Settings] {
-        &self.settings
+        &self.head.settings
     }
 
     /// The sources its reference records take tensors from (version 3; empty before):
     /// each pinned by its length and xxh3-64.
     pub fn sources(&self) -> &[SourceEntry] {
-        &self.sources
-    }
-
-    /// The source `i` attached to it, if any.
-    pub fn attached(&self, i: usize) -> Option<&Arc<OpenedSource>> {
-        self.links.get(i).and_then(OnceLock::get)
-    }
-
-    /// Attaches `source` as source `i` (of [`Archive::sources`]): what its reference
-    /// records to it decode against. A source already attached stays.
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] of kind `wrong_base` naming `source`'s path if it is not the
-    /// file the archive pins (its length or checksum differs), saying what differs.
-    pub fn attach(&self, i: usize, source: Arc<OpenedSource>) -> Result<()> {
-        let Some(entry) = self.sources.get(i) else {
-            return Ok(());
-        };
-        if !source.matches(entry) {
-            return Err(Error::Invalid {
-                path: source.path().to_path_buf(),
-                what: "is not the base this archive was made against",
-                detail: format!(
-                    "{} was coded against {} {:?} of {} bytes with xxh3 {:016x}; this file \
-                     is {} bytes with xxh3 {:016x}",
-                    crate::shown::shown_path(&self.path),
-                    entry.role.name(),
-                    entry.name,
-                    entry.original_len,
-                    entry.checksum,
-                    source.original_len(),
-                    source.checksum()
-                ),
-                kind: "wrong_base",
-            });
-        }
-        let _ = self.links[i].set(source);
-        Ok(())
-    }
-
-    /// Whether the archive lists a base checkpoint among its sources (role
-    /// [`SourceRole::Base`]): its reference records need that base attached.
-    pub fn needs_base(&self) -> bool {
-        self.sources.iter().any(|e| e.role == SourceRole::Base)
-    }
-
-    /// Attaches the files of `base` to the archive's base sources: each to the base file
-    /// of the same length and checksum (the name may differ).
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] of kind `wrong_base`, naming the base and what differs, when a
-    /// base source has no such file in `base`.
-    pub fn attach_base(&self, base: &BaseSet) -> Result<()> {
-        for (i, entry) in self.sources.iter().enumerate() {
-            if entry.role != SourceRole::Base || self.attached(i).is_some() {
-                continue;
-            }
-            match base.sources.iter().find(|s| s.matches(entry)) {
-                Some(s) => self.attach(i, s.clone())?,
-                None => {
-                    let named = base.sources.iter().find(|s| s.name() == entry.name);
-                    let what = match named {
-                        Some(s) => format!(
-                            "its {:?} is {} bytes with xxh3 {:016x}",
-                            s.name(),
-                            s.original_len(),
-                            s.checksum()
-                        ),
-                        None => format!(
-                            "it holds no file of that length and checksum (nor one named \
-                             {:?})",
-                            entry.name
-                        ),
-                    };
-                    return Err(Error::Invalid {
-                        path: base.path().to_path_buf(),
-                        what: "is not the base this archive was made against",
-                        detail: format!(
-                            "{} was coded against {:?} of {} bytes with xxh3 {:016x}; {what}",
-                            crate::shown::shown_path(&self.path),
-                            entry.name,
-                            entry.original_len,
-                            entry.checksum
-                        ),
-                        kind: "wrong_base",
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Refuses to go on while a source some record is coded against is not attached:
-    /// what `decompress`, `verify` and `extract` check before anything is written.
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] of kind `base_missing` naming the archive and the source
-    /// (`--base` for a base; the folder for a sibling shard).
-    pub fn require_sources(&self) -> Result<()> {
-        for (i, e) in self.sources.iter().enumerate() {
-            if self.attached(i).is_none() {
-                return Err(self.missing_source(e));
-            }
-        }
-        Ok(())
-    }
-
-    /// [`Archive::require_sources`] for a salvage: the base must be given (a user's
-    /// omission, said before anything is written), but another shard of a folder may be
-    /// missing (too damaged to open), which costs only the tensors taken from it.
-    ///
-    /// # Errors
-    /// As [`Archive::require_sources`], for a base source only.
-    pub fn require_base(&self) -> Result<()> {
-        for (i, e) in self.sources.iter().enumerate() {
-            if e.role == SourceRole::Base && self.attached(i).is_none() {
-                return Err(self.missing_source(e));
-            }
-        }
-        Ok(())
-    }
-
-    fn missing_source(&self, e: &SourceEntry) -> Error {
-        let hint = match e.role {
-            SourceRole::Base => {
-                "pass it with --base (a .safetensors file, a checkpoint \
-                                 folder or an archive of it)"
-            }
-            SourceRole::Shard => {
-                "it is another shard of the folder archive: open the folder, \
-                                  not the shard alone"
-            }
-        };
-        Error::Invalid {
-            path: self.path.clone(),
-            what: "needs its base",
-            detail: format!(
-                "it is coded against {} {:?} ({} bytes, xxh3 {:016x}), which is not given; {hint}",
-                e.role.name(),
-                e.name,
-                e.original_len,
-                e.checksum
-            ),
-            kind: "base_missing",
-        }
-    }
-
-    /// The bytes tensor `t` restores, for an archive used as a source
-    /// ([`OpenedSource`]): as [`Archive::decode_tensor`], refusing a tensor that is
-    /// itself coded against another shard (sources are one level deep).
-    pub(crate) fn decode_source_tensor(&self, t: usize) -> Result<Vec<u8>> {
-        let e = self.tensor(t)?;
-        if let Some(r) = e.reference {
-            if self.sources[r.source].role == SourceRole::Shard {
-                return Err(self.decode_err(
-                    Item::Tensor(t),
-                    "a tensor taken from another shard is itself taken from a shard",
-                ));
-            }
-        }
-        self.decode_tensor(t)
-    }
-
-    /// The source tensor's bytes of a reference record of `item`, checked: the source
-    /// attached, the tensor there, of the record's byte length and checksum.
-    fn source_bytes(
-        &self,
-        item: Item,
-        r: &Reference,
-        bytes: u64,
-    ) -> Result<std::borrow::Cow<'_, [u8]>> {
-        let entry = &self.sources[r.source];
-        let src = self
-            .attached(r.source)
-            .ok_or_else(|| self.missing_source(entry))?;
-        let t = usize::try_from(r.tensor)
-            .ok()
-            .filter(|&t| t < src.tensors().len())
-            .ok_or_else(|| {
-                self.decode_err(
-                    item,
-                    format!(
-                        "coded against tensor #{} of {:?}, which has {}",
-                        r.tensor,
-                        entry.name,
-                        src.tensors().len()
-                    ),
-                )
-            })?;
-        let info = &src.tensors()[t];
-        if info.bytes != bytes {
-            return Err(self.decode_err(
-                item,
-                format!(
-                    "coded against {:?} of {:?}, of {} bytes, but restores {bytes}",
-                    info.name, entry.name, info.bytes
-                ),
-            ));
-        }
-        let data = src.tensor_bytes(t)?;
-        let actual = xxh3_64(&data);
-        if actual != r.source_checksum {
-            return Err(Error::Invalid {
-                path: src.path().to_path_buf(),
-                what: "is not the base this archive was made against",
-                detail: format!(
-                    "its tensor {:?} has xxh3 {actual:016x}; {} needs {:016x}",
-                    info.name,
-                    crate::shown::shown_path(&self.path),
-                    r.source_checksum
-                ),
-                kind: "wrong_base",
-            });
-        }
-        Ok(data)
+        &self.head.sources
     }
 
     /// Runs `node` (the program of `item`, `ty.len` words) and returns the item's bytes:
@@ -694,7 +451,7 @@ impl Archive {
     /// # Errors
     /// [`ArchiveError::Decode`] if it is malformed.
     pub fn header_program(&self) -> Result<Node> {
-        self.read(&self.header_program, self.header_ty(), Item::Header)
+        self.read(&self.head.header_program, self.header_ty(), Item::Header)
     }
 
     /// Decodes tensor `i` into its original bytes and checks them against the stored
@@ -754,7 +511,7 @@ impl Archive {
     /// As [`Archive::header_bytes`] (a damaged header record is a checksum mismatch);
     /// [`Error::Archive`] if the restored header is not a `.safetensors` header.
     pub fn header_disagreements(&self) -> Result<Vec<String>> {
-        if self.version >= 2 {
+        if self.head.version >= 2 {
             // Version-2 records hold no name, dtype, shape or offsets: the header is the
             // only place that says them, checked against its checksum when opened.
             return Ok(Vec::new());
@@ -812,7 +569,7 @@ impl Archive {
     }
 
     fn header_ty(&self) -> Ty {
-        Ty::new(8, self.header_len)
+        Ty::new(8, self.head.header_len)
     }
 
     pub(crate) fn items(&self) -> &[Item] {
@@ -865,7 +622,7 @@ impl Archive {
     /// Original bytes an item restores (the header's include the 8-byte length field).
     pub(crate) fn item_original_bytes(&self, item: Item) -> u64 {
         match item {
-            Item::Header => 8 + self.header_len,
+            Item::Header => 8 + self.head.header_len,
             Item::Tensor(i) => self.tensors[i].original_bytes(),
             Item::Gap(g) => self.gaps[g].end - self.gaps[g].begin,
             Item::Group(k) => self.groups[k].end - self.groups[k].begin,
@@ -875,7 +632,7 @@ impl Archive {
 
     pub(crate) fn item_checksum(&self, item: Item) -> u64 {
         match item {
-            Item::Header => self.header_checksum,
+            Item::Header => self.head.header_checksum,
             Item::Tensor(i) => self.tensors[i].checksum,
             Item::Gap(g) => self.gaps[g].checksum,
             Item::Group(k) => self.groups[k].checksum,
@@ -905,7 +662,7 @@ impl Archive {
         let Some(t) = self.tensors.get(i) else {
             return 0;
         };
-        if self.version < 4 || t.record.is_empty() {
+        if self.head.version < 4 || t.record.is_empty() {
             return 0;
         }
         // A byte of marker and kind, then two LEB128 numbers of at most 10 bytes each.
@@ -936,12 +693,12 @@ impl Archive {
     /// wrong with it and where the records found end; `None` for an archive opened
     /// through its index.
     pub fn missing_index(&self) -> Option<&str> {
-        self.indexless.as_deref()
+        self.head.indexless.as_deref()
     }
 
     fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
         let node = read_program(&self.fetch(program)?, ty).map_err(|e| self.decode_err(item, e))?;
-        within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, program.start, e))
+        within_wire(node, self.head.wire).map_err(|e| self.decode_err_at(item, program.start, e))
     }
 
     /// Reads the program (or part of a program) of `item` held in `range` of the archive
@@ -949,7 +706,7 @@ impl Archive {
     pub(crate) fn read_at(&self, item: Item, range: &Range<usize>, ty: Ty) -> Result<Node> {
         let node = read_program(&self.fetch(range)?, ty)
             .map_err(|e| self.decode_err_at(item, range.start, e))?;
-        within_wire(node, self.wire).map_err(|e| self.decode_err_at(item, range.start, e))
+        within_wire(node, self.head.wire).map_err(|e| self.decode_err_at(item, range.start, e))
     }
 
     /// The archive bytes in `range` (a range this archive's index produced). For a
@@ -965,7 +722,7 @@ impl Archive {
     /// The byte range of an item's program in the archive and the type it restores.
     pub(crate) fn item_program(&self, item: Item) -> (Range<usize>, Ty) {
         match item {
-            Item::Header => (self.header_program.clone(), self.header_ty()),
+            Item::Header => (self.head.header_program.clone(), self.header_ty()),
             Item::Tensor(i) => (self.tensors[i].program.clone(), self.tensors[i].ty()),
             Item::Gap(g) => {
                 let g = &self.gaps[g];
@@ -1099,270 +856,4 @@ impl Archive {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::structure::*;
-    use super::*;
-    use crate::archive::safetensors::parse;
-    use crate::archive::writer::write_archive;
-    use crate::archive::{no_progress, verify, CompressOptions};
-    use crate::dsl::wire_version_of;
-
-    /// Files that are not archives are named for what they are (`brevis-tui
-    /// model.safetensors.index.json` said "wrong magic bytes").
-    #[test]
-    fn foreign_files_are_described() {
-        let what = |b: &[u8]| match parse_structure(b) {
-            Err(ArchiveError::NotArchive { what }) => what,
-            Err(e) => panic!("expected NotArchive, got {e:?}"),
-            Ok(_) => panic!("expected NotArchive, got an archive"),
-        };
-        assert_eq!(what(b""), "the file is empty (0 bytes)");
-        assert_eq!(
-            what(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]),
-            "it is a zstd frame"
-        );
-        assert!(what(&source()).starts_with("it looks like an uncompressed .safetensors file"));
-        let index =
-            br#"  {"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}"#;
-        assert!(what(index).starts_with("it looks like a JSON file, not an archive"));
-        assert_eq!(
-            what(b"PK\x03\x04zipfile"),
-            "wrong magic bytes [50 4b 03 04 7a 69 70 66] (expected \"BREVIS\\0\\0\")"
-        );
-        // A file cut inside the magic is a truncated archive (a tester saw "wrong magic
-        // bytes" for the first 5 bytes of one); other short files are still foreign.
-        assert!(matches!(
-            parse_structure(b"BREVI"),
-            Err(ArchiveError::Corrupt { what }) if what == "truncated: 5 bytes, fewer than the 48 of an empty archive"
-        ));
-        assert!(what(b"BREVX").starts_with("wrong magic bytes [42 52 45 56 58]"));
-        assert!(matches!(
-            parse_structure(b"B"),
-            Err(ArchiveError::Corrupt { what }) if what == "truncated: 1 byte, fewer than the 48 of an empty archive"
-        ));
-    }
-
-    /// What `parse_structure` says is wrong with `b`, which must be a damaged archive.
-    fn corrupt_what(b: &[u8]) -> String {
-        match parse_structure(b) {
-            Err(ArchiveError::Corrupt { what }) => what,
-            Err(e) => panic!("expected Corrupt, got {e:?}"),
-            Ok(_) => panic!("expected Corrupt, got an archive"),
-        }
-    }
-
-    /// An end marker a few bits off is called damaged, with its bytes and whether the
-    /// rest of the trailer holds; a cut archive still has its end marker missing.
-    #[test]
-    fn damaged_end_marker_is_named() {
-        let good = archive_of(&source(), 1);
-        let what = corrupt_what;
-        let mut flipped = good.clone();
-        let last = flipped.len() - 1;
-        flipped[last] ^= 0x01;
-        assert_eq!(
-            what(&flipped),
-            "the end marker is damaged: its 8 bytes are [42 52 56 49 4e 44 45 59], 1 bit off \
-             \"BRVINDEX\" (the rest of the trailer and the index are sound)"
-        );
-        // The marker and the index checksum both damaged.
-        flipped[last - 8] ^= 0x80;
-        assert!(what(&flipped).ends_with("1 bit off \"BRVINDEX\" (truncated or damaged archive)"));
-        let cut = &good[..good.len() - 5];
-        assert_eq!(
-            what(cut),
-            "the end marker is missing (truncated or damaged archive)"
-        );
-    }
-
-    /// Bytes appended to an archive are named as such, with where the archive ends (a
-    /// tester saw "the end marker is missing (truncated or damaged archive)"); a cut or a
-    /// damaged trailer is still called that, and a stray end marker in appended bytes is
-    /// not taken for the archive's end.
-    #[test]
-    fn appended_bytes_are_named() {
-        let good = archive_of(&source(), 1);
-        let what = corrupt_what;
-        let end = good.len();
-        let mut one = good.clone();
-        one.push(b'\n');
-        assert_eq!(
-            what(&one),
-            format!(
-                "the archive ends at byte {end} (its trailer is sound there) but the file \
-                 goes on: 1 byte after it (data appended to it? `truncate -s {end} FILE` \
-                 removes them)"
-            )
-        );
-        // Appended bytes that hold an end marker, and a second copy of the archive (its
-        // trailer places its index relative to its own start, so it is not sound here).
-        let mut more = good.clone();
-        more.extend_from_slice(b"xxBRVINDEXyy");
-        more.extend_from_slice(&good);
-        more.extend_from_slice(b"!!");
-        let tail = end + 14;
-        assert!(
-            what(&more).starts_with(&format!(
-                "the archive ends at byte {end} (its trailer is sound there) but the file \
-                 goes on: {tail} bytes after it"
-            )),
-            "{}",
-            what(&more)
-        );
-        // A copy of the archive appended to itself ends with an end marker, whose trailer
-        // places its index relative to the copy's start.
-        let doubled = [good.as_slice(), good.as_slice()].concat();
-        assert!(
-            what(&doubled).starts_with(&format!("the archive ends at byte {end} ")),
-            "{}",
-            what(&doubled)
-        );
-        let missing = "the end marker is missing (truncated or damaged archive)";
-        assert_eq!(what(&good[..end - 1]), missing);
-        let mut bad_sum = good.clone();
-        bad_sum[end - 9] ^= 1;
-        bad_sum.push(0);
-        assert_eq!(what(&bad_sum), missing);
-    }
-
-    /// A small source with a leading gap, an empty tensor, two dtypes and trailing bytes.
-    fn source() -> Vec<u8> {
-        let header = r#"{"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"e":{"dtype":"BF16","shape":[0,3],"data_offsets":[12,12]},"a":{"dtype":"BF16","shape":[3],"data_offsets":[12,18]}}  "#;
-        let mut v = (header.len() as u64).to_le_bytes().to_vec();
-        v.extend_from_slice(header.as_bytes());
-        v.extend_from_slice(&[9, 9, 9, 9]);
-        v.extend_from_slice(&1.5f32.to_le_bytes());
-        v.extend_from_slice(&(-0.0f32).to_le_bytes());
-        v.extend_from_slice(&[0x80, 0x3f, 0x00, 0x80, 0xc0, 0x7f]);
-        v.extend_from_slice(b"tail");
-        v
-    }
-
-    fn archive_of(src: &[u8], jobs: usize) -> Vec<u8> {
-        let parsed = parse(src).unwrap();
-        let opts = CompressOptions {
-            jobs: Some(jobs),
-            ..CompressOptions::default()
-        };
-        let mut out = Vec::new();
-        write_archive(&parsed, &mut out, &opts, &no_progress, Path::new("mem")).unwrap();
-        out
-    }
-
-    #[test]
-    fn round_trips_in_memory_and_decodes_tensors_alone() {
-        let src = source();
-        let bytes = archive_of(&src, 1);
-        assert_eq!(
-            bytes,
-            archive_of(&src, 3),
-            "thread count changed the archive"
-        );
-        let a = Archive::from_bytes(bytes, "mem").unwrap();
-        let names: Vec<&str> = a.tensors().iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["b", "e", "a"]);
-        assert_eq!(a.gaps().len(), 2);
-        assert_eq!(a.original_len(), src.len() as u64);
-        let i = a.find("a").unwrap();
-        assert_eq!(
-            a.decode_tensor(i).unwrap(),
-            [0x80, 0x3f, 0x00, 0x80, 0xc0, 0x7f]
-        );
-        assert_eq!(
-            a.decode_tensor(a.find("e").unwrap()).unwrap(),
-            Vec::<u8>::new()
-        );
-        assert_eq!(a.program(i).unwrap().ty(), Ty::new(16, 3));
-        assert!(a.decode_tensor(99).is_err());
-        let mut out = Vec::new();
-        a.write_original(&mut out, Some(2), &no_progress, Path::new("out"))
-            .unwrap();
-        assert_eq!(out, src);
-        assert!(verify(&a, Some(1), &no_progress).unwrap().is_ok());
-    }
-
-    /// A U8 tensor of 4,096 bytes: 512 pseudo-random bytes, then 64-byte copies of
-    /// earlier bytes at pseudo-random distances (back references pay; no period does).
-    fn reuse_source() -> Vec<u8> {
-        let mut x: u32 = 12345;
-        let mut next = || {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            x >> 8
-        };
-        let mut data: Vec<u8> = (0..512).map(|_| next() as u8).collect();
-        while data.len() < 4096 {
-            let from = next() as usize % (data.len() - 64);
-            let copy = data[from..from + 64].to_vec();
-            data.extend_from_slice(&copy);
-        }
-        let header = r#"{"r":{"dtype":"U8","shape":[4096],"data_offsets":[0,4096]}}    "#;
-        let mut v = (header.len() as u64).to_le_bytes().to_vec();
-        v.extend_from_slice(header.as_bytes());
-        v.extend_from_slice(&data);
-        v
-    }
-
-    #[test]
-    fn a_program_newer_than_the_declared_wire_version_is_refused() {
-        let src = reuse_source();
-        let good = archive_of(&src, 1);
-        let a = Archive::from_bytes(good.clone(), "mem").unwrap();
-        let i = a.find("r").unwrap();
-        assert_eq!(
-            a.decode_tensor(i).unwrap().as_slice(),
-            &src[src.len() - 4096..]
-        );
-        let node = a.program(i).unwrap();
-        assert_eq!(wire_version_of(&node), 2, "{node:?}");
-        // The wire version is under the file header's checksum: changed alone, the
-        // header is refused as damaged.
-        let mut old = good;
-        old[10..12].copy_from_slice(&1u16.to_le_bytes());
-        let e = Archive::from_bytes(old.clone(), "mem")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("the file header is damaged"), "{e}");
-        // The same archive with a sound header declaring wire version 1 opens, but the
-        // tensor is refused.
-        old[..format::FILE_HEADER_LEN].copy_from_slice(&format::file_header_of(4, 1));
-        let a = Archive::from_bytes(old, "mem").unwrap();
-        let e = a.decode_tensor(i).unwrap_err().to_string();
-        assert!(
-            e.contains("needs wire version 2, but the archive declares 1"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn hostile_archives_are_refused_without_panics() {
-        let good = archive_of(&source(), 1);
-        // Every truncation is refused at open.
-        for n in 0..good.len() {
-            assert!(
-                Archive::from_bytes(good[..n].to_vec(), "t").is_err(),
-                "prefix {n}"
-            );
-        }
-        // Every single-byte change is refused at open, or caught by decoding and the
-        // checksums; nothing panics.
-        for pos in 0..good.len() {
-            for flip in [0x01u8, 0x80, 0xff] {
-                let mut bad = good.clone();
-                bad[pos] ^= flip;
-                let Ok(a) = Archive::from_bytes(bad, "t") else {
-                    continue;
-                };
-                // Every byte is covered by a checksum (the file header's own since format
-                // 4): verification must fail.
-                let report = verify(&a, Some(1), &no_progress).unwrap();
-                assert!(!report.is_ok(), "byte {pos} ^ {flip:#x} went unnoticed");
-                // Restoring checks the original bytes only: it either fails or is exact.
-                let mut out = Vec::new();
-                let restored = a.write_original(&mut out, Some(1), &no_progress, Path::new("o"));
-                if restored.is_ok() {
-                    assert_eq!(out, source(), "byte {pos} ^ {flip:#x} decoded wrongly");
-                }
-            }
-        }
-    }
-}
+mod tests;

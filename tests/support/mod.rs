@@ -1,12 +1,14 @@
 //! Helpers the test crates share, each crate declaring `mod support;`: where the corpus
 //! and the cases are, running the `brevis` binary and reading what it prints, and
-//! fixtures ([`safetensors_bytes`]). Fine-tunes made from real weights are in
+//! fixtures ([`safetensors_bytes`]), and driving the TUI's app ([`tui`]). Fine-tunes made from real weights are in
 //! `finetune.rs`, included by path where they are needed (`examples/finetunes.rs` shares
 //! it).
 
 #![allow(dead_code)]
 
 mod safetensors;
+#[cfg(feature = "tui")]
+pub mod tui;
 
 #[allow(unused_imports)]
 pub use safetensors::safetensors_bytes;
@@ -109,6 +111,16 @@ pub fn ok(o: &Output) {
         o.status.code(),
         stderr(o)
     );
+}
+
+/// A run's exit code, standard output and standard error, for an assertion's message.
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// The JSON a successful run printed on standard output.

@@ -71,7 +71,7 @@ impl Archive {
                         if unit.first {
                             region.reset();
                             if unit.item == Item::Header {
-                                let field = self.header_len.to_le_bytes();
+                                let field = self.head.header_len.to_le_bytes();
                                 hasher.update(&field);
                                 out.write_all(&field).map_err(write_err)?;
                             }
@@ -103,11 +103,11 @@ impl Archive {
             &|| false,
         )?;
         let actual = hasher.digest();
-        if actual != self.file_checksum {
+        if actual != self.head.file_checksum {
             return Err(Error::Mismatch {
                 path: self.path.clone(),
                 region: "whole file".to_string(),
-                expected: self.file_checksum,
+                expected: self.head.file_checksum,
                 actual,
             });
         }
@@ -174,7 +174,7 @@ impl Archive {
         persist(tmp, output, opts.force)?;
         Ok(DecompressSummary {
             output: output.to_path_buf(),
-            original_bytes: self.original_len,
+            original_bytes: self.head.original_len,
             records_intact,
             damaged,
         })
@@ -215,7 +215,7 @@ impl Archive {
         w.flush().map_err(|e| Error::io(path, "cannot write", e))?;
         Ok(DecompressSummary {
             output: path.to_path_buf(),
-            original_bytes: self.original_len,
+            original_bytes: self.head.original_len,
             records_intact: self.records_intact(),
             damaged,
         })
@@ -328,7 +328,7 @@ impl Archive {
                     region_damaged = false;
                     len = self.item_original_bytes(u.item);
                     if u.item == Item::Header {
-                        let field = self.header_len.to_le_bytes();
+                        let field = self.head.header_len.to_le_bytes();
                         hasher.update(&field);
                         out.write_all(&field).map_err(write_err)?;
                         pos += 8;
@@ -477,11 +477,12 @@ impl Archive {
         )?;
         let actual = hasher.digest();
         // An archive opened without its index has no whole-file checksum to check.
-        if damaged.is_empty() && self.indexless.is_none() && actual != self.file_checksum {
+        if damaged.is_empty() && self.head.indexless.is_none() && actual != self.head.file_checksum
+        {
             return Err(Error::Mismatch {
                 path: self.path.clone(),
                 region: "whole file".to_string(),
-                expected: self.file_checksum,
+                expected: self.head.file_checksum,
                 actual,
             });
         }

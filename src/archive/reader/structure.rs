@@ -16,26 +16,13 @@ use std::sync::Arc;
 
 /// Everything [`parse_structure`] learns from an archive.
 pub(super) struct Structure {
-    pub(super) header_len: u64,
-    pub(super) header_checksum: u64,
-    pub(super) header_record: Range<usize>,
-    pub(super) header_program: Range<usize>,
-    pub(super) original_len: u64,
-    pub(super) file_checksum: u64,
-    pub(super) records_checksum: u64,
-    pub(super) records_end: usize,
-    pub(super) version: u16,
-    pub(super) wire: u16,
-    pub(super) file_name: Option<String>,
-    pub(super) settings: Vec<Settings>,
-    pub(super) sources: Vec<SourceEntry>,
+    pub(super) head: Head,
     pub(super) tensors: Vec<TensorEntry>,
     pub(super) gaps: Vec<GapEntry>,
     pub(super) groups: Vec<GroupEntry>,
     pub(super) items: Vec<Item>,
     pub(super) regions: HashMap<Item, Arc<[RegionSpan]>>,
     pub(super) lost: Vec<LostEntry>,
-    pub(super) indexless: Option<String>,
 }
 
 /// Bytes before the end of an archive searched for its trailer when the file does not end
@@ -401,26 +388,28 @@ pub(super) fn parse_structure(bytes: &[u8]) -> Result<Structure, ArchiveError> {
         )));
     }
     Ok(Structure {
-        header_len,
-        header_checksum,
-        header_record: ranges[0].clone(),
-        header_program,
-        original_len: index.original_len,
-        file_checksum: index.file_checksum,
-        records_checksum: index.records_checksum,
-        records_end: index_offset as usize,
-        version,
-        wire,
-        file_name: None,
-        settings: Vec::new(),
-        sources: Vec::new(),
+        head: Head {
+            header_len,
+            header_checksum,
+            header_record: ranges[0].clone(),
+            header_program,
+            original_len: index.original_len,
+            file_checksum: index.file_checksum,
+            records_checksum: index.records_checksum,
+            records_end: index_offset as usize,
+            version,
+            wire,
+            file_name: None,
+            settings: Vec::new(),
+            sources: Vec::new(),
+            indexless: None,
+        },
         tensors,
         gaps,
         groups: Vec::new(),
         items,
         regions: HashMap::new(),
         lost: Vec::new(),
-        indexless: None,
     })
 }
 
@@ -857,22 +846,28 @@ pub(super) fn parse_walk(bytes: &[u8], why: &str) -> Result<Structure, ArchiveEr
     }))
 }
 
-/// The fields of a [`Structure`] that do not come from laying records over items.
-struct Head {
-    header_len: u64,
-    header_checksum: u64,
-    header_record: Range<usize>,
-    header_program: Range<usize>,
-    original_len: u64,
-    file_checksum: u64,
-    records_checksum: u64,
-    records_end: usize,
-    version: u16,
-    wire: u16,
-    file_name: Option<String>,
-    settings: Vec<Settings>,
-    sources: Vec<SourceEntry>,
-    indexless: Option<String>,
+/// What an archive's file header, trailer, index and header record say: the fields of a
+/// [`Structure`] (and of the `Archive` it opens) that do not come from laying records
+/// over items.
+pub(super) struct Head {
+    pub(super) header_len: u64,
+    pub(super) header_checksum: u64,
+    pub(super) header_record: Range<usize>,
+    pub(super) header_program: Range<usize>,
+    pub(super) original_len: u64,
+    pub(super) file_checksum: u64,
+    pub(super) records_checksum: u64,
+    pub(super) records_end: usize,
+    pub(super) version: u16,
+    /// The program wire version the file header declares (bytes 10..12).
+    pub(super) wire: u16,
+    pub(super) file_name: Option<String>,
+    pub(super) settings: Vec<Settings>,
+    /// The sources reference records take tensors from (version 3).
+    pub(super) sources: Vec<SourceEntry>,
+    /// For an archive opened without its index ([`Archive::open_for_salvage`]): what is
+    /// wrong with it, and where the records found end.
+    pub(super) indexless: Option<String>,
 }
 
 /// A record as [`Assign::place`] takes it.
@@ -1208,26 +1203,13 @@ impl<'b> Assign<'b> {
 
     fn into_structure(self, h: Head) -> Structure {
         Structure {
-            header_len: h.header_len,
-            header_checksum: h.header_checksum,
-            header_record: h.header_record,
-            header_program: h.header_program,
-            original_len: h.original_len,
-            file_checksum: h.file_checksum,
-            records_checksum: h.records_checksum,
-            records_end: h.records_end,
-            version: h.version,
-            wire: h.wire,
-            file_name: h.file_name,
-            settings: h.settings,
-            sources: h.sources,
+            head: h,
             tensors: self.tensors,
             gaps: self.gaps,
             groups: self.groups,
             items: self.items,
             regions: self.regions,
             lost: self.lost,
-            indexless: h.indexless,
         }
     }
 }
