@@ -1,4 +1,6 @@
 use super::*;
+use crate::dsl::wire::Sink;
+use crate::tensor::Dtype;
 
 #[test]
 fn records_round_trip() {
