@@ -9,6 +9,7 @@
 //! with the stored xxh3-64 checksum.
 
 mod entries;
+mod items;
 mod restore;
 mod source;
 pub(crate) mod stream;
@@ -19,7 +20,8 @@ pub use entries::{
     DamagedRegion, DecompressOptions, DecompressSummary, GapEntry, GroupEntry, Reference,
     RegionSpan, TensorEntry, MAX_REGION_BYTES,
 };
-use structure::{parse_structure, parse_walk, within_wire, Head, Structure};
+use items::{Head, Structure};
+use structure::{parse_structure, parse_walk, within_wire};
 
 use super::base::OpenedSource;
 use super::format::{self, Settings, SourceEntry};
