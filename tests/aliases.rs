@@ -74,12 +74,12 @@ fn cli_round_trip(dir: &Path, name: &str, src: &[u8]) -> PathBuf {
     let output = dir.join(format!("{name}.out"));
     std::fs::write(&input, src).unwrap();
     let o = brevis_env(
-        &[Path::new("compress"), &input, Path::new("-o"), &archive],
+        [Path::new("compress"), &input, Path::new("-o"), &archive],
         &[],
     );
     assert!(o.status.success(), "compress {name}: {}", text(&o));
     let o = brevis_env(
-        &[Path::new("decompress"), &archive, Path::new("-o"), &output],
+        [Path::new("decompress"), &archive, Path::new("-o"), &output],
         &[],
     );
     assert!(o.status.success(), "decompress {name}: {}", text(&o));
@@ -163,12 +163,12 @@ fn shards_sharing_bytes_across_dtypes_restore() {
     let archive = dir.path().join("ckpt.brv");
     let restored = dir.path().join("restored");
     let o = brevis_env(
-        &[Path::new("compress"), &ckpt, Path::new("-o"), &archive],
+        [Path::new("compress"), &ckpt, Path::new("-o"), &archive],
         &[],
     );
     assert!(o.status.success(), "compress: {}", text(&o));
     let o = brevis_env(
-        &[
+        [
             Path::new("decompress"),
             &archive,
             Path::new("-o"),
@@ -216,7 +216,7 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     ];
     for (fault, names) in cases {
         let o = brevis_env(
-            &[Path::new("compress"), &input, Path::new("-o"), &archive],
+            [Path::new("compress"), &input, Path::new("-o"), &archive],
             &[("BREVIS_TEST_FAULT", fault)],
         );
         assert_eq!(o.status.code(), Some(1), "{fault}: {}", text(&o));
@@ -237,7 +237,7 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     // --force over an existing archive: refused, and the old archive is untouched.
     std::fs::write(&archive, b"old").unwrap();
     let o = brevis_env(
-        &[
+        [
             Path::new("compress"),
             &input,
             Path::new("-o"),
@@ -252,7 +252,7 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     // user got), and decompress refuses it.
     std::fs::remove_file(&archive).unwrap();
     let o = brevis_env(
-        &[
+        [
             Path::new("compress"),
             &input,
             Path::new("-o"),
@@ -264,7 +264,7 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     assert!(o.status.success(), "{}", text(&o));
     let out = dir.path().join("w1.out");
     let o = brevis_env(
-        &[Path::new("decompress"), &archive, Path::new("-o"), &out],
+        [Path::new("decompress"), &archive, Path::new("-o"), &out],
         &[],
     );
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
@@ -282,7 +282,7 @@ fn wrong_programs_fall_back_to_literals() {
     std::fs::write(&input, &src).unwrap();
     let archive = dir.path().join("w1.brv");
     let o = brevis_env(
-        &[Path::new("compress"), &input, Path::new("-o"), &archive],
+        [Path::new("compress"), &input, Path::new("-o"), &archive],
         &[("BREVIS_TEST_FAULT", "bad-program")],
     );
     assert!(o.status.success(), "{}", text(&o));

@@ -25,7 +25,7 @@ fn os(s: &str) -> &std::ffi::OsStr {
 
 /// `brevis CMD INPUT -o OUTPUT`.
 fn brevis_to(cmd: &str, input: &Path, output: &Path) -> Output {
-    brevis(&[os(cmd), input.as_os_str(), os("-o"), output.as_os_str()])
+    brevis([os(cmd), input.as_os_str(), os("-o"), output.as_os_str()])
 }
 
 /// Compresses `input` to `archive` and decompresses that to `restored`; the error names
@@ -142,7 +142,7 @@ fn check_row(row: &Row) -> Vec<String> {
                     back.len()
                 ));
             }
-            let v = brevis(&[
+            let v = brevis([
                 os("verify"),
                 archive.as_os_str(),
                 os("--against"),
@@ -235,7 +235,7 @@ fn check_folder_roundtrip(input: &Path, tmp: &Path) -> Vec<String> {
         }
     }
     for cmd in ["verify", "ls"] {
-        let v = brevis(&[os(cmd), archive.as_os_str()]);
+        let v = brevis([os(cmd), archive.as_os_str()]);
         if !v.status.success() {
             problems.push(format!("{cmd} failed: {}", stderr(&v)));
         }

@@ -168,7 +168,7 @@ fn salvage_on_the_command_line_names_the_region() {
     bad[r.program.end - 3] ^= 0x01;
     std::fs::write(&path, bad).unwrap();
     let out = dir.path().join("out.safetensors");
-    let o = brevis(&[
+    let o = brevis([
         Path::new("decompress"),
         Path::new("--salvage"),
         &path,
@@ -231,7 +231,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
         let cut_path = dir.path().join(format!("cut{percent}.brv"));
         std::fs::write(&cut_path, &good[..cut]).unwrap();
         let out_path = dir.path().join(format!("cut{percent}.safetensors"));
-        let o = brevis(&[
+        let o = brevis([
             Path::new("decompress"),
             Path::new("--salvage"),
             &cut_path,
@@ -252,7 +252,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
         );
     }
     // Without --salvage a cut archive is refused, as before.
-    let o = brevis(&[Path::new("decompress"), &dir.path().join("cut50.brv")]);
+    let o = brevis([Path::new("decompress"), &dir.path().join("cut50.brv")]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
@@ -299,7 +299,7 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     .unwrap();
     std::fs::write(ckpt.join("config.json"), b"{\"hidden\": 384}\n").unwrap();
     let archive = dir.path().join("ckpt.brv");
-    let o = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    let o = brevis([Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
     assert!(o.status.success(), "{}", text(&o));
 
     let f = Folder::open(&archive).unwrap();
@@ -319,10 +319,10 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     std::fs::write(archive.join("config.json"), b"{\"hidden\": 385}\n").unwrap();
 
     let out = dir.path().join("restored");
-    let o = brevis(&[Path::new("decompress"), &archive, Path::new("-o"), &out]);
+    let o = brevis([Path::new("decompress"), &archive, Path::new("-o"), &out]);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!out.exists());
-    let o = brevis(&[
+    let o = brevis([
         Path::new("decompress"),
         Path::new("--salvage"),
         &archive,

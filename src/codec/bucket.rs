@@ -49,6 +49,12 @@
 //! counts ([`encode_counted`]); the counts also give a lower bound on the body's length
 //! ([`Counts::bound_len`]), so a caller choosing among codings encodes only those the
 //! bound does not rule out.
+//!
+//! Why one file of some 1,300 lines (its tests are in `bucket/tests.rs`, its SIMD build
+//! in `bucket/simd.rs`): the body layout, the counting pass, the encoder, the lower bound,
+//! the block decoder and the reference decoder all follow one bucket and context rule,
+//! and the two decoders must give the same words or the same error; they are kept side by
+//! side so the encoder and both decoders are read (and changed) together.
 
 use super::bitio::{peek64, BitReader};
 use super::table::Word;
