@@ -8,13 +8,13 @@
 //! [`crate::dsl`], [`crate::codec`] or [`crate::synth`], only [`crate::error`] and
 //! [`crate::shown`].
 //!
-//! - [`input`]: [`regular_file`], [`map_file`], the truncation guard, [`release_pages`].
+//! - [`input`]: `regular_file`, `map_file`, the truncation guard, `release_pages`.
 //! - [`target`]: where an output goes ([`Target`]) and the checks it passes
 //!   ([`check_output`]); [`write_target`], [`write_output_file`].
-//! - [`temp`]: temporary files and folders, [`persist`], [`remove_temporary_files`].
+//! - [`temp`]: temporary files and folders, `persist`, [`remove_temporary_files`].
 //! - [`stale`]: the temporaries a killed run left ([`stale_temporaries`]).
-//! - [`sync_ahead`]: a buffered writer that syncs in the background ([`SyncAhead`]).
-//! - [`blocks`]: the archive's block writer with direct I/O ([`OutputFile`]).
+//! - `sync_ahead`: a buffered writer that syncs in the background (`SyncAhead`).
+//! - `blocks`: the archive's block writer with direct I/O (`OutputFile`).
 
 pub(crate) mod blocks;
 pub mod input;

@@ -34,7 +34,7 @@
 //!
 //! Before anything is written, the index (if any) is checked against the shards: a shard
 //! it names that is missing, or a tensor it maps to a shard that does not hold it, is
-//! refused with a message naming them ([`Error::Invalid`] with the index as path, kind
+//! refused with a message naming them ([`Error::Invalid`](crate::Error::Invalid) with the index as path, kind
 //! `invalid_source`).
 
 mod compress;

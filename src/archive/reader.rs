@@ -145,7 +145,7 @@ impl Archive {
     }
 
     /// Bytes read from the archive's store so far (an archive opened by
-    /// [`Archive::open_url`]); its length for one opened otherwise.
+    /// [`Archive::open_url`](crate::archive::Archive::open_url)); its length for one opened otherwise.
     pub fn bytes_read(&self) -> u64 {
         match &self.bytes {
             #[cfg(feature = "object-store")]

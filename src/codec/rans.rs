@@ -1,5 +1,5 @@
 //! Static order-0 rANS over the distinct words of a stream (at most
-//! [`MAX_TABLE_SYMBOLS`]): interleaved 32-bit states (1, 2 or 4 by stream length),
+//! [`MAX_TABLE_SYMBOLS`](crate::codec::MAX_TABLE_SYMBOLS)): interleaved 32-bit states (1, 2 or 4 by stream length),
 //! byte-wise renormalization,
 //! frequencies quantized to a total of `M = 2^s` (`s` in 1..=16, chosen by the encoder).
 //! Duda, "Asymmetric numeral systems" (2013); the encoder's division-free step follows

@@ -167,7 +167,7 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// still writing and returns how many it removed. For a signal handler (SIGINT,
 /// SIGTERM) that ends the process: an interrupted run then leaves nothing behind. A run
 /// killed with SIGKILL cannot clean up; its temporary file or folder, named with its
-/// process id, is reported by the next run's [`stale_temporaries`].
+/// process id, is reported by the next run's [`stale_temporaries`](crate::files::stale_temporaries).
 ///
 /// Both lists stay locked from then on, so no thread of this process creates another
 /// temporary file or folder, or renames one into place, before the caller exits (a

@@ -45,7 +45,7 @@ pub struct FolderSummary {
 /// layout). Shards are compressed one after another, each on `opts.jobs` threads.
 ///
 /// # Errors
-/// As [`check_index`] if the folder's index names a missing shard or tensor;
+/// As [`check_index`](crate::archive::folder::check_index) if the folder's index names a missing shard or tensor;
 /// [`Error::OutputExists`] if `output` exists and `opts.force` is false; as
 /// [`compress_file`] for each shard; [`Error::Io`] if a file cannot be read or written.
 pub fn compress_folder(

@@ -160,7 +160,7 @@ pub(super) fn stored_names(files: &[FolderFile]) -> BTreeSet<&str> {
 }
 
 /// The manifest of a compressed folder whose entries are `files` (in path order), as
-/// [`compress_folder`] writes it (`output` only labels errors): what a job that
+/// [`compress_folder`](crate::archive::folder::compress_folder) writes it (`output` only labels errors): what a job that
 /// compresses the shards elsewhere (one task per shard, [`file_entry`] for each file)
 /// writes, create-only, as its commit.
 ///

@@ -10,7 +10,7 @@ use super::sources::{RefOp, SourceEntry, SourceRole};
 use crate::dsl::wire::Sink;
 use crate::dsl::Ty;
 
-/// One region of a version-4 regions record ([`KIND_REGIONS`]): the child of the
+/// One region of a version-4 regions record ([`KIND_REGIONS`](crate::archive::format::KIND_REGIONS)): the child of the
 /// record's root `concat` that restores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RegionHead {

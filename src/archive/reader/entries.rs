@@ -45,9 +45,9 @@ pub struct TensorEntry {
     pub program: Range<usize>,
     /// Name of the program's root operator (`lit`, `merge`, ...), read from its tag.
     pub root_op: &'static str,
-    /// The group record it is stored in, an index into [`Archive::groups`].
+    /// The group record it is stored in, an index into [`Archive::groups`](crate::archive::Archive::groups).
     pub group: Option<usize>,
-    /// The tensor (an index into [`Archive::tensors`]) whose record this one's copies.
+    /// The tensor (an index into [`Archive::tensors`](crate::archive::Archive::tensors)) whose record this one's copies.
     pub copy_of: Option<usize>,
     /// The search settings that built its record (version-1 archives do not say).
     pub settings: Option<Settings>,
@@ -160,12 +160,12 @@ mod group_share_tests {
 }
 
 /// What a reference record codes its tensor against (docs/design.md §12): tensor
-/// `tensor` (in data order) of source `source` (an index into [`Archive::sources`]),
+/// `tensor` (in data order) of source `source` (an index into [`Archive::sources`](crate::archive::Archive::sources)),
 /// whose bytes have xxh3-64 `source_checksum`; the record's program restores the
 /// residual, which [`RefOp`] combines with the source tensor's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reference {
-    /// Index into [`Archive::sources`].
+    /// Index into [`Archive::sources`](crate::archive::Archive::sources).
     pub source: usize,
     /// Position of the source's tensor among the source's tensors, in data order.
     pub tensor: u64,
@@ -179,7 +179,7 @@ pub struct Reference {
 /// as one stream (the concatenation of their words) by one program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupEntry {
-    /// Its tensors, a range of indices into [`Archive::tensors`] (consecutive in data
+    /// Its tensors, a range of indices into [`Archive::tensors`](crate::archive::Archive::tensors) (consecutive in data
     /// order).
     pub tensors: Range<usize>,
     /// Start of its bytes in the data region.
@@ -274,7 +274,7 @@ pub struct DecompressOptions {
     /// record cannot be salvaged (it names every tensor).
     pub salvage: bool,
     /// The base checkpoint the archive was coded against (`--base`), attached before
-    /// anything is written ([`Archive::attach_base`]).
+    /// anything is written ([`Archive::attach_base`](crate::archive::Archive::attach_base)).
     pub base: Option<Arc<BaseSet>>,
 }
 
@@ -299,7 +299,7 @@ pub struct DamagedRegion {
     pub reason: String,
 }
 
-/// What [`Archive::decompress_to`] did.
+/// What [`Archive::decompress_to`](crate::archive::Archive::decompress_to) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecompressSummary {
     /// The file written.
@@ -307,7 +307,7 @@ pub struct DecompressSummary {
     /// Its length in bytes.
     pub original_bytes: u64,
     /// Whether the archive's records hash to their stored checksum
-    /// ([`Archive::records_intact`]); damage there (a name, a shape) can leave the
+    /// ([`Archive::records_intact`](crate::archive::Archive::records_intact)); damage there (a name, a shape) can leave the
     /// restored bytes, which their own checksums prove, untouched.
     pub records_intact: bool,
     /// With [`DecompressOptions::salvage`]: the regions zero-filled because they did not

@@ -28,7 +28,7 @@ pub struct CompressOptions {
     /// ([`SearchOptions::prior_matters`]). Never changes what a program serializes to.
     pub prior: PriorChoice,
     /// The source's file name, stored in the archive for `decompress` to restore (no
-    /// folders). [`compress_file`] sets it from its input when `None`.
+    /// folders). [`compress_file`](crate::archive::compress_file) sets it from its input when `None`.
     pub file_name: Option<String>,
     /// What the file's tensors may be coded against (a base checkpoint, earlier shards
     /// of its folder): an archive with any reference record is format version 3.
@@ -166,7 +166,7 @@ impl RegionStat {
     }
 }
 
-/// What [`compress_file`] did.
+/// What [`compress_file`](crate::archive::compress_file) did.
 #[derive(Clone, Debug)]
 pub struct CompressSummary {
     /// The source file.
