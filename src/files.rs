@@ -23,7 +23,7 @@ pub(crate) mod sync_ahead;
 pub mod target;
 pub mod temp;
 
-pub(crate) use blocks::OutputFile;
+pub(crate) use blocks::{write_all_at, OutputFile};
 pub(crate) use input::{map_file, regular_file, release_pages};
 pub use stale::{stale_temporaries, StaleTemporary};
 pub(crate) use sync_ahead::SyncAhead;

@@ -6,7 +6,7 @@
 use super::cursor::Cursor;
 use super::layout::{KIND_COPY, KIND_DATA, KIND_HEADER, KIND_REF};
 use super::settings::{read_settings_list, write_settings, Settings};
-use super::sources::{RefOp, SourceEntry, SourceRole};
+use super::sources::{read_source, RefOp, SourceEntry};
 use crate::dsl::wire::Sink;
 use crate::dsl::Ty;
 
@@ -122,6 +122,26 @@ pub fn copy_allowed(version: u16, target: Ty, copy: Ty) -> bool {
     target == copy
 }
 
+/// The fields of a reference record after its kind (formats 3 and 4), `c` at its
+/// checksum: the checksum, source, tensor, source tensor's checksum and op; its program
+/// runs to byte `end` of the record.
+pub(super) fn read_ref(c: &mut Cursor<'_>, end: usize) -> Result<RecordV2, String> {
+    let checksum = c.u64()?;
+    let source = c.uleb()?;
+    let tensor = c.uleb()?;
+    let source_checksum = c.u64()?;
+    let op = c.u8()?;
+    let op = RefOp::from_u8(op).ok_or_else(|| format!("unknown reference op {op}"))?;
+    Ok(RecordV2::Ref {
+        checksum,
+        source,
+        tensor,
+        source_checksum,
+        op,
+        program: c.pos()..end,
+    })
+}
+
 /// Reads one record of a version-2 or version-3 archive from exactly its bytes
 /// (reference records only in version 3). Allocates nothing.
 pub fn read_record_v2(bytes: &[u8], version: u16) -> Result<RecordV2, String> {
@@ -149,22 +169,7 @@ pub fn read_record_v2(bytes: &[u8], version: u16) -> Result<RecordV2, String> {
             c.finish()?;
             RecordV2::Copy { of }
         }
-        KIND_REF if version >= 3 => {
-            let checksum = c.u64()?;
-            let source = c.uleb()?;
-            let tensor = c.uleb()?;
-            let source_checksum = c.u64()?;
-            let op = c.u8()?;
-            let op = RefOp::from_u8(op).ok_or_else(|| format!("unknown reference op {op}"))?;
-            RecordV2::Ref {
-                checksum,
-                source,
-                tensor,
-                source_checksum,
-                op,
-                program: rest(&c),
-            }
-        }
+        KIND_REF if version >= 3 => read_ref(&mut c, bytes.len())?,
         k => return Err(format!("unknown record kind {k}")),
     };
     Ok(rec)
@@ -261,21 +266,7 @@ pub fn read_index_v2(bytes: &[u8], version: u16) -> Result<IndexV2, String> {
         }
         sources.reserve_exact(n);
         for _ in 0..n {
-            let role = c.u8()?;
-            let role =
-                SourceRole::from_u8(role).ok_or_else(|| format!("unknown source role {role}"))?;
-            let len = c.uleb()?;
-            let name = std::str::from_utf8(c.take(len)?)
-                .map_err(|_| "a source's name is not UTF-8".to_string())?
-                .to_string();
-            let original_len = c.uleb()?;
-            let checksum = c.u64()?;
-            sources.push(SourceEntry {
-                role,
-                name,
-                original_len,
-                checksum,
-            });
+            sources.push(read_source(&mut c)?);
         }
     }
     // Each record takes at least three bytes: its length, its item count and its

@@ -7,7 +7,7 @@ use super::cursor::Cursor;
 use super::layout::{KIND_COPY, KIND_DATA, KIND_HEADER, KIND_REF, KIND_REGIONS, RECORD_MARKER};
 use super::settings::{read_settings_list, write_settings, Settings};
 use super::sources::{put_source, read_source, RefOp, SourceEntry};
-use super::v2::{read_record_lens, RecordV2, RegionHead, REGION_HEAD_MIN_BYTES};
+use super::v2::{read_record_lens, read_ref, RecordV2, RegionHead, REGION_HEAD_MIN_BYTES};
 use crate::dsl::wire::Sink;
 
 /// The fields of a version-4 header record (record 0) before its program.
@@ -331,22 +331,7 @@ pub(super) fn parse_record_v4(bytes: &[u8], total: usize) -> Result<RecordV4, St
             }
             RecordV2::Copy { of }
         }
-        KIND_REF => {
-            let checksum = c.u64()?;
-            let source = c.uleb()?;
-            let tensor = c.uleb()?;
-            let source_checksum = c.u64()?;
-            let op = c.u8()?;
-            let op = RefOp::from_u8(op).ok_or_else(|| format!("unknown reference op {op}"))?;
-            RecordV2::Ref {
-                checksum,
-                source,
-                tensor,
-                source_checksum,
-                op,
-                program: rest(&c),
-            }
-        }
+        KIND_REF => read_ref(&mut c, total)?,
         k => return Err(format!("unknown record kind {k}")),
     };
     Ok(RecordV4::Other { items, record })

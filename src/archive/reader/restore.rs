@@ -8,7 +8,9 @@ use super::Archive;
 use crate::archive::pool::resolve_jobs;
 use crate::archive::progress::ProgressEvent;
 use crate::error::{ArchiveError, Error, Result};
-use crate::files::{check_output, open_direct, persist, temp_beside, SyncAhead, Target};
+use crate::files::{
+    check_output, open_direct, persist, temp_beside, write_all_at, SyncAhead, Target,
+};
 use crate::hash::Xxh3;
 use std::fs::File;
 use std::io::Write;
@@ -511,24 +513,10 @@ fn zero_fill(file: &File, damaged: &[DamagedRegion], name: &Path) -> Result<()> 
         let end = d.offset + d.bytes;
         while at < end {
             let k = (end - at).min(ZEROS.len() as u64) as usize;
-            write_at(file, &ZEROS[..k], at).map_err(|e| Error::io(name, "cannot write", e))?;
+            write_all_at(file, &ZEROS[..k], at).map_err(|e| Error::io(name, "cannot write", e))?;
             at += k as u64;
         }
     }
     file.sync_all()
         .map_err(|e| Error::io(name, "cannot sync", e))
-}
-
-fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
-    }
-    #[cfg(not(unix))]
-    {
-        use std::io::{Seek, SeekFrom};
-        let mut f = file;
-        f.seek(SeekFrom::Start(offset))?;
-        f.write_all(bytes)
-    }
 }
