@@ -21,8 +21,8 @@
 //! whose decoding then reports the error exactly as for an unsplit region.
 
 use super::entries::{Item, RegionSpan, MAX_REGION_BYTES};
-use super::format::Cursor;
 use super::Archive;
+use crate::archive::format::Cursor;
 use crate::archive::pool::build_pool;
 use crate::archive::progress::ProgressEvent;
 use crate::dsl::fused::execute_into;
