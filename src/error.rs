@@ -17,7 +17,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An operating-system error on a file.
-    #[error("{}: {what}: {source}", crate::archive::shown_path(path))]
+    #[error("{}: {what}: {source}", crate::shown::shown_path(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -28,7 +28,7 @@ pub enum Error {
         source: io::Error,
     },
     /// The source file is not a valid `.safetensors` file.
-    #[error("{}: {source}", crate::archive::shown_path(path))]
+    #[error("{}: {source}", crate::shown::shown_path(path))]
     Source {
         /// The source file.
         path: PathBuf,
@@ -37,7 +37,7 @@ pub enum Error {
         source: Box<SourceError>,
     },
     /// The archive is damaged, truncated, or not a `.brv` archive.
-    #[error("{}: {source}", crate::archive::shown_path(path))]
+    #[error("{}: {source}", crate::shown::shown_path(path))]
     Archive {
         /// The archive file.
         path: PathBuf,
@@ -48,7 +48,7 @@ pub enum Error {
     /// Decoded bytes do not match the checksum stored when the archive was written.
     #[error(
         "{}: {region}: checksum mismatch: stored {expected:016x}, decoded {actual:016x}",
-        crate::archive::shown_path(path)
+        crate::shown::shown_path(path)
     )]
     Mismatch {
         /// The archive file.
@@ -61,13 +61,13 @@ pub enum Error {
         actual: u64,
     },
     /// The output file exists and replacing it was not allowed.
-    #[error("{}: already exists", crate::archive::shown_path(path))]
+    #[error("{}: already exists", crate::shown::shown_path(path))]
     OutputExists {
         /// The output file.
         path: PathBuf,
     },
     /// The output would overwrite the input.
-    #[error("{}: output is the input file", crate::archive::shown_path(path))]
+    #[error("{}: output is the input file", crate::shown::shown_path(path))]
     SameFile {
         /// The file given as both input and output.
         path: PathBuf,
@@ -78,7 +78,7 @@ pub enum Error {
     /// that takes it.
     #[error(
         "{} is {found}, not {expected} (did you mean `{command}`?)",
-        crate::archive::shown_path(path)
+        crate::shown::shown_path(path)
     )]
     WrongKind {
         /// The input.
@@ -94,7 +94,7 @@ pub enum Error {
     /// damaged folder manifest, a checkpoint whose index names a missing shard, a path
     /// that is neither a folder nor a shard index): worded as [`Error::Io`] is, with a
     /// stable [`Error::kind`] of its own.
-    #[error("{}: {what}: {detail}", crate::archive::shown_path(path))]
+    #[error("{}: {what}: {detail}", crate::shown::shown_path(path))]
     Invalid {
         /// The file or folder.
         path: PathBuf,
@@ -116,7 +116,7 @@ pub enum Error {
         message: String,
     },
     /// Something that should never happen: a bug, reported instead of a panic.
-    #[error("{}: internal error: {what}", crate::archive::shown_path(path))]
+    #[error("{}: internal error: {what}", crate::shown::shown_path(path))]
     Internal {
         /// The file being processed.
         path: PathBuf,

@@ -254,6 +254,25 @@ macro_rules! with_buf {
         }
     };
 }
+pub use crate::with_buf;
+
+/// ZigZag of a `width`-bit word: its two's-complement value `v` as `2v` (`v >= 0`) or
+/// `-2v - 1` (`v < 0`), so small magnitudes of either sign become small words. The
+/// bijection behind `map zigzag` ([`crate::dsl::MapFn::ZigZag`]) and the bucket codec's
+/// signed fields.
+#[inline]
+pub fn zigzag(x: u64, width: u32) -> u64 {
+    let m = mask(width);
+    let sign = (x >> (width - 1)) & 1;
+    ((x << 1) ^ sign.wrapping_neg()) & m
+}
+
+/// The inverse of [`zigzag`] on `width`-bit words.
+#[inline]
+pub fn unzigzag(y: u64, width: u32) -> u64 {
+    let m = mask(width);
+    ((y >> 1) ^ (y & 1).wrapping_neg()) & m
+}
 
 /// Number of bytes of the container for a width: 1, 2, 4 or 8.
 #[inline]
@@ -580,6 +599,24 @@ fn put_le<T: Copy, const N: usize>(v: &[T], out: &mut Vec<u8>, f: impl Fn(T) -> 
     }
 }
 
+/// The words as little-endian bytes of their container (8, 16, 32 or 64 bits), reusing
+/// the buffer for bytes.
+pub(crate) fn words_into_le_bytes(words: Words) -> Vec<u8> {
+    fn go<const N: usize, T: Copy>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        let mut out = vec![0u8; v.len() * N];
+        for (c, &x) in out.chunks_exact_mut(N).zip(v) {
+            c.copy_from_slice(&f(x));
+        }
+        out
+    }
+    match words.into_buf() {
+        WordBuf::U8(v) => v,
+        WordBuf::U16(v) => go(&v, u16::to_le_bytes),
+        WordBuf::U32(v) => go(&v, u32::to_le_bytes),
+        WordBuf::U64(v) => go(&v, u64::to_le_bytes),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -642,5 +679,11 @@ mod tests {
         assert!(Words::from_buf(3, WordBuf::U8(vec![7])).is_some());
         assert!(Words::from_buf(3, WordBuf::U8(vec![8])).is_none());
         assert!(Words::from_buf(9, WordBuf::U8(vec![1])).is_none());
+    }
+
+    #[test]
+    fn words_to_bytes_is_little_endian() {
+        let w = Words::from_u64s(16, &[0x0102, 0xa0b0]);
+        assert_eq!(words_into_le_bytes(w), vec![2, 1, 0xb0, 0xa0]);
     }
 }

@@ -602,7 +602,7 @@ pub fn existing_archive(
             Some(c) => c,
             None => {
                 let file = std::fs::File::open(input).ok()?;
-                let map = crate::archive::map_file(&file).ok()?;
+                let map = crate::files::map_file(&file).ok()?;
                 *checksum.insert(crate::hash::xxh3_64(&map))
             }
         };
@@ -867,7 +867,7 @@ impl TensorProgress {
         if file.metadata().ok()?.len() == 0 {
             return None;
         }
-        let map = crate::archive::map_file(&file).ok()?;
+        let map = crate::files::map_file(&file).ok()?;
         let src = crate::archive::safetensors::parse(&map).ok()?;
         Some(TensorProgress::new(&src))
     }

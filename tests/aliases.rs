@@ -6,34 +6,14 @@
 //! a folder, must now restore byte for byte through the CLI; and `compress` must refuse
 //! to leave an archive the reader refuses (the writer made to emit one by a test hook).
 
-#[path = "support/safetensors.rs"]
 mod support;
 
 use brevis::archive::Archive;
 use serde_json::{json, Map};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use support::safetensors_bytes;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
-
-fn brevis(args: &[&Path], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_brevis"));
-    c.args(args).env_remove("BREVIS_TEST_FAULT");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run brevis")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use support::text;
+use support::{brevis_env, CORPUS};
 
 /// `n` bytes of real weights: the start of a BF16 matrix of the corpus, repeated if
 /// need be.
@@ -93,13 +73,13 @@ fn cli_round_trip(dir: &Path, name: &str, src: &[u8]) -> PathBuf {
     let archive = dir.join(format!("{name}.brv"));
     let output = dir.join(format!("{name}.out"));
     std::fs::write(&input, src).unwrap();
-    let o = brevis(
-        &[Path::new("compress"), &input, Path::new("-o"), &archive],
+    let o = brevis_env(
+        [Path::new("compress"), &input, Path::new("-o"), &archive],
         &[],
     );
     assert!(o.status.success(), "compress {name}: {}", text(&o));
-    let o = brevis(
-        &[Path::new("decompress"), &archive, Path::new("-o"), &output],
+    let o = brevis_env(
+        [Path::new("decompress"), &archive, Path::new("-o"), &output],
         &[],
     );
     assert!(o.status.success(), "decompress {name}: {}", text(&o));
@@ -182,13 +162,13 @@ fn shards_sharing_bytes_across_dtypes_restore() {
     write_folder(&ckpt, &shards);
     let archive = dir.path().join("ckpt.brv");
     let restored = dir.path().join("restored");
-    let o = brevis(
-        &[Path::new("compress"), &ckpt, Path::new("-o"), &archive],
+    let o = brevis_env(
+        [Path::new("compress"), &ckpt, Path::new("-o"), &archive],
         &[],
     );
     assert!(o.status.success(), "compress: {}", text(&o));
-    let o = brevis(
-        &[
+    let o = brevis_env(
+        [
             Path::new("decompress"),
             &archive,
             Path::new("-o"),
@@ -235,8 +215,8 @@ fn compress_refuses_an_archive_its_reader_refuses() {
         ("flip-record=0", "record 0 (the header)"),
     ];
     for (fault, names) in cases {
-        let o = brevis(
-            &[Path::new("compress"), &input, Path::new("-o"), &archive],
+        let o = brevis_env(
+            [Path::new("compress"), &input, Path::new("-o"), &archive],
             &[("BREVIS_TEST_FAULT", fault)],
         );
         assert_eq!(o.status.code(), Some(1), "{fault}: {}", text(&o));
@@ -256,8 +236,8 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     }
     // --force over an existing archive: refused, and the old archive is untouched.
     std::fs::write(&archive, b"old").unwrap();
-    let o = brevis(
-        &[
+    let o = brevis_env(
+        [
             Path::new("compress"),
             &input,
             Path::new("-o"),
@@ -271,8 +251,8 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     // --no-verify skips the check: the refused archive is written (what the issue's
     // user got), and decompress refuses it.
     std::fs::remove_file(&archive).unwrap();
-    let o = brevis(
-        &[
+    let o = brevis_env(
+        [
             Path::new("compress"),
             &input,
             Path::new("-o"),
@@ -283,8 +263,8 @@ fn compress_refuses_an_archive_its_reader_refuses() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let out = dir.path().join("w1.out");
-    let o = brevis(
-        &[Path::new("decompress"), &archive, Path::new("-o"), &out],
+    let o = brevis_env(
+        [Path::new("decompress"), &archive, Path::new("-o"), &out],
         &[],
     );
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
@@ -301,8 +281,8 @@ fn wrong_programs_fall_back_to_literals() {
     let input = dir.path().join("w1.safetensors");
     std::fs::write(&input, &src).unwrap();
     let archive = dir.path().join("w1.brv");
-    let o = brevis(
-        &[Path::new("compress"), &input, Path::new("-o"), &archive],
+    let o = brevis_env(
+        [Path::new("compress"), &input, Path::new("-o"), &archive],
         &[("BREVIS_TEST_FAULT", "bad-program")],
     );
     assert!(o.status.success(), "{}", text(&o));

@@ -7,10 +7,8 @@ use brevis::archive::safetensors::parse;
 use brevis::archive::{compress_file, no_progress, rewrite, verify, Archive, CompressOptions};
 use brevis::synth::SearchOptions;
 use std::path::{Path, PathBuf};
+use support::CORPUS;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
-
-#[path = "support/safetensors.rs"]
 mod support;
 use support::safetensors_bytes;
 

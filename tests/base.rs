@@ -6,7 +6,6 @@
 
 #[path = "support/finetune.rs"]
 mod finetune;
-#[path = "support/safetensors.rs"]
 mod support;
 
 use brevis::archive::base::BaseSet;
@@ -16,8 +15,7 @@ use brevis::Error;
 use finetune::Tensor;
 use std::path::Path;
 use std::sync::Arc;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+use support::CORPUS;
 
 fn write(path: &Path, tensors: &[Tensor]) -> Vec<u8> {
     let list: Vec<(&str, &str, Vec<u64>, Vec<u8>)> = tensors

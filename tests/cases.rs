@@ -13,17 +13,11 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases");
-
-fn brevis(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .expect("run brevis")
-}
+use std::process::Output;
+use support::{brevis, stderr, CASES};
 
 fn os(s: &str) -> &std::ffi::OsStr {
     s.as_ref()
@@ -31,7 +25,7 @@ fn os(s: &str) -> &std::ffi::OsStr {
 
 /// `brevis CMD INPUT -o OUTPUT`.
 fn brevis_to(cmd: &str, input: &Path, output: &Path) -> Output {
-    brevis(&[os(cmd), input.as_os_str(), os("-o"), output.as_os_str()])
+    brevis([os(cmd), input.as_os_str(), os("-o"), output.as_os_str()])
 }
 
 /// Compresses `input` to `archive` and decompresses that to `restored`; the error names
@@ -95,10 +89,6 @@ fn manifest() -> Vec<Row> {
         .collect()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Problems with one run that should have failed cleanly.
 fn check_clean_failure(what: &str, o: &Output, row: &Row, out_dir: &Path) -> Vec<String> {
     let mut problems = Vec::new();
@@ -152,7 +142,7 @@ fn check_row(row: &Row) -> Vec<String> {
                     back.len()
                 ));
             }
-            let v = brevis(&[
+            let v = brevis([
                 os("verify"),
                 archive.as_os_str(),
                 os("--against"),
@@ -245,7 +235,7 @@ fn check_folder_roundtrip(input: &Path, tmp: &Path) -> Vec<String> {
         }
     }
     for cmd in ["verify", "ls"] {
-        let v = brevis(&[os(cmd), archive.as_os_str()]);
+        let v = brevis([os(cmd), archive.as_os_str()]);
         if !v.status.success() {
             problems.push(format!("{cmd} failed: {}", stderr(&v)));
         }

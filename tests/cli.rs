@@ -3,32 +3,16 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases");
-
-fn brevis<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .expect("run brevis")
-}
+use support::{brevis, json_of, CASES};
 
 fn case(name: &str) -> PathBuf {
     Path::new(CASES).join(name)
-}
-
-fn json_of(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
 }
 
 /// The failure object a `--json` run that exits 1 prints on stdout.

@@ -5,41 +5,13 @@
 
 #![cfg(feature = "cli")]
 
-#[path = "support/safetensors.rs"]
 mod support;
 
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
-
-fn brevis<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run brevis")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json_of(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        stderr(o)
-    );
-    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
-}
+use std::process::{Command, Stdio};
+use support::{brevis, json_of, stderr, stdout, CORPUS};
 
 #[test]
 fn compress_json_shares_of_group_records_hold_their_program_and_fallback_means_unrestored() {

@@ -1,13 +1,14 @@
 //! Real checkpoints (`../shared/corpus`) round-trip byte for byte, verify against their
 //! stored checksums, and give the same archive bytes whatever the thread count.
 
+mod support;
+
 use brevis::archive::{
     compress_file, no_progress, verify, verify_against, Archive, CompressOptions, DecompressOptions,
 };
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+use support::CORPUS;
 
 fn corpus_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(CORPUS)

@@ -6,7 +6,6 @@
 
 #[path = "support/finetune.rs"]
 mod finetune;
-#[path = "support/safetensors.rs"]
 mod support;
 
 use brevis::archive::folder::compress_folder;
@@ -15,8 +14,7 @@ use finetune::Tensor;
 use serde_json::{json, Map};
 use std::path::Path;
 use support::safetensors_bytes;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+use support::CORPUS;
 
 /// The tensors of the corpus file `name`, in data-offset order.
 fn corpus_tensors(name: &str) -> Vec<Tensor> {

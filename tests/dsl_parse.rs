@@ -3,18 +3,14 @@
 //! malformed text is refused at the offending token's line and column.
 //! (The property test over random programs is in `tests/dsl_roundtrip.rs`.)
 
+mod support;
+
 use brevis::archive::{compress_file, no_progress, Archive, CompressOptions};
 use brevis::dsl::parse::{parse, ParseError};
 use brevis::dsl::{MergeFn, Node, Ty};
 use brevis::synth::SearchOptions;
 use brevis::tensor::Words;
-use std::path::{Path, PathBuf};
-
-fn corpus(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(name)
-}
+use support::corpus;
 
 /// Checks every record of the archive of `file` compressed at `budget`: its program
 /// prints, parses, and builds back to itself against the words it restores. Returns

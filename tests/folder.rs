@@ -4,11 +4,14 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use brevis::archive::folder::{compress_folder, FileKind, Folder};
 use brevis::archive::{CompressOptions, DecompressOptions};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+use support::{brevis, stderr, stdout};
 
 /// A shard being built: its header entries, its data bytes, its tensor names.
 type Shard = (Map<String, Value>, Vec<u8>, Vec<String>);
@@ -17,13 +20,6 @@ const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors"
 );
-
-fn brevis(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .expect("run brevis")
-}
 
 /// Splits the corpus file into `k` shards (tensors dealt round-robin) plus an index and a
 /// config file in `dir`. Returns the tensor names of each shard.
@@ -104,7 +100,7 @@ fn three_shard_checkpoint_round_trips_byte_for_byte_through_the_cli() {
     assert!(shards.iter().all(|s| !s.is_empty()));
 
     // Given as the index JSON; the default output is `ckpt.brv/`.
-    let c = brevis(&[
+    let c = brevis([
         Path::new("compress"),
         &src.join("model.safetensors.index.json"),
     ]);
@@ -114,7 +110,7 @@ fn three_shard_checkpoint_round_trips_byte_for_byte_through_the_cli() {
     assert!(archive.join("model-00002-of-00003.brv").is_file());
 
     for cmd in ["verify", "ls"] {
-        let o = brevis(&[Path::new(cmd), &archive]);
+        let o = brevis([Path::new(cmd), &archive]);
         assert!(
             o.status.success(),
             "{cmd}: {}",
@@ -122,7 +118,7 @@ fn three_shard_checkpoint_round_trips_byte_for_byte_through_the_cli() {
         );
     }
     let restored = tmp.path().join("restored");
-    let d = brevis(&[
+    let d = brevis([
         Path::new("decompress"),
         &archive,
         Path::new("-o"),
@@ -132,7 +128,7 @@ fn three_shard_checkpoint_round_trips_byte_for_byte_through_the_cli() {
     assert_same_folder(&src, &restored);
 
     // Not replaced without --force.
-    let again = brevis(&[
+    let again = brevis([
         Path::new("decompress"),
         &archive,
         Path::new("-o"),
@@ -192,7 +188,7 @@ fn index_mapping_a_tensor_to_the_wrong_shard_is_refused_naming_it() {
     v["weight_map"]["no.such.tensor"] = json!("model-00001-of-00003.safetensors");
     std::fs::write(&index, serde_json::to_vec(&v).unwrap()).unwrap();
     let out = tmp.path().join("out.brv");
-    let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &out]);
+    let o = brevis([Path::new("compress"), &src, Path::new("-o"), &out]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("no.such.tensor"), "{err}");
@@ -234,7 +230,7 @@ fn index_naming_a_path_outside_or_a_folder_is_an_invalid_index() {
         let mut v = original.clone();
         v["weight_map"]["extra"] = json!(shard);
         std::fs::write(&index, serde_json::to_vec(&v).unwrap()).unwrap();
-        let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &out]);
+        let o = brevis([Path::new("compress"), &src, Path::new("-o"), &out]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{err}");
         assert!(err.contains(says), "{shard}: {err}");
@@ -255,7 +251,7 @@ fn empty_folders_are_named_in_a_warning() {
     std::fs::create_dir(src.join("keep")).unwrap();
     std::fs::write(src.join("keep/notes.txt"), b"kept").unwrap();
     let out = tmp.path().join("out.brv");
-    let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &out]);
+    let o = brevis([Path::new("compress"), &src, Path::new("-o"), &out]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let warn = |d: &str| {
         format!(
@@ -265,7 +261,7 @@ fn empty_folders_are_named_in_a_warning() {
     };
     assert_eq!(stderr(&o), format!("{}{}", warn("a"), warn("logs")));
     let back = tmp.path().join("back");
-    let d = brevis(&[Path::new("decompress"), &out, Path::new("-o"), &back]);
+    let d = brevis([Path::new("decompress"), &out, Path::new("-o"), &back]);
     assert!(d.status.success(), "{}", stderr(&d));
     assert_eq!(std::fs::read(back.join("keep/notes.txt")).unwrap(), b"kept");
     assert!(!back.join("logs").exists());
@@ -278,7 +274,7 @@ fn empty_folders_are_named_in_a_warning() {
 fn force_keeps_empty_folders_and_index_names_may_start_with_dot_slash() {
     let (tmp, src, archive) = compressed_three_shards();
     std::fs::create_dir(archive.join("mine")).unwrap();
-    let o = brevis(&[
+    let o = brevis([
         Path::new("compress"),
         &src,
         Path::new("-o"),
@@ -295,10 +291,10 @@ fn force_keeps_empty_folders_and_index_names_may_start_with_dot_slash() {
     assert!(archive.join("mine").is_dir());
     std::fs::remove_dir(archive.join("mine")).unwrap();
     let back = tmp.path().join("back");
-    let d = brevis(&[Path::new("decompress"), &archive, Path::new("-o"), &back]);
+    let d = brevis([Path::new("decompress"), &archive, Path::new("-o"), &back]);
     assert!(d.status.success(), "{}", stderr(&d));
     std::fs::create_dir_all(back.join("notes/old")).unwrap();
-    let d = brevis(&[
+    let d = brevis([
         Path::new("decompress"),
         &archive,
         Path::new("-o"),
@@ -321,16 +317,8 @@ fn force_keeps_empty_folders_and_index_names_may_start_with_dot_slash() {
     }
     std::fs::write(&index, serde_json::to_vec(&v).unwrap()).unwrap();
     let again = tmp.path().join("again.brv");
-    let o = brevis(&[Path::new("compress"), &src, Path::new("-o"), &again]);
+    let o = brevis([Path::new("compress"), &src, Path::new("-o"), &again]);
     assert!(o.status.success(), "{}", stderr(&o));
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// In a new temporary folder: the corpus file split into three shards as `ckpt/`
@@ -342,7 +330,7 @@ fn compressed_three_shards() -> (tempfile::TempDir, PathBuf, PathBuf) {
     std::fs::create_dir(&src).unwrap();
     split_into_shards(&src, 3);
     let archive = tmp.path().join("ckpt.brv");
-    let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
+    let c = brevis([Path::new("compress"), &src, Path::new("-o"), &archive]);
     assert!(c.status.success(), "{}", stderr(&c));
     (tmp, src, archive)
 }
@@ -441,7 +429,7 @@ fn verify_against_compares_every_file_of_a_folder() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not a folder"), "{}", stderr(&o));
     let one = archive.join("model-00001-of-00003.brv");
-    let o = brevis(&[Path::new("verify"), &one, Path::new("--against"), &src]);
+    let o = brevis([Path::new("verify"), &one, Path::new("--against"), &src]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("is a single-file archive: --against takes the original"),
@@ -455,7 +443,7 @@ fn verify_against_compares_every_file_of_a_folder() {
 fn verify_against_takes_the_shard_index_as_its_folder() {
     let (tmp, src, archive) = compressed_three_shards();
     let index = src.join("model.safetensors.index.json");
-    let o = brevis(&[
+    let o = brevis([
         Path::new("verify"),
         &archive,
         Path::new("--against"),
@@ -484,7 +472,7 @@ fn verify_against_takes_the_shard_index_as_its_folder() {
         std::fs::copy(e.path(), other.join(e.file_name())).unwrap();
     }
     std::fs::write(other.join("config.json"), b"{\"hidden_size\": 385}\n").unwrap();
-    let o = brevis(&[
+    let o = brevis([
         Path::new("verify"),
         &archive,
         Path::new("--against"),
@@ -503,7 +491,7 @@ fn verify_against_takes_the_shard_index_as_its_folder() {
     assert!(!line.contains("index.json/"), "{line}");
 
     // A path that does not exist is said to be missing.
-    let o = brevis(&[
+    let o = brevis([
         Path::new("verify"),
         &archive,
         Path::new("--against"),
@@ -524,10 +512,10 @@ fn show_and_ls_work_on_a_folder_archive() {
     std::fs::create_dir(&src).unwrap();
     let shards = split_into_shards(&src, 3);
     let archive = tmp.path().join("ckpt.brv");
-    let c = brevis(&[Path::new("compress"), &src, Path::new("-o"), &archive]);
+    let c = brevis([Path::new("compress"), &src, Path::new("-o"), &archive]);
     assert!(c.status.success(), "{}", stderr(&c));
 
-    let o = brevis(&[Path::new("ls"), &archive]);
+    let o = brevis([Path::new("ls"), &archive]);
     assert!(o.status.success(), "{}", stderr(&o));
     for names in &shards {
         for n in names {
@@ -538,7 +526,7 @@ fn show_and_ls_work_on_a_folder_archive() {
     // `show` finds the shard holding the tensor (given the folder or its manifest).
     let name = &shards[1][0];
     for input in [archive.clone(), archive.join("brevis-folder.json")] {
-        let o = brevis(&[Path::new("show"), &input, Path::new(name.as_str())]);
+        let o = brevis([Path::new("show"), &input, Path::new(name.as_str())]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
             stdout(&o).contains(&format!("tensor {name}")),
@@ -546,7 +534,7 @@ fn show_and_ls_work_on_a_folder_archive() {
             stdout(&o)
         );
     }
-    let o = brevis(&[
+    let o = brevis([
         Path::new("show"),
         &archive,
         Path::new(name.as_str()),
@@ -560,7 +548,7 @@ fn show_and_ls_work_on_a_folder_archive() {
             .ends_with("model-00002-of-00003.brv"),
         "{v}"
     );
-    let o = brevis(&[Path::new("show"), &archive, Path::new("no.such.tensor")]);
+    let o = brevis([Path::new("show"), &archive, Path::new("no.such.tensor")]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("no tensor named") && stderr(&o).contains("brevis ls"),
@@ -582,7 +570,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     for (from, to) in [(&a, &t), (&b, &a), (&t, &b)] {
         std::fs::rename(from, to).unwrap();
     }
-    let v = brevis(&[Path::new("verify"), &archive]);
+    let v = brevis([Path::new("verify"), &archive]);
     assert_eq!(v.status.code(), Some(3), "{}{}", stdout(&v), stderr(&v));
     assert!(
         stdout(&v).contains(
@@ -593,7 +581,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
         stdout(&v)
     );
     let out = tmp.path().join("out");
-    let d = brevis(&[Path::new("decompress"), &archive, Path::new("-o"), &out]);
+    let d = brevis([Path::new("decompress"), &archive, Path::new("-o"), &out]);
     assert_eq!(d.status.code(), Some(3), "{}", stderr(&d));
     let e = stderr(&d);
     assert!(
@@ -603,7 +591,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     );
     assert!(!out.exists());
     // `ls` and `show` still list what each archive holds, but warn and exit 3.
-    let l = brevis(&[Path::new("ls"), &archive]);
+    let l = brevis([Path::new("ls"), &archive]);
     assert_eq!(l.status.code(), Some(3), "{}", stderr(&l));
     let warned = format!(
         "warning: {}: restores another file than \"model-00001-of-00003.safetensors\"",
@@ -616,7 +604,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
         stdout(&l)
     );
     let name = "embeddings.position_ids";
-    let s = brevis(&[Path::new("show"), &archive, Path::new(name)]);
+    let s = brevis([Path::new("show"), &archive, Path::new(name)]);
     assert_eq!(s.status.code(), Some(3), "{}", stderr(&s));
     assert!(
         stderr(&s).contains("restores another file than"),
@@ -625,7 +613,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     );
     assert!(stdout(&s).contains("scan"), "{}", stdout(&s));
     // `ls --json` too: the same warning, exit 3, and which files do not match.
-    let j = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    let j = brevis([Path::new("ls"), &archive, Path::new("--json")]);
     assert_eq!(j.status.code(), Some(3), "{}", stderr(&j));
     assert!(stderr(&j).contains(&warned), "{}", stderr(&j));
     let v: Value = serde_json::from_slice(&j.stdout).unwrap();
@@ -648,7 +636,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
         ]
     );
     // A tensor no shard holds now: the swap is the likely cause, said as such, exit 3.
-    let n = brevis(&[Path::new("show"), &archive, Path::new("no.such.tensor")]);
+    let n = brevis([Path::new("show"), &archive, Path::new("no.such.tensor")]);
     assert_eq!(n.status.code(), Some(3), "{}", stderr(&n));
     assert!(
         stderr(&n).contains("no tensor named \"no.such.tensor\" in its 3 shards, and a shard archive does not restore the file its manifest names"),
@@ -659,10 +647,10 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
     for (from, to) in [(&a, &t), (&b, &a), (&t, &b)] {
         std::fs::rename(from, to).unwrap();
     }
-    let l = brevis(&[Path::new("ls"), &archive]);
+    let l = brevis([Path::new("ls"), &archive]);
     assert_eq!(l.status.code(), Some(0), "{}", stderr(&l));
     assert_eq!(stderr(&l), "");
-    let j = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    let j = brevis([Path::new("ls"), &archive, Path::new("--json")]);
     assert_eq!(j.status.code(), Some(0), "{}", stderr(&j));
     // A shard archive gone: an error, with or without --json.
     std::fs::remove_file(&b).unwrap();
@@ -684,7 +672,7 @@ fn swapped_shard_archives_are_a_mismatch_for_verify_and_decompress() {
 fn compressed_b28(dir: &Path) -> (PathBuf, Output) {
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/B28_shards_ok");
     let packed = dir.join("c.brv");
-    let c = brevis(&[Path::new("compress"), &input, Path::new("-o"), &packed]);
+    let c = brevis([Path::new("compress"), &input, Path::new("-o"), &packed]);
     assert!(c.status.success(), "{}", stderr(&c));
     (packed, c)
 }
@@ -699,7 +687,7 @@ fn folder_compress_counts_agree_with_their_nouns() {
         "{}",
         stdout(&c)
     );
-    let v = brevis(&[Path::new("verify"), &out]);
+    let v = brevis([Path::new("verify"), &out]);
     assert!(
         stdout(&v).contains(": ok: 3 files (2 shards) match"),
         "{}",
@@ -724,7 +712,7 @@ fn folder_decompress_names_a_damaged_manifest_length_and_a_damaged_shard() {
     m.as_object_mut().unwrap().remove("files_xxh3").unwrap();
     std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
     let out = tmp.path().join("out");
-    let d = brevis(&[Path::new("decompress"), &packed, Path::new("-o"), &out]);
+    let d = brevis([Path::new("decompress"), &packed, Path::new("-o"), &out]);
     assert_eq!(d.status.code(), Some(1), "{}", stderr(&d));
     let first = m["files"][0]["path"].as_str().unwrap();
     assert!(
@@ -739,7 +727,7 @@ fn folder_decompress_names_a_damaged_manifest_length_and_a_damaged_shard() {
 
     let shard = packed.join("model-00002-of-00002.brv");
     damage_header_record(&shard);
-    let d = brevis(&[Path::new("decompress"), &packed, Path::new("-o"), &out]);
+    let d = brevis([Path::new("decompress"), &packed, Path::new("-o"), &out]);
     assert_eq!(d.status.code(), Some(3), "{}", stderr(&d));
     assert!(
         stderr(&d).starts_with(&format!(
@@ -774,7 +762,7 @@ fn damage_header_record(path: &Path) {
 fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
     let tmp = tempfile::tempdir().unwrap();
     let (archive, _) = compressed_b28(tmp.path());
-    let o = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    let o = brevis([Path::new("ls"), &archive, Path::new("--json")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let shards: Vec<&Value> = v["files"]
@@ -791,17 +779,17 @@ fn ls_of_a_folder_with_a_damaged_shard_record_exits_3() {
         "{}: damaged archive: record 0 (the header): ",
         shard.display()
     );
-    let o = brevis(&[Path::new("ls"), &archive]);
+    let o = brevis([Path::new("ls"), &archive]);
     assert_eq!(o.status.code(), Some(3));
     assert!(
         stderr(&o).starts_with(&format!("error: {error}")),
         "{}",
         stderr(&o)
     );
-    let alone = brevis(&[Path::new("ls"), &shard]);
+    let alone = brevis([Path::new("ls"), &shard]);
     assert_eq!(alone.status.code(), Some(3));
     assert!(stderr(&alone).starts_with(&format!("error: {error}")));
-    let o = brevis(&[Path::new("ls"), &archive, Path::new("--json")]);
+    let o = brevis([Path::new("ls"), &archive, Path::new("--json")]);
     assert_eq!(o.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["ok"], false);
@@ -816,11 +804,11 @@ fn a_single_file_archive_is_not_checked_against_a_folder_or_index() {
     let (tmp, src, _) = compressed_three_shards();
     let shard = src.join("model-00001-of-00003.safetensors");
     let single = tmp.path().join("one.brv");
-    let c = brevis(&[Path::new("compress"), &shard, Path::new("-o"), &single]);
+    let c = brevis([Path::new("compress"), &shard, Path::new("-o"), &single]);
     assert!(c.status.success(), "{}", stderr(&c));
     let index = src.join("model.safetensors.index.json");
     for original in [&index, &src] {
-        let o = brevis(&[
+        let o = brevis([
             Path::new("verify"),
             &single,
             Path::new("--against"),
@@ -837,7 +825,7 @@ fn a_single_file_archive_is_not_checked_against_a_folder_or_index() {
         assert_eq!(stdout(&o), "");
     }
     // The shard itself still verifies against its archive.
-    let o = brevis(&[Path::new("verify"), &single, Path::new("--against"), &shard]);
+    let o = brevis([Path::new("verify"), &single, Path::new("--against"), &shard]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
 }
 
@@ -908,7 +896,7 @@ fn changed_manifest_entries_are_refused_or_named() {
          with the manifest's checksum {sum}: the manifest's length is damaged",
         bytes + 1
     );
-    let v = brevis(&[Path::new("verify"), &archive]);
+    let v = brevis([Path::new("verify"), &archive]);
     assert_eq!(v.status.code(), Some(3), "{}{}", stdout(&v), stderr(&v));
     assert!(stdout(&v).contains(&want), "{}", stdout(&v));
     assert!(
@@ -916,7 +904,7 @@ fn changed_manifest_entries_are_refused_or_named() {
         "{}",
         stdout(&v)
     );
-    let l = brevis(&[Path::new("ls"), &archive]);
+    let l = brevis([Path::new("ls"), &archive]);
     assert_eq!(l.status.code(), Some(3), "{}", stderr(&l));
     assert!(stderr(&l).contains(&want), "{}", stderr(&l));
 
@@ -933,7 +921,7 @@ fn changed_manifest_entries_are_refused_or_named() {
         });
         m.as_object_mut().unwrap().remove("files_xxh3").unwrap();
         std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
-        let o = brevis(&[Path::new("ls"), &archive]);
+        let o = brevis([Path::new("ls"), &archive]);
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         let want = format!("damaged folder manifest: bad entry for \"{first}\": {says}");
         assert!(stderr(&o).contains(&want), "{}", stderr(&o));
@@ -941,7 +929,7 @@ fn changed_manifest_entries_are_refused_or_named() {
 
     // A script reading `--json` is told the archive is damaged.
     std::fs::write(&manifest, serde_json::to_vec_pretty(&renamed).unwrap()).unwrap();
-    let o = brevis(&[Path::new("ls"), Path::new("--json"), &archive]);
+    let o = brevis([Path::new("ls"), Path::new("--json"), &archive]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
         (&v["kind"], &v["exit_code"]),
@@ -952,7 +940,7 @@ fn changed_manifest_entries_are_refused_or_named() {
     // "a folder without brevis-folder.json").
     std::fs::remove_file(&manifest).unwrap();
     std::fs::create_dir(&manifest).unwrap();
-    let o = brevis(&[Path::new("ls"), &archive]);
+    let o = brevis([Path::new("ls"), &archive]);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
@@ -965,7 +953,7 @@ fn changed_manifest_entries_are_refused_or_named() {
 
     // The manifest as written opens.
     std::fs::write(&manifest, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
-    let v = brevis(&[Path::new("verify"), &archive]);
+    let v = brevis([Path::new("verify"), &archive]);
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
 }
 
@@ -1009,7 +997,7 @@ fn a_missing_copied_file_is_an_error_for_every_command() {
 #[test]
 fn a_stray_manifest_name_in_a_checkpoint_is_a_collision_not_an_archive() {
     let (tmp, src, archive) = compressed_three_shards();
-    let again = brevis(&[Path::new("compress"), &archive, Path::new("--json")]);
+    let again = brevis([Path::new("compress"), &archive, Path::new("--json")]);
     assert_eq!(again.status.code(), Some(1));
     assert!(
         stdout(&again).contains("\"kind\":\"wrong_kind\""),
@@ -1018,7 +1006,7 @@ fn a_stray_manifest_name_in_a_checkpoint_is_a_collision_not_an_archive() {
     );
     std::fs::write(src.join("brevis-folder.json"), b"{}").unwrap();
     let out = tmp.path().join("stray.brv");
-    let o = brevis(&[
+    let o = brevis([
         Path::new("compress"),
         &src,
         Path::new("-o"),

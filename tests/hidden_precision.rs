@@ -7,15 +7,13 @@
 //! here is the dequantizing script's (`(codes.float() * scales).to(bfloat16)`), written
 //! independently of the library's.
 
-#[path = "support/safetensors.rs"]
 mod support;
 
 use brevis::archive::{compress_file, no_progress, Archive, CompressOptions, DecompressOptions};
 use safetensors::SafeTensors;
 use std::path::Path;
+use support::corpus_bytes;
 use support::safetensors_bytes;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 
 /// E4M3 code values (OCP FP8: bias 7, no infinities, `S.1111.111` NaN).
 fn e4m3(c: u8) -> f32 {
@@ -115,16 +113,12 @@ fn archive_sizes(set: &[Dequantized], dir: &Path, dequant_from: Option<usize>) -
     (bf_len, codes_len)
 }
 
-fn corpus(name: &str) -> Vec<u8> {
-    std::fs::read(Path::new(CORPUS).join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
 /// minilm-l6-v2-fp8-mixed's 37 E4M3 weight matrices with their per-row F32 scales
 /// (`weight_scale`, `[rows, 1]`), dequantized to BF16 as a BF16 copy of an FP8 model is
 /// published: 21.5 MB of BF16 that plain field coding took to 14,211,819 bytes (34.0%).
 #[test]
 fn fp8_weights_dequantized_per_row_cost_their_codes_and_scales() {
-    let bytes = corpus("minilm-l6-v2-fp8-mixed.safetensors");
+    let bytes = corpus_bytes("minilm-l6-v2-fp8-mixed.safetensors");
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let mut set = Vec::new();
     for (name, view) in st.tensors() {
@@ -162,7 +156,7 @@ fn fp8_weights_dequantized_per_row_cost_their_codes_and_scales() {
 /// dequantized to BF16.
 #[test]
 fn f32_weights_quantized_in_128_blocks_and_dequantized_cost_their_codes() {
-    let bytes = corpus("easyocr-english-g2-f32.safetensors");
+    let bytes = corpus_bytes("easyocr-english-g2-f32.safetensors");
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let mut set = Vec::new();
     for (name, view) in st.tensors() {
@@ -209,7 +203,7 @@ fn f32_weights_quantized_in_128_blocks_and_dequantized_cost_their_codes() {
 /// BF16 holding E4M3 values exactly (scale 1): fp8-mixed's codes cast to BF16.
 #[test]
 fn bf16_holding_e4m3_values_costs_the_codes() {
-    let bytes = corpus("minilm-l6-v2-fp8-mixed.safetensors");
+    let bytes = corpus_bytes("minilm-l6-v2-fp8-mixed.safetensors");
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let mut set: Vec<Dequantized> = st
         .tensors()
@@ -332,7 +326,7 @@ fn archive_of(bytes: &[u8], dir: &Path, name: &str) -> (u64, Archive) {
 /// original costs: every upcast tensor of its own record (not constant, not cut into
 /// regions) is stored as the cast `dequant f16>f32` (or `bf16>f32`) of its codes.
 fn upcast_costs_the_original(file: &str, code: &str) -> (u64, u64) {
-    let original = corpus(file);
+    let original = corpus_bytes(file);
     let (wide, names) = upcast(&original);
     assert!(!names.is_empty());
     let dir = tempfile::tempdir().unwrap();

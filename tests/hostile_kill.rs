@@ -8,13 +8,14 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{CASES, CORPUS};
 use xxhash_rust::xxh3::xxh3_64;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
-const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases");
 const BIN: &str = env!("CARGO_BIN_EXE_brevis");
 
 /// splitmix64, seeded.

@@ -4,14 +4,16 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use brevis::archive::format;
 use brevis::dsl::wire::Sink;
 use brevis::Dtype;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use support::CASES;
 use xxhash_rust::xxh3::xxh3_64;
 
-const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases");
 /// The memory cap in KiB (256 MiB).
 const CAP_KIB: u64 = 256 * 1024;
 

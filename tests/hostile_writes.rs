@@ -9,24 +9,20 @@
 
 #![cfg(feature = "cli")]
 
+mod support;
+
 use brevis::archive::safetensors::parse;
 use brevis::archive::writer::write_archive;
 use brevis::archive::{no_progress, CompressOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::{Command, Output};
+use support::brevis;
 
 const SMALL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/cases/B20_mixed_dtypes.safetensors"
 );
-
-fn brevis(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn one_error_line(out: &Output, words: &[&str]) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -50,12 +46,12 @@ fn unwritable_folders_give_a_clear_error() {
     std::fs::write(&a_file, b"x").unwrap();
     // Parent is a regular file.
     let out_path = a_file.join("out.brv");
-    let out = brevis(&[Path::new("compress"), &input, Path::new("-o"), &out_path]);
+    let out = brevis([Path::new("compress"), &input, Path::new("-o"), &out_path]);
     one_error_line(&out, &["out.brv", "cannot create a temporary file"]);
     // A folder that refuses new files, with "not found": not called missing (it was
     // told "its folder does not exist").
     let proc_out = Path::new("/proc/self/out.brv");
-    let out = brevis(&[Path::new("compress"), &input, Path::new("-o"), proc_out]);
+    let out = brevis([Path::new("compress"), &input, Path::new("-o"), proc_out]);
     let line = one_error_line(
         &out,
         &[
@@ -67,11 +63,11 @@ fn unwritable_folders_give_a_clear_error() {
     // Decompress likewise.
     let brv = dir.path().join("in.brv");
     assert!(
-        brevis(&[Path::new("compress"), &input, Path::new("-o"), &brv])
+        brevis([Path::new("compress"), &input, Path::new("-o"), &brv])
             .status
             .success()
     );
-    let out = brevis(&[
+    let out = brevis([
         Path::new("decompress"),
         &brv,
         Path::new("-o"),
@@ -88,10 +84,10 @@ fn unwritable_folders_give_a_clear_error() {
     // An existing output is not replaced without --force, and is with it.
     std::fs::write(dir.path().join("keep"), b"precious").unwrap();
     let keep = dir.path().join("keep");
-    let out = brevis(&[Path::new("decompress"), &brv, Path::new("-o"), &keep]);
+    let out = brevis([Path::new("decompress"), &brv, Path::new("-o"), &keep]);
     one_error_line(&out, &["keep", "already exists", "--force"]);
     assert_eq!(std::fs::read(&keep).unwrap(), b"precious");
-    let out = brevis(&[
+    let out = brevis([
         Path::new("decompress"),
         &brv,
         Path::new("-o"),
@@ -210,7 +206,7 @@ fn force_on_folders_never_deletes_the_input_or_foreign_files() {
     let models = root.join("models");
     std::fs::create_dir(&models).unwrap();
     let archive = models.join("ckpt.brv");
-    let ok = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    let ok = brevis([Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
     assert!(
         ok.status.success(),
         "{}",
@@ -274,7 +270,7 @@ fn force_on_folders_never_deletes_the_input_or_foreign_files() {
         assert_eq!(tree(root), before, "{args:?} changed the files");
     }
     // A previous archive folder and a previous restore are replaced.
-    let again = brevis(&[
+    let again = brevis([
         Path::new("compress"),
         &ckpt,
         Path::new("-o"),
@@ -284,7 +280,7 @@ fn force_on_folders_never_deletes_the_input_or_foreign_files() {
     assert!(again.status.success());
     let restored = root.join("restored");
     for _ in 0..2 {
-        let out = brevis(&[
+        let out = brevis([
             Path::new("decompress"),
             &archive,
             Path::new("-o"),
@@ -344,7 +340,7 @@ fn force_never_replaces_special_files_or_links() {
     let link = tmp.path().join("link");
     std::os::unix::fs::symlink(tmp.path().join("elsewhere.brv"), &link).unwrap();
     let archive = tmp.path().join("small.brv");
-    let ok = brevis(&[
+    let ok = brevis([
         Path::new("compress"),
         Path::new(SMALL),
         Path::new("-o"),
@@ -364,7 +360,7 @@ fn force_never_replaces_special_files_or_links() {
                 &out,
                 Path::new("--force"),
             ];
-            one_error_line(&brevis(&args), &[why]);
+            one_error_line(&brevis(args), &[why]);
             let kind = std::fs::symlink_metadata(&out).unwrap().file_type();
             assert!(
                 !kind.is_file(),
@@ -394,9 +390,9 @@ fn folder_links_to_files_are_followed_and_links_to_folders_refused() {
     }
     let archive = root.join("snap.brv");
     let restored = root.join("restored");
-    let c = brevis(&[Path::new("compress"), &snap, Path::new("-o"), &archive]);
+    let c = brevis([Path::new("compress"), &snap, Path::new("-o"), &archive]);
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    let d = brevis(&[
+    let d = brevis([
         Path::new("decompress"),
         &archive,
         Path::new("-o"),
@@ -414,13 +410,13 @@ fn folder_links_to_files_are_followed_and_links_to_folders_refused() {
     std::os::unix::fs::symlink("..", snap.join("up")).unwrap();
     let out = root.join("loop.brv");
     one_error_line(
-        &brevis(&[Path::new("compress"), &snap, Path::new("-o"), &out]),
+        &brevis([Path::new("compress"), &snap, Path::new("-o"), &out]),
         &["up", "symbolic link to a folder"],
     );
     std::fs::remove_file(snap.join("up")).unwrap();
     std::os::unix::fs::symlink(root.join("missing"), snap.join("gone")).unwrap();
     one_error_line(
-        &brevis(&[Path::new("compress"), &snap, Path::new("-o"), &out]),
+        &brevis([Path::new("compress"), &snap, Path::new("-o"), &out]),
         &["gone", "broken symbolic link"],
     );
     assert!(!out.exists());
@@ -439,7 +435,7 @@ fn decompress_force_refuses_a_link_to_a_folder_as_cannot_replace() {
     let ckpt = shards_copy(root, "ckpt");
     let archive = root.join("ckpt.brv");
     let restored = root.join("restored");
-    let c = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    let c = brevis([Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
     let args = [
         Path::new("decompress"),
@@ -448,13 +444,13 @@ fn decompress_force_refuses_a_link_to_a_folder_as_cannot_replace() {
         &restored,
         Path::new("--force"),
     ];
-    let d = brevis(&args);
+    let d = brevis(args);
     assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
     // `tree` follows links: list the folder before the link loops back above it.
     let before = tree(&restored);
     std::os::unix::fs::symlink("..", restored.join("up")).unwrap();
     let err = one_error_line(
-        &brevis(&args),
+        &brevis(args),
         &[
             "up: cannot replace: is a symbolic link to a folder; --force replaces only a \
              folder of the archive's own files",
@@ -492,7 +488,7 @@ fn compress_force_keeps_folders_with_foreign_files_even_beside_a_manifest() {
     std::fs::write(victim.join("deep/data.bin"), b"keep\n").unwrap();
     // A real archive folder with one file the user added.
     let archive = root.join("ckpt.brv");
-    let ok = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    let ok = brevis([Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
     assert!(
         ok.status.success(),
         "{}",
@@ -507,7 +503,7 @@ fn compress_force_keeps_folders_with_foreign_files_even_beside_a_manifest() {
             vec!["ckpt.brv", "added-later.safetensors", "not part of"],
         ),
     ] {
-        let out = brevis(&[
+        let out = brevis([
             Path::new("compress"),
             &ckpt,
             Path::new("-o"),
@@ -524,7 +520,7 @@ fn compress_force_keeps_folders_with_foreign_files_even_beside_a_manifest() {
     }
     // Without the added file, the archive folder is replaced.
     std::fs::remove_file(archive.join("added-later.safetensors")).unwrap();
-    let again = brevis(&[
+    let again = brevis([
         Path::new("compress"),
         &ckpt,
         Path::new("-o"),
@@ -550,23 +546,23 @@ fn calibrate_never_writes_over_its_input_or_through_a_link() {
     let force = Path::new("--force");
     let cal = Path::new("calibrate");
     let o = Path::new("-o");
-    let out = brevis(&[cal, &input, o, &input, force]);
+    let out = brevis([cal, &input, o, &input, force]);
     one_error_line(&out, &["in.safetensors"]);
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&input, &link).unwrap();
-    let out = brevis(&[cal, &input, o, &link, force]);
+    let out = brevis([cal, &input, o, &link, force]);
     one_error_line(&out, &["link.json", "is the input"]);
     let other = dir.path().join("other.txt");
     std::fs::write(&other, b"keep\n").unwrap();
     let link2 = dir.path().join("link2.json");
     std::os::unix::fs::symlink(&other, &link2).unwrap();
-    let out = brevis(&[cal, &input, o, &link2, force]);
+    let out = brevis([cal, &input, o, &link2, force]);
     one_error_line(&out, &["link2.json", "symbolic link"]);
     assert_eq!(std::fs::read(&other).unwrap(), b"keep\n");
     let dangling = dir.path().join("dangling.json");
     let target = dir.path().join("created-through-link.json");
     std::os::unix::fs::symlink(&target, &dangling).unwrap();
-    let out = brevis(&[cal, &input, o, &dangling]);
+    let out = brevis([cal, &input, o, &dangling]);
     assert_eq!(out.status.code(), Some(1));
     assert!(!target.exists(), "wrote through a dangling link");
     assert_eq!(
@@ -576,15 +572,12 @@ fn calibrate_never_writes_over_its_input_or_through_a_link() {
     );
     // A plain new file is written, and replaced only with --force.
     let prior = dir.path().join("prior.json");
-    assert!(brevis(&[cal, &input, o, &prior]).status.success());
+    assert!(brevis([cal, &input, o, &prior]).status.success());
     assert!(std::fs::read_to_string(&prior)
         .unwrap()
         .contains("\"schema\""));
-    one_error_line(
-        &brevis(&[cal, &input, o, &prior]),
-        &["prior.json", "exists"],
-    );
-    assert!(brevis(&[cal, &input, o, &prior, force]).status.success());
+    one_error_line(&brevis([cal, &input, o, &prior]), &["prior.json", "exists"]);
+    assert!(brevis([cal, &input, o, &prior, force]).status.success());
     let names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -604,7 +597,7 @@ fn a_missing_output_folder_is_named_and_no_temporary_path_is() {
     let brv = dir.path().join("in.brv");
     let packed = dir.path().join("ckpt.brv");
     for (cmd, from, to) in [("compress", &input, &brv), ("compress", &folder, &packed)] {
-        let out = brevis(&[Path::new(cmd), from, Path::new("-o"), to]);
+        let out = brevis([Path::new(cmd), from, Path::new("-o"), to]);
         assert!(out.status.success(), "{out:?}");
     }
     let missing = dir.path().join("missing");
@@ -617,7 +610,7 @@ fn a_missing_output_folder_is_named_and_no_temporary_path_is() {
     ];
     for (cmd, from, name) in cases {
         let to = missing.join(name);
-        let out = brevis(&[Path::new(cmd), from, Path::new("-o"), &to]);
+        let out = brevis([Path::new(cmd), from, Path::new("-o"), &to]);
         let line = one_error_line(
             &out,
             &[&to.display().to_string(), "its folder does not exist"],
@@ -786,7 +779,7 @@ fn writeback_error_fails_the_job() {
     let input = d.join("big.safetensors");
     std::fs::write(&input, &src).unwrap();
     let archive = d.join("big.brv");
-    let o = brevis(&[Path::new("compress"), &input, Path::new("-o"), &archive]);
+    let o = brevis([Path::new("compress"), &input, Path::new("-o"), &archive]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let (back, mnt) = (d.join("back"), d.join("mnt"));

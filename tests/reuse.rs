@@ -2,10 +2,11 @@
 //! safetensors JSON header of a small checkpoint and the Fourier basis of a voice
 //! detector, the two inputs these productions were built for, at the default settings.
 
+mod support;
+
 use brevis::archive::{compress_file, no_progress, Archive, CompressOptions, DecompressOptions};
 use std::path::Path;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+use support::CORPUS;
 
 fn compressed(name: &str, dir: &Path) -> (Archive, u64) {
     let input = Path::new(CORPUS).join(name);

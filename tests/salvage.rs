@@ -4,7 +4,6 @@
 //! record lies before the cut and names the others; a folder archive salvages every file,
 //! naming the damage with its file, and exits 3.
 
-#[path = "support/safetensors.rs"]
 mod support;
 
 use brevis::archive::folder::Folder;
@@ -12,18 +11,12 @@ use brevis::archive::{
     compress_file, no_progress, Archive, CompressOptions, DamagedRegion, DecompressOptions,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use support::safetensors_bytes;
+use support::text;
+use support::{brevis, corpus_bytes};
 
 /// A tensor of a test file: name, dtype, shape and bytes.
 type Tensor = (String, &'static str, Vec<u64>, Vec<u8>);
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
-
-fn corpus(name: &str) -> Vec<u8> {
-    std::fs::read(Path::new(CORPUS).join(name))
-        .unwrap_or_else(|e| panic!("read ../shared/corpus/{name}: {e}"))
-}
 
 /// `src` compressed with the defaults, in `dir` (as `name.brv`).
 fn compressed(dir: &Path, name: &str, src: &[u8]) -> PathBuf {
@@ -58,30 +51,13 @@ fn zeroed(source: &[u8], damaged: &[DamagedRegion]) -> Vec<u8> {
     v
 }
 
-fn brevis(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .env_remove("BREVIS_TEST_FAULT")
-        .output()
-        .expect("run brevis")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// Every bit of the 16-byte file header flipped, one at a time: the archive is refused
 /// (opened or salvaged), or restores its source exactly. The wire version at bytes
 /// 10..12 was covered by nothing before format 4.
 #[test]
 fn every_bit_of_the_file_header_is_refused_or_restores_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let src = corpus("fracast0-int8-f32.safetensors");
+    let src = corpus_bytes("fracast0-int8-f32.safetensors");
     let good = std::fs::read(compressed(dir.path(), "f", &src)).unwrap();
     assert_eq!(&good[8..10], &4u16.to_le_bytes(), "format 4");
     let mut refused = 0;
@@ -126,7 +102,7 @@ fn every_bit_of_the_file_header_is_refused_or_restores_exactly() {
 #[test]
 fn one_flipped_byte_in_a_region_zero_fills_that_region_only() {
     let dir = tempfile::tempdir().unwrap();
-    let src = corpus("minilm-l6-v2-bf16.safetensors");
+    let src = corpus_bytes("minilm-l6-v2-bf16.safetensors");
     let path = compressed(dir.path(), "minilm", &src);
     let good = std::fs::read(&path).unwrap();
     let a = Archive::from_bytes(good.clone(), "m.brv").unwrap();
@@ -192,7 +168,7 @@ fn salvage_on_the_command_line_names_the_region() {
     bad[r.program.end - 3] ^= 0x01;
     std::fs::write(&path, bad).unwrap();
     let out = dir.path().join("out.safetensors");
-    let o = brevis(&[
+    let o = brevis([
         Path::new("decompress"),
         Path::new("--salvage"),
         &path,
@@ -220,7 +196,7 @@ fn salvage_on_the_command_line_names_the_region() {
 #[test]
 fn a_cut_archive_salvages_every_tensor_before_the_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let src = corpus("minilm-l6-v2-bf16-layer0.safetensors");
+    let src = corpus_bytes("minilm-l6-v2-bf16-layer0.safetensors");
     let path = compressed(dir.path(), "layer0", &src);
     let good = std::fs::read(&path).unwrap();
     let a = Archive::from_bytes(good.clone(), "l.brv").unwrap();
@@ -255,7 +231,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
         let cut_path = dir.path().join(format!("cut{percent}.brv"));
         std::fs::write(&cut_path, &good[..cut]).unwrap();
         let out_path = dir.path().join(format!("cut{percent}.safetensors"));
-        let o = brevis(&[
+        let o = brevis([
             Path::new("decompress"),
             Path::new("--salvage"),
             &cut_path,
@@ -276,7 +252,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
         );
     }
     // Without --salvage a cut archive is refused, as before.
-    let o = brevis(&[Path::new("decompress"), &dir.path().join("cut50.brv")]);
+    let o = brevis([Path::new("decompress"), &dir.path().join("cut50.brv")]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
@@ -290,7 +266,7 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = dir.path().join("ckpt");
     std::fs::create_dir(&ckpt).unwrap();
-    let weights = corpus("minilm-l6-v2-bf16-layer0.safetensors");
+    let weights = corpus_bytes("minilm-l6-v2-bf16-layer0.safetensors");
     let piece =
         |k: usize, n: usize| weights[weights.len() - (k + 1) * n..weights.len() - k * n].to_vec();
     let shards: Vec<Vec<Tensor>> = (0..3)
@@ -323,7 +299,7 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     .unwrap();
     std::fs::write(ckpt.join("config.json"), b"{\"hidden\": 384}\n").unwrap();
     let archive = dir.path().join("ckpt.brv");
-    let o = brevis(&[Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
+    let o = brevis([Path::new("compress"), &ckpt, Path::new("-o"), &archive]);
     assert!(o.status.success(), "{}", text(&o));
 
     let f = Folder::open(&archive).unwrap();
@@ -343,10 +319,10 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     std::fs::write(archive.join("config.json"), b"{\"hidden\": 385}\n").unwrap();
 
     let out = dir.path().join("restored");
-    let o = brevis(&[Path::new("decompress"), &archive, Path::new("-o"), &out]);
+    let o = brevis([Path::new("decompress"), &archive, Path::new("-o"), &out]);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!out.exists());
-    let o = brevis(&[
+    let o = brevis([
         Path::new("decompress"),
         Path::new("--salvage"),
         &archive,

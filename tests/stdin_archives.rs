@@ -3,44 +3,13 @@
 
 #![cfg(all(feature = "cli", unix))]
 
+mod support;
+
 use serde_json::Value;
 use std::ffi::OsStr;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-const LAYER0: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors"
-);
-const BREVIS: &str = env!("CARGO_BIN_EXE_brevis");
-
-fn brevis<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
-    Command::new(BREVIS)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run brevis")
-}
-
-/// `brevis ARGS` with `input` on its standard input.
-fn brevis_fed<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I, input: &[u8]) -> Output {
-    let mut child = Command::new(BREVIS)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run brevis");
-    let mut stdin = child.stdin.take().unwrap();
-    let feed = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&feed);
-    });
-    let out = child.wait_with_output().expect("wait for brevis");
-    writer.join().unwrap();
-    out
-}
+use support::{brevis, brevis_fed, ok, stderr, stdout, BREVIS, LAYER0};
 
 /// `bash -c SCRIPT` with `$B` the brevis binary and `$1`.. the arguments (pipefail on).
 fn bash(script: &str, args: &[&OsStr]) -> Output {
@@ -53,23 +22,6 @@ fn bash(script: &str, args: &[&OsStr]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run bash")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        stderr(o)
-    );
 }
 
 fn layer0_archive(dir: &Path) -> Vec<u8> {

@@ -4,6 +4,8 @@
 //! `brevis why --json` reports the same numbers.
 #![cfg(feature = "tui")]
 
+mod support;
+
 use brevis::archive::{compress_file, no_progress, CompressOptions};
 use brevis::tui::action::View;
 use brevis::tui::app::App;
@@ -11,16 +13,11 @@ use brevis::tui::archive_source::ArchiveSource;
 use brevis::tui::ui;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn corpus(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(name)
-}
+use support::corpus;
 
 /// The screen without its title line (which holds the temporary folder's path).
 fn render(app: &mut App, w: u16, h: u16) -> String {

@@ -5,10 +5,13 @@
 //! panic path and an archive that fails to open. Skipped, with a message, without tmux.
 #![cfg(feature = "tui")]
 
+mod support;
+
 use brevis::archive::{compress_file, no_progress, CompressOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::corpus;
 
 const BIN: &str = env!("CARGO_BIN_EXE_brevis-tui");
 
@@ -141,12 +144,6 @@ impl Drop for Pane {
             .args(["kill-session", "-t", &self.session])
             .status();
     }
-}
-
-fn corpus(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(name)
 }
 
 /// The archive to open: the real MiniLM checkpoint when the corpus is there, else the

@@ -3,6 +3,8 @@
 //! reach the screen raw and wide or empty names keep the columns aligned.
 #![cfg(feature = "tui")]
 
+mod support;
+
 use brevis::dsl::{execute, program_len, Node};
 use brevis::synth::{Prior, SearchControl, SearchOptions};
 use brevis::tensor::{Dtype, Words};
@@ -17,23 +19,7 @@ use ratatui::Terminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn app() -> App {
-    App::new(Arc::new(fixture()))
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    if let Some(a) = map_key(app.key_context(), KeyEvent::new(code, KeyModifiers::NONE)) {
-        app.apply(a);
-    }
-    assert!(app.settle(Duration::from_secs(60)), "jobs did not finish");
-}
-
-fn keys(app: &mut App, s: &str) {
-    for c in s.chars() {
-        press(app, KeyCode::Char(c));
-    }
-}
+use support::tui::{app, keys, press};
 
 fn names(app: &App) -> Vec<String> {
     app.order

@@ -5,6 +5,8 @@
 //! that no number is cut at the right edge.
 #![cfg(feature = "tui")]
 
+mod support;
+
 use brevis::archive::{compress_file, no_progress, CompressOptions};
 use brevis::tui::action::{Action, View};
 use brevis::tui::app::{App, PriorMode};
@@ -15,6 +17,7 @@ use ratatui::Terminal;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use support::tui::redact_seconds;
 
 /// The sizes the issue names.
 const SIZES: [(u16, u16); 3] = [(40, 10), (60, 15), (80, 24)];
@@ -41,34 +44,6 @@ fn cuts_a_number(row: &str) -> bool {
     let groups: Vec<&str> = int.split(',').collect();
     groups.len() > 1
         && (groups[0].is_empty() || groups[0].len() > 3 || groups[1..].iter().any(|g| g.len() != 3))
-}
-
-/// Replaces the digits of durations (`0.01 s`) with `#`, keeping widths.
-fn redact_seconds(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = chars.clone();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_ascii_digit()) {
-            let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                i += 1;
-            }
-            let is_time = chars.get(i) == Some(&' ')
-                && chars.get(i + 1) == Some(&'s')
-                && !chars.get(i + 2).is_some_and(|c| c.is_alphanumeric());
-            if is_time && chars[start..i].contains(&'.') {
-                for c in &mut out[start..i] {
-                    if c.is_ascii_digit() {
-                        *c = '#';
-                    }
-                }
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out.into_iter().collect()
 }
 
 /// The demo archive in a folder of a fixed relative path (the title shows it), with

@@ -2,19 +2,16 @@
 //! that `brevis compress --budget N` writes, for N = 1, 2, 4, 8.
 #![cfg(feature = "tui")]
 
+mod support;
+
 use brevis::tui::action::{Action, View};
 use brevis::tui::app::App;
 use brevis::tui::archive_source::ArchiveSource;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn corpus(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(name)
-}
+use support::corpus;
 
 fn brevis(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_brevis"))

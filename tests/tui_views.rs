@@ -3,67 +3,22 @@
 //! resized back and forth while scrolling without a panic.
 #![cfg(feature = "tui")]
 
+mod support;
+
 use brevis::tui::action::View;
 use brevis::tui::app::App;
 use brevis::tui::event::map_key;
-use brevis::tui::model::fixture;
 use brevis::tui::ui;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use std::sync::Arc;
 use std::time::Duration;
-
-fn app() -> App {
-    App::new(Arc::new(fixture()))
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    if let Some(a) = map_key(app.key_context(), KeyEvent::new(code, KeyModifiers::NONE)) {
-        app.apply(a);
-    }
-    assert!(app.settle(Duration::from_secs(60)), "jobs did not finish");
-}
-
-fn keys(app: &mut App, s: &str) {
-    for c in s.chars() {
-        press(app, KeyCode::Char(c));
-    }
-}
+use support::tui::{app, keys, press, redact_seconds};
 
 fn render(app: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| ui::draw(f, app)).unwrap();
     redact_seconds(&t.backend().to_string())
-}
-
-/// Replaces the digits of durations (`0.01 s`) with `#`, keeping widths, so snapshots
-/// do not depend on the machine's speed.
-fn redact_seconds(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = chars.clone();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_ascii_digit()) {
-            let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                i += 1;
-            }
-            let is_time = chars.get(i) == Some(&' ')
-                && chars.get(i + 1) == Some(&'s')
-                && !chars.get(i + 2).is_some_and(|c| c.is_alphanumeric());
-            if is_time && chars[start..i].contains(&'.') {
-                for c in &mut out[start..i] {
-                    if c.is_ascii_digit() {
-                        *c = '#';
-                    }
-                }
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out.into_iter().collect()
 }
 
 #[test]

@@ -3,59 +3,12 @@
 
 #![cfg(feature = "cli")]
 
-#[path = "support/safetensors.rs"]
 mod support;
 
 use serde_json::Value;
 use std::ffi::OsStr;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const LAYER0: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/corpus/minilm-l6-v2-bf16-layer0.safetensors"
-);
-
-fn brevis<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run brevis")
-}
-
-/// `brevis ARGS` with `input` on its standard input.
-fn brevis_fed<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I, input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brevis"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run brevis");
-    let mut stdin = child.stdin.take().unwrap();
-    let feed = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&feed);
-    });
-    let out = child.wait_with_output().expect("wait for brevis");
-    writer.join().unwrap();
-    out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        stderr(o)
-    );
-}
+use support::{brevis, brevis_fed, ok, stderr, LAYER0};
 
 /// The corpus's layer-0 checkpoint compressed into `dir` (as `name`.brv, from a copy
 /// named `name`.safetensors): (source, archive).

@@ -16,7 +16,6 @@
 //! archive or a compressed folder) and finds each tensor's counterpart in it.
 
 use super::format::{RefOp, SourceEntry, SourceRole};
-use super::reader::Archive;
 use super::safetensors::{parse, Region};
 use crate::codec::{bucket, CodecId};
 use crate::dsl::{ExecError, Node, Op, Ty};
@@ -62,7 +61,7 @@ impl std::ops::Deref for FileBytes {
 
 impl FileBytes {
     fn open(path: &Path) -> Result<FileBytes> {
-        super::regular_file(path)?;
+        crate::files::regular_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
         let len = file
             .metadata()
@@ -71,10 +70,21 @@ impl FileBytes {
         if len == 0 {
             return Ok(FileBytes::Empty);
         }
-        super::map_file(&file)
+        crate::files::map_file(&file)
             .map(FileBytes::Map)
             .map_err(|e| Error::io(path, "cannot map", e))
     }
+}
+
+/// What decodes a source's tensors when the source is an archive of it: the reader's
+/// `Archive` (in `reader/source.rs`), named here by what it does so that this module,
+/// which the reader uses, does not import the reader.
+pub(crate) trait DecodeSource: Send + Sync {
+    /// The bytes of tensor `t` (data order), decoded and checked.
+    ///
+    /// # Errors
+    /// The archive's decode errors.
+    fn decode_source_tensor(&self, t: usize) -> Result<Vec<u8>>;
 }
 
 enum Backing {
@@ -83,8 +93,8 @@ enum Backing {
         map: FileBytes,
         ranges: Vec<Range<usize>>,
     },
-    /// An archive of the source.
-    Archive(Box<Archive>),
+    /// An archive of the source ([`DecodeSource`], the reader's `Archive`).
+    Archive(Box<dyn DecodeSource>),
 }
 
 /// A source opened for reading: what it is pinned by, its tensors, and their bytes.
@@ -109,35 +119,6 @@ impl std::fmt::Debug for OpenedSource {
 }
 
 impl OpenedSource {
-    /// Opens a `.safetensors` file (memory-mapped, parsed, hashed whole) or a Brevis
-    /// archive of one (its length and checksum read from its index; nothing decoded).
-    ///
-    /// # Errors
-    /// [`Error::Io`] if it cannot be read; [`Error::Source`] if a `.safetensors` file is
-    /// not valid; [`Error::Archive`] if an archive is damaged; [`Error::Invalid`] of kind
-    /// `wrong_base` for an archive that is itself coded against sources.
-    pub fn open(path: &Path) -> Result<OpenedSource> {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if is_archive_file(path) {
-            let a = Archive::open(path)?;
-            if !a.sources().is_empty() {
-                return Err(Error::Invalid {
-                    path: path.to_path_buf(),
-                    what: "cannot be a base",
-                    detail: "it is coded against a base of its own; give that archive's \
-                             original (decompress it first)"
-                        .to_string(),
-                    kind: "wrong_base",
-                });
-            }
-            return Ok(OpenedSource::from_archive(a, name));
-        }
-        OpenedSource::of_file(path.to_path_buf(), name, FileBytes::open(path)?)
-    }
-
     /// A `.safetensors` file held in memory as a source named `name` (`path` labels
     /// errors): what a test or fuzz target codes against without writing a file.
     ///
@@ -181,27 +162,31 @@ impl OpenedSource {
         })
     }
 
-    /// A source read from archive `a` (another shard of a folder archive, say), named
-    /// `name`: each tensor decoded when asked for. A tensor of `a` that is itself taken
-    /// from a shard is refused then (sources are one level deep).
-    pub fn from_archive(a: Archive, name: String) -> OpenedSource {
-        let tensors = a
-            .tensors()
-            .iter()
-            .map(|t| SourceTensor {
-                name: t.name.clone(),
-                dtype: t.dtype,
-                shape: t.shape.clone(),
-                bytes: t.original_bytes(),
-            })
-            .collect();
+    /// The `.safetensors` file at `path` (memory-mapped) as a source named `name`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if it cannot be read; [`Error::Source`] if it is not valid.
+    pub(crate) fn of_path(path: &Path, name: String) -> Result<OpenedSource> {
+        OpenedSource::of_file(path.to_path_buf(), name, FileBytes::open(path)?)
+    }
+
+    /// A source whose tensors `decoder` decodes (an archive of it, in the reader),
+    /// pinned by `original_len` and `checksum`.
+    pub(crate) fn decoded(
+        path: PathBuf,
+        name: String,
+        original_len: u64,
+        checksum: u64,
+        tensors: Vec<SourceTensor>,
+        decoder: Box<dyn DecodeSource>,
+    ) -> OpenedSource {
         OpenedSource {
-            path: a.path().to_path_buf(),
+            path,
             name,
-            original_len: a.original_len(),
-            checksum: a.file_checksum(),
+            original_len,
+            checksum,
             tensors,
-            backing: Backing::Archive(Box::new(a)),
+            backing: Backing::Archive(decoder),
         }
     }
 
@@ -262,7 +247,7 @@ impl OpenedSource {
                 kind: "no_such_tensor",
                 message: format!(
                     "{}: has {} tensors, no tensor #{t}",
-                    super::shown_path(&self.path),
+                    crate::shown::shown_path(&self.path),
                     self.tensors.len()
                 ),
             });
@@ -320,38 +305,6 @@ pub struct Counterpart {
 }
 
 impl BaseSet {
-    /// Opens the base at `path`: a `.safetensors` file, a checkpoint folder (every
-    /// `*.safetensors` file in it, named by its path inside the folder), a `.brv` archive
-    /// of a file, or a compressed folder (`DIR.brv/`, its shard archives).
-    ///
-    /// # Errors
-    /// As [`OpenedSource::open`]; [`Error::Invalid`] of kind `wrong_base` for a folder
-    /// holding no `.safetensors` file or shard archive.
-    pub fn open(path: &Path) -> Result<BaseSet> {
-        let mut sources = Vec::new();
-        if path.is_dir() {
-            for (rel, file) in super::folder::base_files(path)? {
-                let mut s = OpenedSource::open(&file)?;
-                s.name = rel;
-                sources.push(Arc::new(s));
-            }
-            if sources.is_empty() {
-                return Err(Error::Invalid {
-                    path: path.to_path_buf(),
-                    what: "cannot be a base",
-                    detail: "the folder holds no .safetensors file or shard archive".to_string(),
-                    kind: "wrong_base",
-                });
-            }
-        } else {
-            sources.push(Arc::new(OpenedSource::open(path)?));
-        }
-        Ok(BaseSet {
-            sources,
-            path: path.to_path_buf(),
-        })
-    }
-
     /// A base of the given sources (in memory, say: [`OpenedSource::from_bytes`]);
     /// `path` labels it in messages.
     pub fn from_sources(sources: Vec<OpenedSource>, path: &Path) -> BaseSet {
@@ -485,7 +438,7 @@ pub fn restore(
         .then(|| Words::from_le_bytes(ty.width, source))
         .flatten();
     let words = crate::dsl::execute_in(node, ty.len, context.as_ref())?;
-    let mut bytes = super::words_into_le_bytes(words);
+    let mut bytes = crate::tensor::words_into_le_bytes(words);
     if bytes.len() == source.len() {
         combine(&mut bytes, source, op, word_bytes);
     }

@@ -18,7 +18,7 @@
 //! need no async runtime (and must not call from inside one).
 
 use super::format;
-use super::reader::Archive;
+use super::reader::{Archive, RangedBytes};
 use crate::error::{Error, Result};
 use futures::TryStreamExt;
 use object_store::aws::AmazonS3Builder;
@@ -593,6 +593,21 @@ fn coalesce(ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
     out
 }
 
+impl RangedBytes for Ranged {
+    fn image(&self) -> &[u8] {
+        Ranged::image(self)
+    }
+    fn url(&self) -> &str {
+        Ranged::url(self)
+    }
+    fn bytes_read(&self) -> u64 {
+        Ranged::bytes_read(self)
+    }
+    fn get(&self, range: &Range<usize>) -> Result<std::borrow::Cow<'_, [u8]>> {
+        Ranged::get(self, range)
+    }
+}
+
 impl Archive {
     /// Opens the archive at `url` (`s3://bucket/key`) by ranged reads, without
     /// downloading it (see the module doc); tensors are fetched as they are decoded.
@@ -602,7 +617,7 @@ impl Archive {
     /// [`Archive::open`].
     pub fn open_url(url: &str) -> Result<Archive> {
         match Ranged::open(Location::parse(url)?)? {
-            Opened::Ranged(r) => Archive::from_ranged(r),
+            Opened::Ranged(r) => Archive::from_ranged(Box::new(r)),
             Opened::Whole(bytes) => Archive::from_bytes(bytes, url),
         }
     }

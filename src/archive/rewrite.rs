@@ -10,11 +10,11 @@
 
 use super::format::{self, TensorMeta};
 use super::reader::Archive;
-use super::words_into_le_bytes;
-use super::writer::{persist, temp_beside};
 use crate::dsl::{execute, program_bytes, Node};
 use crate::error::{ArchiveError, Error, Result};
+use crate::files::{persist, temp_beside};
 use crate::hash::{xxh3_64, Xxh3};
+use crate::tensor::words_into_le_bytes;
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -90,7 +90,7 @@ pub fn rewrite_with_each(
     }
     let archive = Archive::open(src)?;
     let file = File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
-    let map = super::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
+    let map = crate::files::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
     let mut tmp = temp_beside(dst)?;
     let len = {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
@@ -123,7 +123,7 @@ pub fn rewritten_len(
 ) -> Result<u64> {
     let src = archive.path();
     let file = File::open(src).map_err(|e| Error::io(src, "cannot open", e))?;
-    let map = super::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
+    let map = crate::files::map_file(&file).map_err(|e| Error::io(src, "cannot map", e))?;
     rewrite_into(
         archive,
         &map,

@@ -14,8 +14,8 @@
 //! tensor was decoded (every region needed, or a tensor that is not split: a single
 //! program, a tensor in a group record, a reference to a base) and checked.
 
+use super::reader::stream::concat_header;
 use super::reader::{Archive, Item};
-use super::stream::concat_header;
 use crate::dsl::{execute, program_end, Ty};
 use crate::error::{ArchiveError, Error, Result};
 use crate::tensor::container_bytes;

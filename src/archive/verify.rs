@@ -1,9 +1,10 @@
 //! Verification (DESIGN §7, §9): prove a decode bit-exact from the stored checksums alone,
 //! or byte-compare it with the original file. The CLI and the TUI both call these.
 
+use super::pool::resolve_jobs;
+use super::progress::ProgressEvent;
+use super::reader::stream::{self, decode_all, Decoded};
 use super::reader::{Archive, Item};
-use super::stream::{self, decode_all, Decoded};
-use super::{resolve_jobs, ProgressEvent};
 use crate::error::{Error, Result};
 use crate::hash::Xxh3;
 use std::fs::File;

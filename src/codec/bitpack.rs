@@ -10,8 +10,8 @@
 use super::bitio::{peek64, BitWriter};
 use super::table::{check_width, try_constant, Word};
 use super::{CodecError, Stream};
+use crate::tensor::with_buf;
 use crate::tensor::{bits_needed, container_bytes, mask, WordBuf, Words};
-use crate::with_buf;
 
 const NAME: &str = "bitpack";
 

@@ -28,8 +28,8 @@ use super::table::{
     write_set, SetPlan, SymbolIndex, Word,
 };
 use super::{CodecError, MAX_TABLE_SYMBOLS};
+use crate::tensor::with_buf;
 use crate::tensor::{container_bytes, WordBuf, Words};
-use crate::with_buf;
 
 const NAME: &str = "huffman";
 

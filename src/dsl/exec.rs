@@ -9,8 +9,8 @@ use super::program::{Dequant, MapFn, Node, Op, ScanFn, Ty};
 use crate::codec::bucket::Context;
 use crate::codec::CodecError;
 pub use crate::tensor::extract;
+use crate::tensor::with_buf;
 use crate::tensor::{mask, WordBuf, Words};
-use crate::with_buf;
 
 /// Why a program could not be executed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

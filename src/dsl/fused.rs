@@ -330,26 +330,13 @@ enum Wide {
 /// [`Wide`] of this CPU, detected once; `None` when `BREVIS_NO_SIMD` is set.
 #[cfg(target_arch = "x86_64")]
 fn wide_simd() -> Wide {
-    use std::sync::OnceLock;
-    static WIDE: OnceLock<u8> = OnceLock::new();
-    let w = *WIDE.get_or_init(|| {
-        if std::env::var_os("BREVIS_NO_SIMD").is_some() {
-            0
-        } else if is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vl")
-        {
-            2
-        } else if is_x86_feature_detected!("avx2") {
-            1
-        } else {
-            0
-        }
-    });
-    match w {
-        2 => Wide::Avx512,
-        1 => Wide::Avx2,
-        _ => Wide::None,
+    let level = crate::simd::level();
+    if level.avx512 {
+        Wide::Avx512
+    } else if level.avx2 {
+        Wide::Avx2
+    } else {
+        Wide::None
     }
 }
 

@@ -24,6 +24,10 @@
 //! So for any program `p` of a tensor, `parse(&p.to_string())?.build(Some(&words),
 //! None)` is `p` again when `p` came from the search (its literals are encoded as the
 //! search encodes them), which `tests/dsl_parse.rs` checks on the corpus.
+//!
+//! Why one file of about 1,000 lines: the two steps above share the [`Sketch`] they pass
+//! between them, and each operator's line and its backward run from the target are read
+//! (and changed) together when an operator is added.
 
 use super::program::{Dequant, Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty};
 use crate::codec::{self, CodecId};

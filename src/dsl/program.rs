@@ -110,10 +110,7 @@ impl MapFn {
         match self {
             MapFn::Xor(c) => x ^ c,
             MapFn::Add(c) => x.wrapping_add(c) & m,
-            MapFn::ZigZag => {
-                let sign = (x >> (width - 1)) & 1;
-                ((x << 1) ^ sign.wrapping_neg()) & m
-            }
+            MapFn::ZigZag => crate::tensor::zigzag(x, width),
             MapFn::Gray => x ^ (x >> 1),
             MapFn::BitRev => x.reverse_bits() >> (64 - width),
             MapFn::RotL(r) => ((x << r) | (x >> (width - r))) & m,
@@ -127,7 +124,7 @@ impl MapFn {
         match self {
             MapFn::Xor(c) => y ^ c,
             MapFn::Add(c) => y.wrapping_sub(c) & m,
-            MapFn::ZigZag => ((y >> 1) ^ (y & 1).wrapping_neg()) & m,
+            MapFn::ZigZag => crate::tensor::unzigzag(y, width),
             MapFn::Gray => {
                 let mut x = y;
                 let mut shift = 1;

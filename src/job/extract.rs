@@ -112,7 +112,7 @@ fn no_such_tensors<'a>(
 /// # Errors
 /// [`crate::Error::Refused`] of kind `no_such_tensor` naming the archive and every
 /// name it does not hold (with the nearest name it does), of kind `usage` for no
-/// names or [`Destination::Default`]; as [`open_archive`], [`folder::Folder::open`],
+/// names or [`Destination::Default`]; as [`open_archive`](crate::job::open_archive), [`folder::Folder::open`],
 /// [`archive::extract`] and [`writer::write_target`] (an existing output without
 /// `force`, a damaged tensor).
 pub fn extract(

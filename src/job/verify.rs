@@ -254,7 +254,7 @@ impl VerifyReport {
 ///
 /// # Errors
 /// [`Error::Refused`](crate::Error::Refused) of kind `wrong_kind` if `against` is a
-/// folder for a single-file archive; as [`open_archive`] or [`folder::Folder::open`] if
+/// folder for a single-file archive; as [`open_archive`](crate::job::open_archive) or [`folder::Folder::open`] if
 /// the archive cannot be opened; [`crate::Error::Io`] if the original cannot be read.
 pub fn verify(
     input: &Path,

@@ -183,7 +183,7 @@ fn head_counts(target: &Words, head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
 /// [`head_counts`] of one container: compiled for AVX2 too and picked at run time.
 fn head_counts_of<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if crate::simd::level().avx2 {
         #[target_feature(enable = "avx2")]
         fn with_avx2<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
             head_counts_in(v, head_bits, shift)

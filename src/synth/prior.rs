@@ -357,7 +357,7 @@ impl Prior {
     /// file; [`ReadPriorError::NotAPrior`] if it is too large, not text or not a prior.
     pub fn read_file(path: &std::path::Path) -> Result<Prior, ReadPriorError> {
         use std::io::Read as _;
-        let meta = crate::archive::regular_file(path).map_err(ReadPriorError::Io)?;
+        let meta = crate::files::regular_file(path).map_err(ReadPriorError::Io)?;
         let too_large = || {
             ReadPriorError::NotAPrior(format!(
                 "larger than {} MiB: not a prior (a calibrated prior takes a few KiB)",

@@ -1,4 +1,5 @@
-//! Test support shared by several test crates (included with `#[path]`).
+//! A `.safetensors` file built from tensors: a fixture for the test crates (through
+//! `support`) and `examples/finetunes.rs` (included with `#[path]`).
 
 /// A `.safetensors` file of `(name, dtype, shape, bytes)` tensors, in that order, its
 /// header padded with spaces to a multiple of 8 bytes.

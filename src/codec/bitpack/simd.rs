@@ -29,14 +29,7 @@ mod imp {
     use std::arch::x86_64::*;
 
     fn available() -> bool {
-        use std::sync::OnceLock;
-        static OK: OnceLock<bool> = OnceLock::new();
-        *OK.get_or_init(|| {
-            std::env::var_os("BREVIS_NO_SIMD").is_none()
-                && is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512vbmi")
-        })
+        crate::simd::level().avx512_vbmi
     }
 
     pub(super) fn unpack<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {

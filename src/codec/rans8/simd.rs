@@ -27,7 +27,7 @@ pub(super) fn kernel() -> Option<Kernel> {
     use std::sync::OnceLock;
     static K: OnceLock<Option<Kernel>> = OnceLock::new();
     *K.get_or_init(|| {
-        if std::env::var_os("BREVIS_NO_SIMD").is_some() {
+        if !crate::simd::allowed() {
             return None;
         }
         imp::avx512().or_else(imp::avx2)
@@ -489,8 +489,7 @@ mod imp {
     }
 
     fn simd_allowed() -> bool {
-        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *OK.get_or_init(|| std::env::var_os("BREVIS_NO_SIMD").is_none())
+        crate::simd::allowed()
     }
 
     pub(super) fn map_u8(symbols: &[u8], table: &[u8; 256], out: &mut [u8]) -> bool {

@@ -4,7 +4,7 @@
 use super::super::app::App;
 use super::super::inspect::{codec_summary, share, thousands, Inspection, NodeInfo};
 use super::super::model::Sharing;
-use super::{bar, fit_end, fit_name_and_rest, inspected, selected_style, text_width, ACCENT};
+use super::{bar, fit_name_and_rest, fit_spans, inspected, selected_style, text_width, ACCENT};
 use crate::archive::escape_name;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -214,30 +214,6 @@ fn node_row(
         cells.push(Cell::from(bar(s, BAR)).style(Style::default().fg(ACCENT)));
     }
     Row::new(cells)
-}
-
-/// `spans` cut to `width` columns, the last one kept ending in `…` when they do not fit.
-fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
-    let total: usize = spans.iter().map(|s| text_width(&s.content)).sum();
-    if total <= width {
-        return spans;
-    }
-    let mut out = Vec::new();
-    let mut left = width;
-    for s in spans {
-        let w = text_width(&s.content);
-        if w < left {
-            left -= w;
-            out.push(s);
-        } else {
-            out.push(Span::styled(
-                fit_end(&format!("{}…", s.content), left),
-                s.style,
-            ));
-            break;
-        }
-    }
-    out
 }
 
 fn detail_lines(ins: &Inspection, i: usize, n: &NodeInfo) -> Vec<Line<'static>> {

@@ -20,9 +20,11 @@
 //! where the child ended. A child that does not read makes its region one unit again,
 //! whose decoding then reports the error exactly as for an unsplit region.
 
-use super::format::Cursor;
-use super::reader::{Archive, Item, RegionSpan};
-use super::{build_pool, ProgressEvent};
+use super::entries::{Item, RegionSpan, MAX_REGION_BYTES};
+use super::Archive;
+use crate::archive::format::Cursor;
+use crate::archive::pool::build_pool;
+use crate::archive::progress::ProgressEvent;
 use crate::dsl::fused::execute_into;
 use crate::dsl::{program_end, Ty};
 use crate::error::{Error, Result};
@@ -175,7 +177,7 @@ fn plan(archive: &Archive, item: Item) -> Plan {
     let (program, ty) = archive.item_program(item);
     let word_bytes = container_bytes(ty.width) as u64;
     let bytes = archive.item_original_bytes(item);
-    if bytes <= SPLIT_BYTES || bytes > super::reader::MAX_REGION_BYTES {
+    if bytes <= SPLIT_BYTES || bytes > MAX_REGION_BYTES {
         return whole;
     }
     let Some((header, lens)) = concat_header(archive.program_slice(&program), ty) else {

@@ -363,7 +363,9 @@ fn set_direct(file: &File, on: bool) -> bool {
     }
 }
 
-fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+/// Writes all of `bytes` at `offset` of `file`, leaving its cursor where it was (Unix;
+/// elsewhere a seek and a write).
+pub(crate) fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
     #[cfg(unix)]
     {
         std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
