@@ -1,0 +1,211 @@
+use super::*;
+use crate::tensor::mask;
+
+fn round_trip(words: &Words) -> Vec<u8> {
+    let mut body = Vec::new();
+    encode(words, &mut body).expect("non-empty");
+    let back = decode(&body, words.width(), words.len()).expect("decodes");
+    assert_eq!(&back, words);
+    body
+}
+
+fn lcg(seed: &mut u64) -> u64 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *seed >> 33
+}
+
+#[test]
+fn round_trips_of_every_shape() {
+    let mut seed = 7u64;
+    for &(width, n, spread) in &[
+        (8u32, 1usize, 4u64),
+        (8, 31, 4),
+        (8, 32, 4),
+        (8, 33, 200),
+        (8, 5000, 256),
+        (11, 100_000, 300),
+        (16, 70_000, 2000),
+        (32, 9000, 700),
+        (1, 1000, 2),
+        (64, 4096, 3),
+    ] {
+        let words = Words::from_fn(width, n, |_| {
+            // Geometric-ish: small values common, a tail of rare ones.
+            let r = lcg(&mut seed);
+            let v = (r % spread) * (r % 3) / 2 % spread;
+            v & mask(width)
+        });
+        round_trip(&words);
+    }
+}
+
+/// The SIMD encoder (where this processor has it) writes the scalar encoder's bytes:
+/// 32 and 64 states, every precision, skewed and flat symbol counts, lengths around
+/// whole groups.
+#[test]
+fn simd_decoder_equals_scalar() {
+    // Streams of 8- and 16-bit words (the SIMD maps), 32 and 64 states, escapes,
+    // lengths around a group and a block; each body whole and damaged (cut, a byte
+    // flipped in its payload): the same words or an error from both paths.
+    let mut seed = 5u64;
+    for width in [8u32, 11, 16, 20] {
+        for n in [1usize, 63, 64, 65, 2048, 5000, 1 << 18] {
+            let words = Words::from_fn(width, n, |_| {
+                let r = lcg(&mut seed);
+                // Mostly a few values, some rare ones (escaped).
+                if r.is_multiple_of(97) {
+                    r >> 8
+                } else {
+                    (r >> 3) % 40 * 3
+                }
+            });
+            let mut body = Vec::new();
+            encode(&words, &mut body).unwrap();
+            let simd = decode(&body, width, n).unwrap();
+            assert_eq!(simd, words, "width {width}, n {n}");
+            assert_eq!(decode_scalar(&body, width, n).unwrap(), words);
+            for damage in 0..6 {
+                let mut bad = body.clone();
+                let at = (lcg(&mut seed) as usize) % bad.len();
+                if damage % 2 == 0 {
+                    bad.truncate(at.max(1));
+                } else {
+                    bad[at] ^= 1 << (lcg(&mut seed) % 8);
+                }
+                let (a, b) = (decode(&bad, width, n), decode_scalar(&bad, width, n));
+                assert_eq!(
+                    a.is_ok(),
+                    b.is_ok(),
+                    "width {width}, n {n}, damage {damage}"
+                );
+                if let (Ok(a), Ok(b)) = (a, b) {
+                    assert_eq!(a, b, "width {width}, n {n}, damage {damage}");
+                }
+            }
+        }
+    }
+}
+
+/// The one-pass field encoder writes the two-pass encoder's bytes: fields of 8-, 16-
+/// and 32-bit words from 1 to 12 bits, with and without escapes, 32 and 64 states,
+/// lengths around a group, and whole words.
+#[test]
+fn fused_encoder_equals_two_passes() {
+    let mut seed = 5u64;
+    for (container, shift, width) in [
+        (8u32, 0u32, 8u32),
+        (8, 2, 5),
+        (16, 7, 9),
+        (16, 3, 12),
+        (16, 0, 16),
+        (32, 19, 12),
+        (32, 23, 8),
+        (32, 0, 1),
+    ] {
+        for n in [31usize, 64, 65, 1000, 4096 + 33, WIDE_WORDS + 5] {
+            for spread in [3u64, 40, 300, 5000] {
+                // A few common fields and rare ones (escaped when there are many).
+                let words = Words::from_fn(container, n, |_| {
+                    let r = lcg(&mut seed);
+                    let f = if r.is_multiple_of(16) {
+                        r / 16 % spread
+                    } else {
+                        r / 16 % 3
+                    };
+                    let other = lcg(&mut seed) & mask(container);
+                    let m = mask(width) << shift;
+                    (other & !m) | ((f & mask(width)) << shift)
+                });
+                let stream = Stream::Field {
+                    words: &words,
+                    shift,
+                    width,
+                };
+                let field = stream.to_words();
+                let hist = crate::stats::histogram(&field, usize::MAX).unwrap();
+                let plan = Plan::new(&hist, width, n).unwrap();
+                let (mut a, mut b) = (vec![9u8], vec![9u8]);
+                plan.encode_with(stream, &mut a, true);
+                plan.encode_with(stream, &mut b, false);
+                let what = format!(
+                    "{container}-bit words, field ({shift}, {width}), n {n}, spread {spread}"
+                );
+                assert_eq!(a, b, "{what}");
+                assert_eq!(decode(&a[1..], width, n).unwrap(), *field, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn simd_encoder_equals_scalar() {
+    let mut seed = 11u64;
+    for (lanes, n) in [
+        (32usize, 31usize),
+        (32, 32),
+        (32, 1000),
+        (64, 64),
+        (64, 70_001),
+    ] {
+        for scale in [1u32, 5, 8, 12] {
+            for k in [2usize, 3, 17, 256] {
+                let k = k.min(1 << scale);
+                // Frequencies summing to 2^scale, each at least 1, the first largest.
+                let mut freqs = vec![1u32; k];
+                freqs[0] += (1 << scale) - k as u32;
+                let symbols: Vec<u8> = (0..n)
+                    .map(|_| {
+                        let r = lcg(&mut seed) as usize;
+                        (if r.is_multiple_of(4) { r / 4 % k } else { 0 }) as u8
+                    })
+                    .collect();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                encode_payload_with(&symbols, &freqs, scale, lanes, &mut a, true);
+                encode_payload_with(&symbols, &freqs, scale, lanes, &mut b, false);
+                assert_eq!(a, b, "lanes {lanes}, n {n}, scale {scale}, {k} symbols");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_constant_stream_is_its_table() {
+    let words = Words::filled(16, 0x3f80, 10_000);
+    let body = round_trip(&words);
+    // Escape bit, count, the word in 16 bits: 25 bits.
+    assert_eq!(body.len(), 4);
+}
+
+#[test]
+fn more_than_256_words_are_escaped() {
+    let mut seed = 1u64;
+    let words = Words::from_fn(16, 50_000, |i| {
+        if i % 50 == 0 {
+            1000 + lcg(&mut seed) % 5000
+        } else {
+            lcg(&mut seed) % 100
+        }
+    });
+    let body = round_trip(&words);
+    assert_eq!(body[0] & 1, 1, "an escape");
+}
+
+#[test]
+fn damage_is_refused_or_decodes_to_other_words() {
+    let mut seed = 3u64;
+    let words = Words::from_fn(8, 20_000, |_| lcg(&mut seed) % 40);
+    let body = round_trip(&words);
+    for at in (0..body.len()).step_by(7) {
+        let mut b = body.clone();
+        b[at] ^= 0x24;
+        if let Ok(w) = decode(&b, 8, words.len()) {
+            assert_eq!(w.len(), words.len());
+        }
+    }
+    for cut in [0, 1, body.len() / 2, body.len() - 1] {
+        assert!(decode(&body[..cut], 8, words.len()).is_err());
+    }
+    assert!(decode(&body, 8, words.len() - 1).is_err());
+}
