@@ -29,12 +29,12 @@ pub use tensor::{Dtype, Words};
 /// Tells the C library's allocator to keep the memory this process frees for its next
 /// allocations, as a compressor that allocates and frees buffers of megabytes for every
 /// record wants: blocks under 32 MiB from the heap (not each from its own `mmap`) and
-/// the heap not trimmed under 512 MiB free. Without it every decoded region's buffer was
-/// mapped anew, and its pages faulted in and zeroed by the kernel: a seventh of
-/// decompressing minilm-l6-v2-bf16-layer0 and half of silero-vad-16k-f32 (docs/bench.md,
-/// session 22). The shells call it first thing; memory already in use is unaffected,
-/// and a process that exits returns everything. Linux with glibc only; elsewhere
-/// nothing.
+/// the heap not trimmed under 512 MiB free. Without it a process that decodes over and
+/// over (the TUI) mapped every decoded region's buffer anew, its pages faulted in and
+/// zeroed by the kernel: 50 decompressions of minilm-l6-v2-bf16-layer0 took 22% more
+/// CPU time (docs/bench.md, session 22). The shells call it first thing; memory already
+/// in use is unaffected, and a process that exits returns everything. Linux with glibc
+/// only; elsewhere nothing.
 #[cfg(any(feature = "cli", feature = "tui"))]
 pub fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
