@@ -112,6 +112,62 @@ fn a_tensor_held_twice_costs_almost_nothing_more() {
     assert_eq!(both.decode_tensor(i).unwrap(), base[0].3);
 }
 
+/// A tensor that differs from an earlier one of the same length in one byte no sample
+/// of the workers' duplicate key reads (the middle of a stride between its 64-byte
+/// pieces) is claimed as a copy by its worker and left unencoded; the sink, which hashes
+/// the whole record, sees it is not one and encodes it: it is not a copy, and the file
+/// restores byte for byte, at both levels and with one or two workers.
+#[test]
+fn a_near_twin_the_sample_does_not_tell_apart_is_encoded_not_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = base_tensors();
+    let mut twin = base[0].clone();
+    twin.0 = "near.twin.of.intermediate.dense.weight".into();
+    let n = twin.3.len();
+    // The sample: 4 KiB at each end and 64 pieces of 64 bytes from 4 KiB on, `stride`
+    // apart; this byte lies halfway between two pieces.
+    let stride = (n - 2 * 4096 - 64) / 64;
+    let at = 4096 + 10 * stride + stride / 2;
+    twin.3[at] ^= 0x5a;
+    let mut tensors = base.clone();
+    tensors.push(twin.clone());
+    let src = write(&dir.path().join("twins.safetensors"), &tensors);
+    for (level, jobs) in [
+        (brevis::synth::Level::Default, 1),
+        (brevis::synth::Level::Fast, 1),
+        (brevis::synth::Level::Fast, 2),
+    ] {
+        let mut opts = CompressOptions {
+            jobs: Some(jobs),
+            ..CompressOptions::default()
+        };
+        opts.search.level = level;
+        opts.search.budget = level.budget();
+        let out = dir
+            .path()
+            .join(format!("twins-{}-{jobs}.brv", level.name()));
+        compress_file(
+            &dir.path().join("twins.safetensors"),
+            &out,
+            &opts,
+            &no_progress,
+        )
+        .unwrap_or_else(|e| panic!("compress: {e}"));
+        let a = Archive::open(&out).unwrap();
+        let i = a.find("near.twin.of.intermediate.dense.weight").unwrap();
+        assert_eq!(a.tensors()[i].copy_of, None, "{level:?}, {jobs} jobs");
+        assert_eq!(
+            a.decode_tensor(i).unwrap(),
+            twin.3,
+            "{level:?}, {jobs} jobs"
+        );
+        assert!(
+            restored(&a) == src,
+            "{level:?}, {jobs} jobs: restored bytes differ"
+        );
+    }
+}
+
 /// (b) Two checkpoints that differ in exactly one tensor (every word of it with its low
 /// bit flipped): every other tensor's record, found through the index, is the same bytes
 /// in both archives, and the changed one's differs.
