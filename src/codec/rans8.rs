@@ -420,34 +420,22 @@ impl Plan {
         // The escape's symbol, when there is one (with 256 coded words the number
         // `syms.len()` wraps to a coded word's).
         let esc = (self.escaped > 0).then_some(self.syms.len() as u8);
-        let mut cum = Vec::with_capacity(self.freqs.len());
-        let mut c = 0u32;
-        for &f in &self.freqs {
-            cum.push(c);
-            c += f;
-        }
-        let mut rcp = [1.0; 256];
-        for (r, &f) in rcp.iter_mut().zip(&self.freqs) {
-            *r = 1.0 / f64::from(f);
-        }
+        let mut enc = PayloadEncoder::new(&self.freqs, self.scale, lanes, n);
+        let coding = enc.simd_table(&self.freqs);
         let table = simd::FieldTable {
             // Without an escape symbol the index's other entries (the escape's number)
-            // are fields no word has.
+            // are fields no word has: `freq_cum` is 0 there.
             entries: index
                 .iter()
-                .map(|&s| {
-                    let k = usize::from(s);
-                    match (self.freqs.get(k), cum.get(k)) {
-                        (Some(&f), Some(&c)) => f | c << 12 | u32::from(s) << 24,
-                        _ => 0,
-                    }
+                .map(|&s| match coding.freq_cum[usize::from(s)] {
+                    0 => 0,
+                    fc => (fc & 0xFFFF) | (fc >> 16) << 12 | u32::from(s) << 24,
                 })
                 .collect(),
-            rcp,
+            coding,
             escape: esc,
         };
         let m = mask(self.width);
-        let mut enc = PayloadEncoder::new(&self.freqs, self.scale, lanes, n);
         // Escaped words from the last to the first.
         let mut escaped: Vec<u32> = Vec::new();
         crate::with_buf!(words.buf(), v => {

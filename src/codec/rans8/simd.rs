@@ -122,8 +122,8 @@ pub(super) struct FieldTable {
     /// For each field value (`2^b <= 2^FIELD_BITS` of them), its symbol's `f | c << 12
     /// | s << 24` (with at least two symbols, `f <= 4095`).
     pub(super) entries: Vec<u32>,
-    /// `1 / f` of each symbol (the nearest double), as [`EncTable::rcp`].
-    pub(super) rcp: [f64; 256],
+    /// The symbols' coding constants (the kernel gathers `rcp`).
+    pub(super) coding: EncTable,
     /// The escape symbol, if the stream has escaped words.
     pub(super) escape: Option<u8>,
 }
@@ -251,9 +251,7 @@ mod imp {
         let fc = table.freq_cum.as_ptr().cast::<i32>();
         let rcp = table.rcp.as_ptr();
         let low16 = _mm512_set1_epi32(0xFFFF);
-        let total = _mm512_set1_epi32(1 << scale);
-        let to_bound = _mm_cvtsi32_si128(32 - scale as i32);
-        let nudge = _mm512_set1_pd(1.0 / 16384.0);
+        let k = StepConstants::new(scale);
         let xp = x.as_mut_ptr().cast::<i32>();
         let mut xs = [_mm512_setzero_si512(); 4];
         for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
@@ -274,30 +272,8 @@ mod imp {
                 let e = unsafe { _mm512_i32gather_epi32::<4>(s, fc) };
                 let f = _mm512_and_si512(e, low16);
                 let c = _mm512_srli_epi32::<16>(e);
-                let bound = _mm512_sll_epi32(f, to_bound);
-                let xv = xs[v];
-                let m = _mm512_cmpge_epu32_mask(xv, bound);
-                at -= m.count_ones() as usize;
-                unsafe {
-                    _mm256_mask_compressstoreu_epi16(
-                        wp.add(at).cast(),
-                        m,
-                        _mm512_cvtepi32_epi16(xv),
-                    )
-                };
-                let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
-                let r_lo =
-                    unsafe { _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(s), rcp.cast()) };
-                let r_hi = unsafe {
-                    _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(s), rcp.cast())
-                };
-                let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
-                let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
-                let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, nudge));
-                let q_hi = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_hi, r_hi, nudge));
-                let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q_lo), q_hi);
-                let spread = _mm512_sub_epi32(total, f);
-                xs[v] = _mm512_add_epi32(_mm512_add_epi32(y, c), _mm512_mullo_epi32(q, spread));
+                // SAFETY: as above.
+                xs[v] = unsafe { step512(xs[v], s, f, c, rcp, &k, wp, &mut at) };
             }
         }
         for (v, xv) in xs.iter().enumerate().take(vectors) {
@@ -305,6 +281,72 @@ mod imp {
             unsafe { _mm512_storeu_epi32(xp.add(16 * v), *xv) };
         }
         at
+    }
+
+    /// The constants of [`step512`] at precision `scale`.
+    struct StepConstants {
+        to_bound: __m128i,
+        total: __m512i,
+        nudge: __m512d,
+    }
+
+    impl StepConstants {
+        #[inline(always)]
+        fn new(scale: u32) -> StepConstants {
+            // SAFETY: called by the kernels, which run with AVX-512 F; these only set
+            // registers.
+            unsafe {
+                StepConstants {
+                    to_bound: _mm_cvtsi32_si128(32 - scale as i32),
+                    total: _mm512_set1_epi32(1 << scale),
+                    nudge: _mm512_set1_pd(1.0 / 16384.0),
+                }
+            }
+        }
+    }
+
+    /// One encoding step of the 16 states `xv` for symbols `sym` of frequencies `f` and
+    /// cumulative frequencies `c`: each state at or above `f << (32 - s)` has its low 16
+    /// bits compress-stored below `*at` (which moves down by their number) and is shifted
+    /// down by 16; then `x + c + q (2^s - f)` with `q = floor(x / f)` computed as
+    /// `floor(x * (1 / f) + 2^-14)` in doubles, `1 / f` gathered from `rcp` by symbol
+    /// (exact for `x < 2^32` and `f <= 2^12`: see [`super::encode`]). The new states.
+    /// Shared by [`encode512`] and [`encode_fields512`], inlined into each.
+    ///
+    /// # Safety
+    /// The processor has AVX-512 F, BW, VL, VBMI2 and FMA; `rcp` holds 256 doubles and
+    /// every lane of `sym` is below 256; `wp` may be written at `*at - popcnt(m)..*at`,
+    /// which the callers' accounting of `at` (never below the number of symbols not yet
+    /// coded) guarantees.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn step512(
+        xv: __m512i,
+        sym: __m512i,
+        f: __m512i,
+        c: __m512i,
+        rcp: *const f64,
+        k: &StepConstants,
+        wp: *mut u16,
+        at: &mut usize,
+    ) -> __m512i {
+        // SAFETY: the caller's contract above.
+        unsafe {
+            let bound = _mm512_sll_epi32(f, k.to_bound);
+            let m = _mm512_cmpge_epu32_mask(xv, bound);
+            *at -= m.count_ones() as usize;
+            _mm256_mask_compressstoreu_epi16(wp.add(*at).cast(), m, _mm512_cvtepi32_epi16(xv));
+            let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
+            let r_lo = _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(sym), rcp.cast());
+            let r_hi = _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(sym), rcp.cast());
+            let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
+            let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
+            let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, k.nudge));
+            let q_hi = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_hi, r_hi, k.nudge));
+            let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q_lo), q_hi);
+            let spread = _mm512_sub_epi32(k.total, f);
+            _mm512_add_epi32(_mm512_add_epi32(y, c), _mm512_mullo_epi32(q, spread))
+        }
     }
 
     pub(super) fn fields_available() -> bool {
@@ -410,14 +452,12 @@ mod imp {
         let lanes = x.len();
         let vectors = lanes / 16;
         let tp = table.entries.as_ptr().cast::<i32>();
-        let rcp = table.rcp.as_ptr();
+        let rcp = table.coding.rcp.as_ptr();
         let low12 = _mm512_set1_epi32(0xFFF);
         let escape = table.escape.map(|e| _mm512_set1_epi32(i32::from(e)));
         let field_mask = _mm512_set1_epi32(mask as i32);
         let by = _mm_cvtsi32_si128(shift as i32);
-        let to_bound = _mm_cvtsi32_si128(32 - scale as i32);
-        let total = _mm512_set1_epi32(1 << scale);
-        let nudge = _mm512_set1_pd(1.0 / 16384.0);
+        let k = StepConstants::new(scale);
         let xp = x.as_mut_ptr().cast::<i32>();
         let mut xs = [_mm512_setzero_si512(); 4];
         for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
@@ -454,31 +494,8 @@ mod imp {
                 }
                 let f = _mm512_and_si512(e, low12);
                 let c = _mm512_and_si512(_mm512_srli_epi32::<12>(e), low12);
-                let bound = _mm512_sll_epi32(f, to_bound);
-                let xv = xs[v];
-                let m = _mm512_cmpge_epu32_mask(xv, bound);
-                at -= m.count_ones() as usize;
-                unsafe {
-                    _mm256_mask_compressstoreu_epi16(
-                        wp.add(at).cast(),
-                        m,
-                        _mm512_cvtepi32_epi16(xv),
-                    )
-                };
-                let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
-                // q = floor(y / f) as `encode512` has it, `1 / f` gathered by symbol.
-                let r_lo =
-                    unsafe { _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(sym), rcp.cast()) };
-                let r_hi = unsafe {
-                    _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(sym), rcp.cast())
-                };
-                let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
-                let y_hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y));
-                let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, nudge));
-                let q_hi = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_hi, r_hi, nudge));
-                let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q_lo), q_hi);
-                let spread = _mm512_sub_epi32(total, f);
-                xs[v] = _mm512_add_epi32(_mm512_add_epi32(y, c), _mm512_mullo_epi32(q, spread));
+                // SAFETY: as above.
+                xs[v] = unsafe { step512(xs[v], sym, f, c, rcp, &k, wp, &mut at) };
             }
         }
         for (v, xv) in xs.iter().enumerate().take(vectors) {
