@@ -43,6 +43,7 @@ macro_rules! feature_fn {
         }
     };
 }
+pub(crate) use feature_fn;
 
 pub mod bitio;
 pub mod bitpack;

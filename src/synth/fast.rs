@@ -169,29 +169,24 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
 /// the histogram of the joined field.
 type Candidate = (f64, u32, Vec<(u64, u64)>);
 
-/// The counts of bits `[shift, shift + head_bits)` (`head_bits <= 16`) of the words of
-/// `target`, and the OR of the words.
-fn head_counts(target: &Words, head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
-    match target.buf() {
-        WordBuf::U8(v) => head_counts_of(v, head_bits, shift),
-        WordBuf::U16(v) => head_counts_of(v, head_bits, shift),
-        WordBuf::U32(v) => head_counts_of(v, head_bits, shift),
-        WordBuf::U64(v) => head_counts_of(v, head_bits, shift),
-    }
+crate::codec::feature_fn! {
+    "avx2";
+    /// The counts of bits `[shift, shift + head_bits)` (`head_bits <= 16`) of the words
+    /// of `target`, and the OR of the words. Compiled for AVX2 too and picked at run
+    /// time (the field extraction vectorizes twice as wide).
+    fn head_counts(target: &Words, head_bits: u32, shift: u32) -> (Vec<u32>, u64) =
+        head_counts_of;
 }
 
-/// [`head_counts`] of one container: compiled for AVX2 too and picked at run time.
-fn head_counts_of<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::simd::level().avx2 {
-        #[target_feature(enable = "avx2")]
-        fn with_avx2<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
-            head_counts_in(v, head_bits, shift)
-        }
-        // SAFETY: the processor has AVX2 (checked above).
-        return unsafe { with_avx2(v, head_bits, shift) };
+/// [`head_counts`] of each container, inlined into each build.
+#[inline(always)]
+fn head_counts_of(target: &Words, head_bits: u32, shift: u32) -> (Vec<u32>, u64) {
+    match target.buf() {
+        WordBuf::U8(v) => head_counts_in(v, head_bits, shift),
+        WordBuf::U16(v) => head_counts_in(v, head_bits, shift),
+        WordBuf::U32(v) => head_counts_in(v, head_bits, shift),
+        WordBuf::U64(v) => head_counts_in(v, head_bits, shift),
     }
-    head_counts_in(v, head_bits, shift)
 }
 
 /// [`head_counts`]' work, inlined into each build: a block's fields extracted first (a
