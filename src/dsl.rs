@@ -12,6 +12,6 @@ pub mod wire;
 pub use exec::{execute, execute_in, matches, ExecError};
 pub use program::{Dequant, Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty, TypeError};
 pub use wire::{
-    program_bytes, program_end, program_len, read_program, size_report, wire_version_of, NodeSize,
-    WireError,
+    program_bytes, program_end, program_len, read_program, read_program_shared, size_report,
+    wire_version_of, NodeSize, WireError,
 };

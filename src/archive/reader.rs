@@ -25,9 +25,10 @@ use structure::{parse_structure, parse_walk, within_wire};
 
 use super::base::OpenedSource;
 use super::format::{self, Settings, SourceEntry};
-use crate::dsl::{read_program, Node, Ty};
+use crate::dsl::{read_program, read_program_shared, Node, Ty};
 use crate::error::{ArchiveError, Error, Result};
 use crate::hash::{xxh3_64, Xxh3};
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::fs::File;
 use std::ops::{Deref, Range};
@@ -36,8 +37,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 enum Backing {
-    Map(memmap2::Mmap),
-    Owned(Vec<u8>),
+    /// A mapped file, and the same bytes as [`Bytes`] sharing the mapping (the literal
+    /// bodies of programs read for decoding are slices of it, not copies).
+    Map(Arc<memmap2::Mmap>, Bytes),
+    /// An archive held in memory.
+    Owned(Bytes),
     /// A remote archive read by ranges: its image holds what opening read.
     #[cfg(feature = "object-store")]
     Ranged(Box<dyn RangedBytes>),
@@ -61,12 +65,38 @@ pub(crate) trait RangedBytes: Send + Sync {
     fn get(&self, range: &Range<usize>) -> Result<std::borrow::Cow<'_, [u8]>>;
 }
 
+impl Backing {
+    /// A mapped file as a backing.
+    fn map(map: memmap2::Mmap) -> Backing {
+        /// The mapping as an owner of [`Bytes`].
+        struct Shared(Arc<memmap2::Mmap>);
+        impl AsRef<[u8]> for Shared {
+            fn as_ref(&self) -> &[u8] {
+                &self.0
+            }
+        }
+        let map = Arc::new(map);
+        let bytes = Bytes::from_owner(Shared(Arc::clone(&map)));
+        Backing::Map(map, bytes)
+    }
+
+    /// The bytes in `range` as shared [`Bytes`] (no copy); `None` past the end, and
+    /// for a remote archive, whose bytes are fetched.
+    fn shared(&self, range: &Range<usize>) -> Option<Bytes> {
+        let all = match self {
+            Backing::Map(_, b) | Backing::Owned(b) => b,
+            #[cfg(feature = "object-store")]
+            Backing::Ranged(_) => return None,
+        };
+        (range.start <= range.end && range.end <= all.len()).then(|| all.slice(range.clone()))
+    }
+}
+
 impl Deref for Backing {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Backing::Map(m) => m,
-            Backing::Owned(v) => v,
+            Backing::Map(_, b) | Backing::Owned(b) => b,
             #[cfg(feature = "object-store")]
             Backing::Ranged(r) => r.image(),
         }
@@ -121,9 +151,9 @@ impl Archive {
             .metadata()
             .map_err(|e| Error::io(path, "cannot read", e))?;
         let bytes = if meta.len() == 0 {
-            Backing::Owned(Vec::new())
+            Backing::Owned(Bytes::new())
         } else {
-            Backing::Map(
+            Backing::map(
                 crate::files::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?,
             )
         };
@@ -135,7 +165,7 @@ impl Archive {
     /// # Errors
     /// As [`Archive::open`].
     pub fn from_bytes(bytes: Vec<u8>, path: impl Into<PathBuf>) -> Result<Archive> {
-        Archive::validate(path.into(), Backing::Owned(bytes))
+        Archive::validate(path.into(), Backing::Owned(bytes.into()))
     }
 
     /// A remote archive whose structure `ranged` has read ([`Archive::open_url`]).
@@ -204,7 +234,7 @@ impl Archive {
             return Err(e);
         };
         let file = File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
-        let bytes = Backing::Map(
+        let bytes = Backing::map(
             crate::files::map_file(&file).map_err(|e| Error::io(path, "cannot map", e))?,
         );
         Archive::walk(path.to_path_buf(), bytes, what).unwrap_or(Err(e))
@@ -218,14 +248,20 @@ impl Archive {
     pub fn from_bytes_for_salvage(bytes: Vec<u8>, path: impl Into<PathBuf>) -> Result<Archive> {
         let path = path.into();
         let e = match parse_structure(&bytes) {
-            Ok(s) => return Ok(Archive::from_structure(path, Backing::Owned(bytes), s)),
+            Ok(s) => {
+                return Ok(Archive::from_structure(
+                    path,
+                    Backing::Owned(bytes.into()),
+                    s,
+                ))
+            }
             Err(e) => e,
         };
         let ArchiveError::Corrupt { what } = &e else {
             return Err(Error::archive(&path, e));
         };
         let what = what.clone();
-        Archive::walk(path.clone(), Backing::Owned(bytes), &what)
+        Archive::walk(path.clone(), Backing::Owned(bytes.into()), &what)
             .unwrap_or_else(|| Err(Error::archive(&path, e)))
     }
 
@@ -699,15 +735,20 @@ impl Archive {
     }
 
     fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
-        let node = read_program(&self.fetch(program)?, ty).map_err(|e| self.decode_err(item, e))?;
-        within_wire(node, self.head.wire).map_err(|e| self.decode_err_at(item, program.start, e))
+        self.read_at(item, program, ty)
     }
 
     /// Reads the program (or part of a program) of `item` held in `range` of the archive
     /// as type `ty`; errors say where `range` starts.
     pub(crate) fn read_at(&self, item: Item, range: &Range<usize>, ty: Ty) -> Result<Node> {
-        let node = read_program(&self.fetch(range)?, ty)
-            .map_err(|e| self.decode_err_at(item, range.start, e))?;
+        // Literal bodies share the archive's bytes where it has them (a mapped file or a
+        // buffer): no copy of the payloads. The caller releases the range's mapped pages
+        // only after running the program.
+        let node = match self.bytes.shared(range) {
+            Some(b) => read_program_shared(&b, ty),
+            None => read_program(&self.fetch(range)?, ty),
+        }
+        .map_err(|e| self.decode_err_at(item, range.start, e))?;
         within_wire(node, self.head.wire).map_err(|e| self.decode_err_at(item, range.start, e))
     }
 
@@ -746,7 +787,7 @@ impl Archive {
     /// again from the file if needed), so that decoding a whole archive does not keep it
     /// in memory. Nothing for an archive held in memory.
     pub(crate) fn release(&self, range: &Range<usize>) {
-        if let Backing::Map(m) = &self.bytes {
+        if let Backing::Map(m, _) = &self.bytes {
             if let Some(part) = m.get(range.clone()) {
                 crate::files::release_pages(m, part);
             }

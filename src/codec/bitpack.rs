@@ -651,6 +651,17 @@ pub(crate) fn unpack_into<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
     unpack_scalar(data, k, out);
 }
 
+/// `out[i] |= word_i << shift` for the `out.len()` words of `k` bits at the start of
+/// `data`: a `merge` field OR-ed into the output's words with no buffer between, where
+/// a SIMD path applies (AVX-512 VBMI, `k` at most 25, 16- or 32-bit output words);
+/// returns whether it did (else nothing is written: unpack, then OR).
+///
+/// # Panics
+/// If `data` is shorter than the words need.
+pub(crate) fn unpack_or_into<T: Word>(data: &[u8], k: u32, out: &mut [T], shift: u32) -> bool {
+    simd::unpack_or(data, k, out, shift)
+}
+
 /// [`unpack_into`] without SIMD: the reference the SIMD path is tested against.
 pub(crate) fn unpack_scalar<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
     let n = out.len();

@@ -865,11 +865,17 @@ impl<'a> Parsed<'a> {
 pub struct Decoder<'a> {
     /// Decoding table: `2^s` entries ([`entry`]).
     table: Vec<u32>,
-    /// The coded words by symbol, then (for the escape) 0.
+    /// The coded words by symbol, then (for the escape) 0, shifted left by `shift`.
     values: [u64; MAX_SYMBOLS],
     /// The same, truncated to bytes and to 16 bits (for the SIMD maps).
     values_u8: [u8; MAX_SYMBOLS],
     values_u16: [u16; MAX_SYMBOLS],
+    /// The coded words unshifted, truncated to 16 bits, and whether they fit them (for
+    /// the SIMD map into 32-bit words).
+    field_u16: [u16; MAX_SYMBOLS],
+    field_fits_u16: bool,
+    /// Bits every word is shifted left by on output ([`Decoder::set_shift`]).
+    shift: u32,
     /// The escape symbol (`m`), or 256 without one.
     esc: u32,
     escaped: Words,
@@ -905,6 +911,9 @@ impl<'a> Decoder<'a> {
             values,
             values_u8: std::array::from_fn(|i| values[i] as u8),
             values_u16: std::array::from_fn(|i| values[i] as u16),
+            field_u16: std::array::from_fn(|i| values[i] as u16),
+            field_fits_u16: values.iter().all(|&v| v <= u64::from(u16::MAX)),
+            shift: 0,
             esc: if has_escape { p.syms.len() as u32 } else { 256 },
             escaped: p.escaped,
             taken: 0,
@@ -949,6 +958,29 @@ impl<'a> Decoder<'a> {
         }
         d.words = &p.payload[state_bytes(p.lanes) as usize..];
         Ok(d)
+    }
+
+    /// Makes the decoder write every word shifted left by `shift` bits (a field of a
+    /// `merge` written straight into the output's words, which it assigns). Set before
+    /// the first word; words shifted past their container are truncated to it.
+    ///
+    /// # Panics
+    /// If words were decoded already, a shift was set, or `shift >= 64`.
+    pub(crate) fn set_shift(&mut self, shift: u32) {
+        assert!(
+            self.done == 0 && self.shift == 0 && shift < 64,
+            "one shift, before the first word"
+        );
+        let by = shift;
+        self.shift = shift;
+        for v in &mut self.values {
+            *v <<= by;
+        }
+        self.values_u8 = std::array::from_fn(|i| self.values[i] as u8);
+        self.values_u16 = std::array::from_fn(|i| self.values[i] as u16);
+        if let Some(v) = &mut self.single {
+            *v <<= by;
+        }
     }
 
     /// Words left to decode.
@@ -1059,6 +1091,12 @@ impl<'a> Decoder<'a> {
             && match std::mem::size_of::<T>() {
                 1 => simd::map_u8(symbols, &self.values_u8, bytemuck::cast_slice_mut(out)),
                 2 => simd::map_u16(symbols, &self.values_u16, bytemuck::cast_slice_mut(out)),
+                4 if self.field_fits_u16 && self.shift < 32 => simd::map_u16_u32(
+                    symbols,
+                    &self.field_u16,
+                    bytemuck::cast_slice_mut(out),
+                    self.shift,
+                ),
                 _ => false,
             };
         if !done {
@@ -1076,7 +1114,7 @@ impl<'a> Decoder<'a> {
                         what: format!("more escapes than the {} escaped words", self.escaped.len()),
                     });
                 }
-                out[i] = T::from_u64(self.escaped.get(self.taken));
+                out[i] = T::from_u64(self.escaped.get(self.taken) << self.shift);
                 self.taken += 1;
             }
         }

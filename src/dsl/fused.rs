@@ -382,10 +382,40 @@ fn merge_blocks<T: Out>(
             }
         }
     }
+    // The child that assigns each block, the others OR-ing into it: a `rans8` literal
+    // where there is one, whose decoder writes the output's words itself (its values
+    // shifted into place), else the first.
+    let lead = sources
+        .iter()
+        .position(|(s, ..)| matches!(s, Source::Rans8(_)))
+        .unwrap_or(0);
+    if let (Source::Rans8(d), _, shift, _) = &mut sources[lead] {
+        d.set_shift(*shift);
+    }
+    let order: Vec<usize> = std::iter::once(lead)
+        .chain((0..sources.len()).filter(|&k| k != lead))
+        .collect();
     for block in out.chunks_mut(BLOCK) {
         let len = block.len();
-        for (k, (s, _, shift, buf)) in sources.iter_mut().enumerate() {
-            let first = k == 0;
+        for &k in &order {
+            let (s, _, shift, buf) = &mut sources[k];
+            let first = k == lead;
+            match s {
+                Source::Rans8(d) if first => {
+                    d.next(block).map_err(|e| (k, e))?;
+                    continue;
+                }
+                Source::Const(0) if !first => continue,
+                Source::Packed { data, k: bits, at } if !first => {
+                    // Unpacked, shifted and OR-ed in one pass where SIMD can.
+                    let start = *at * *bits as usize / 8;
+                    if bitpack::unpack_or_into(&data[start..], *bits, block, *shift) {
+                        *at += len;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
             let r = match buf {
                 Block::U8(b) => s
                     .fill(&mut b[..len])

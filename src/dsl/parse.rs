@@ -620,7 +620,7 @@ pub fn lit_with_codec(codec: CodecId, words: &Words) -> Option<Lit> {
     }
     codec::select::encode_with(codec, words).map(|e| Lit {
         codec: e.codec,
-        body: e.body,
+        body: e.body.into(),
     })
 }
 

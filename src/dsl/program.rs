@@ -240,15 +240,20 @@ impl MergeFn {
 pub struct Lit {
     /// The codec the body is written in.
     pub codec: CodecId,
-    /// The complete body as stored: parameters, tables, payload.
-    pub body: Vec<u8>,
+    /// The complete body as stored: parameters, tables, payload. A program read from an
+    /// archive for decoding shares the archive's bytes ([`bytes::Bytes`] slices of it)
+    /// rather than copying them.
+    pub body: bytes::Bytes,
 }
 
 impl Lit {
     /// Encodes `words` with the smallest codec (DESIGN §4).
     pub fn encode(words: &Words) -> Lit {
         let Encoded { codec, body } = crate::codec::encode_best(words);
-        Lit { codec, body }
+        Lit {
+            codec,
+            body: body.into(),
+        }
     }
 
     /// Decodes the body into `ty.len` words of `ty.width` bits.

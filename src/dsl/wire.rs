@@ -28,6 +28,8 @@
 //! that disagrees with the type rules. Literal bodies are bounded by the record but
 //! decoded only when the program runs.
 
+use bytes::Bytes;
+
 use super::program::{Lit, MapFn, MergeFn, Node, Op, ScanFn, Ty};
 use crate::codec::CodecId;
 
@@ -351,9 +353,19 @@ struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     nodes: usize,
-    /// Whether literal bodies are copied into the tree ([`read_program`]) or only
-    /// stepped over ([`program_end`], whose tree is dropped).
-    copy_bodies: bool,
+    /// How literal bodies are kept in the tree.
+    bodies: Bodies<'a>,
+}
+
+/// How [`Reader`] keeps literal bodies.
+#[derive(Clone, Copy)]
+enum Bodies<'a> {
+    /// Copied ([`read_program`]).
+    Copied,
+    /// Slices of the bytes read, which these share ([`read_program_shared`]).
+    Shared(&'a Bytes),
+    /// Only stepped over ([`program_end`], whose tree is dropped).
+    Skipped,
 }
 
 impl Reader<'_> {
@@ -429,9 +441,13 @@ impl Reader<'_> {
             TAG_LIT => {
                 let codec = CodecId::from_u8(fam).ok_or(unknown)?;
                 let len = self.uleb()?;
-                let copy = self.copy_bodies;
+                let (start, bodies) = (self.pos, self.bodies);
                 let body = self.take(len)?;
-                let body = if copy { body.to_vec() } else { Vec::new() };
+                let body = match bodies {
+                    Bodies::Copied => Bytes::copy_from_slice(body),
+                    Bodies::Shared(all) => all.slice(start..start + body.len()),
+                    Bodies::Skipped => Bytes::new(),
+                };
                 let lit = Lit { codec, body };
                 typed(self, Node::lit_encoded(ty, lit))?
             }
@@ -648,7 +664,21 @@ impl Reader<'_> {
 /// Any [`WireError`]: truncation, trailing bytes, unknown tags, overflow, limits, or a
 /// broken type rule. Never panics; allocates at most in proportion to `bytes.len()`.
 pub fn read_program(bytes: &[u8], ty: Ty) -> Result<Node, WireError> {
-    let (node, end) = read_first(bytes, ty, true)?;
+    finish_program(bytes, read_first(bytes, ty, Bodies::Copied)?)
+}
+
+/// [`read_program`] whose literal bodies share `bytes` (no copy: what decoding a record
+/// of a mapped or buffered archive uses; each body is a slice that keeps the whole
+/// buffer alive).
+///
+/// # Errors
+/// As [`read_program`].
+pub fn read_program_shared(bytes: &Bytes, ty: Ty) -> Result<Node, WireError> {
+    finish_program(bytes, read_first(bytes, ty, Bodies::Shared(bytes))?)
+}
+
+/// The program [`read_first`] read from `bytes`, unless bytes follow it.
+fn finish_program(bytes: &[u8], (node, end): (Node, usize)) -> Result<Node, WireError> {
     if end != bytes.len() {
         return Err(WireError::Trailing {
             offset: end,
@@ -665,12 +695,12 @@ pub fn read_program(bytes: &[u8], ty: Ty) -> Result<Node, WireError> {
 /// # Errors
 /// As [`read_program`], except trailing bytes, which are the rest of `bytes`.
 pub fn program_end(bytes: &[u8], ty: Ty) -> Result<usize, WireError> {
-    read_first(bytes, ty, false).map(|(_, end)| end)
+    read_first(bytes, ty, Bodies::Skipped).map(|(_, end)| end)
 }
 
 /// The program of type `ty` at the start of `bytes` and where it ends; literal bodies
-/// copied into the tree or left empty (`copy_bodies`).
-fn read_first(bytes: &[u8], ty: Ty, copy_bodies: bool) -> Result<(Node, usize), WireError> {
+/// kept as `bodies` says.
+fn read_first<'a>(bytes: &'a [u8], ty: Ty, bodies: Bodies<'a>) -> Result<(Node, usize), WireError> {
     ty.check().map_err(|e| WireError::Type {
         offset: 0,
         what: e.0,
@@ -679,7 +709,7 @@ fn read_first(bytes: &[u8], ty: Ty, copy_bodies: bool) -> Result<(Node, usize), 
         bytes,
         pos: 0,
         nodes: 0,
-        copy_bodies,
+        bodies,
     };
     let node = r.node(ty, 1)?;
     Ok((node, r.pos))

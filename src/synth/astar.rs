@@ -1258,7 +1258,14 @@ fn literal_of(words: &Words, dense: Option<Dense>) -> Node {
             let hist = d.to_vec();
             let ty = Ty::new(words.width(), words.len() as u64);
             let codec::Encoded { codec, body } = codec::encode_best_with_histogram(words, hist);
-            Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
+            Node::lit_encoded(
+                ty,
+                Lit {
+                    codec,
+                    body: body.into(),
+                },
+            )
+            .expect("a hole's type is valid")
         }
         _ => Node::lit(words),
     }
@@ -1301,7 +1308,14 @@ impl LeafWords {
                 let ty = Ty::new(width, parent.len() as u64);
                 let codec::Encoded { codec, body } =
                     codec::encode_stream_with_histogram(stream, dense.to_vec());
-                Node::lit_encoded(ty, Lit { codec, body }).expect("a hole's type is valid")
+                Node::lit_encoded(
+                    ty,
+                    Lit {
+                        codec,
+                        body: body.into(),
+                    },
+                )
+                .expect("a hole's type is valid")
             }
         }
     }
@@ -1319,7 +1333,7 @@ fn shell_own_len(shell: &Shell, types: impl Iterator<Item = (u32, usize)>) -> u6
                 Ty::new(w, n as u64),
                 Lit {
                     codec: codec::CodecId::Raw,
-                    body: Vec::new(),
+                    body: bytes::Bytes::new(),
                 },
             )
             .expect("targets have valid widths")

@@ -146,7 +146,7 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
         Ty::new(mid, n as u64),
         Lit {
             codec: CodecId::Rans8,
-            body,
+            body: body.into(),
         },
     )
     .expect("a field type is valid");
@@ -244,7 +244,7 @@ fn packed(target: &Words, shift: u32, width: u32) -> Node {
         Ty::new(width, target.len() as u64),
         Lit {
             codec: CodecId::BitPack,
-            body,
+            body: body.into(),
         },
     )
     .expect("a field type is valid")
@@ -265,7 +265,7 @@ fn stream_literal(stream: Stream<'_>, width: u32, n: usize) -> Option<Node> {
         Ty::new(width, n as u64),
         Lit {
             codec: CodecId::Rans8,
-            body,
+            body: body.into(),
         },
     )
     .ok()

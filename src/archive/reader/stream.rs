@@ -327,16 +327,22 @@ fn decode_unit(archive: &Archive, unit: &Unit, pool: &BufferPool) -> Result<Vec<
         Work::Whole => {
             let (program, ty) = archive.item_program(unit.item);
             let node = archive.read_at(unit.item, &program, ty)?;
+            // The program's literal bodies are the mapped pages themselves: released once
+            // it has run.
+            let run = || {
+                archive.check_decoded_size(unit.item, unit.bytes)?;
+                if archive.is_reference(unit.item) {
+                    // Combined with its source tensor's bytes.
+                    return archive.run_item(unit.item, &node, ty);
+                }
+                // The program's bytes: the header's 8-byte length field is not among them.
+                let mut out = pool.take(ty.len as usize * container_bytes(ty.width));
+                execute_into(&node, &mut out).map_err(|e| archive.decode_err(unit.item, e))?;
+                Ok(out)
+            };
+            let out = run();
             archive.release(&program);
-            archive.check_decoded_size(unit.item, unit.bytes)?;
-            if archive.is_reference(unit.item) {
-                // Combined with its source tensor's bytes.
-                return archive.run_item(unit.item, &node, ty);
-            }
-            // The program's bytes: the header's 8-byte length field is not among them.
-            let mut out = pool.take(ty.len as usize * container_bytes(ty.width));
-            execute_into(&node, &mut out).map_err(|e| archive.decode_err(unit.item, e))?;
-            Ok(out)
+            out
         }
         Work::Children(children) => {
             archive.check_decoded_size(unit.item, unit.bytes)?;
@@ -344,10 +350,10 @@ fn decode_unit(archive: &Archive, unit: &Unit, pool: &BufferPool) -> Result<Vec<
             let mut at = 0usize;
             for (range, ty) in children {
                 let node = archive.read_at(unit.item, range, *ty)?;
-                archive.release(range);
                 let len = ty.len as usize * container_bytes(ty.width);
-                execute_into(&node, &mut out[at..at + len])
-                    .map_err(|e| archive.decode_err_at(unit.item, range.start, e))?;
+                let ran = execute_into(&node, &mut out[at..at + len]);
+                archive.release(range);
+                ran.map_err(|e| archive.decode_err_at(unit.item, range.start, e))?;
                 at += len;
             }
             Ok(out)

@@ -471,7 +471,7 @@ pub(super) fn residual_program(
                         let e = crate::codec::encode_best_with_histogram(&r, hist);
                         Lit {
                             codec: e.codec,
-                            body: e.body,
+                            body: e.body.into(),
                         }
                     }
                     Coding::Buckets | Coding::Offset => {
@@ -479,7 +479,8 @@ pub(super) fn residual_program(
                             .then(|| (ctx, field.expect("offset needs a field")));
                         Lit {
                             codec: CodecId::Bucket,
-                            body: bucket::encode_counted(&r, Params { zigzag, context }, &counts),
+                            body: bucket::encode_counted(&r, Params { zigzag, context }, &counts)
+                                .into(),
                         }
                     }
                 };

@@ -36,6 +36,52 @@ fn simd_unpacking_equals_scalar() {
     }
 }
 
+/// The fused unpack-and-OR (where this processor has it) leaves in every output word
+/// its old bits OR-ed with the field's word shifted into place, as the scalar unpacking
+/// and an OR do, for every width and shift it takes and lengths around its steps.
+#[test]
+fn unpacking_into_words_ors_each_shifted_word() {
+    fn check<T: Word + std::fmt::Debug + PartialEq>(data: &[u8], k: u32, n: usize, shift: u32) {
+        let old: Vec<T> = (0..n as u64)
+            .map(|i| T::from_u64(i.wrapping_mul(0x2545_F491_4F6C_DD1D) & !(mask(k) << shift)))
+            .collect();
+        let mut fields = vec![T::default(); n];
+        unpack_scalar(data, k, &mut fields);
+        let want: Vec<T> = old
+            .iter()
+            .zip(&fields)
+            .map(|(&o, &f)| T::from_u64(o.into() | f.into() << shift))
+            .collect();
+        let mut got = old.clone();
+        if unpack_or_into(data, k, &mut got, shift) {
+            assert_eq!(
+                got,
+                want,
+                "k {k}, shift {shift}, n {n}, {} bytes",
+                std::mem::size_of::<T>()
+            );
+        } else {
+            assert_eq!(got, old, "nothing written when no SIMD path applies");
+        }
+    }
+    let bytes: Vec<u8> = (0..4096u64)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
+        .collect();
+    for k in 1..=25u32 {
+        for n in [0, 1, 15, 16, 17, 31, 32, 33, 64, 333, 1024] {
+            let data = &bytes[..(n * k as usize).div_ceil(8)];
+            for shift in [0, 1, 4, 7] {
+                if k + shift <= 16 {
+                    check::<u16>(data, k, n, shift);
+                }
+            }
+            for shift in [0, 3, 7, 32 - k] {
+                check::<u32>(data, k, n, shift);
+            }
+        }
+    }
+}
+
 /// Packs the field `stream` at `k` bits by the build picked at run time and by the
 /// baseline build, asserts both give the body the field's own words give, and returns
 /// it.

@@ -60,6 +60,14 @@ pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bo
     imp::map_u16(symbols, table, out)
 }
 
+/// Maps symbols to 16-bit values widened to 32-bit words and shifted left by `shift`:
+/// `out[i] = table[symbols[i]] << shift` (a `merge` field written straight into F32
+/// words), as [`map_u16`] does the lookup; `false` (nothing done) where the processor
+/// lacks AVX-512 BW.
+pub(super) fn map_u16_u32(symbols: &[u8], table: &[u16; 256], out: &mut [u32], shift: u32) -> bool {
+    imp::map_u16_u32(symbols, table, out, shift)
+}
+
 /// The coding constants of the encoder's symbols: `freq_cum[s] = f | c << 16` and
 /// `rcp[s] = 1 / f` (the nearest double).
 pub(super) struct EncTable {
@@ -190,6 +198,9 @@ mod imp {
         false
     }
     pub(super) fn map_u16(_: &[u8], _: &[u16; 256], _: &mut [u16]) -> bool {
+        false
+    }
+    pub(super) fn map_u16_u32(_: &[u8], _: &[u16; 256], _: &mut [u32], _: u32) -> bool {
         false
     }
 }
@@ -562,30 +573,75 @@ mod imp {
         true
     }
 
+    /// The 16-bit table entries of the 32 symbols at `at`: four 64-entry quarters of
+    /// the table (`tv`), picked by each symbol's bits 6 and 7.
+    ///
+    /// # Safety
+    /// AVX-512 F and BW; `at` points at 32 readable bytes.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn lookup_u16(tv: &[__m512i; 8], at: *const u8) -> __m512i {
+        let s = _mm512_cvtepu8_epi16(_mm256_loadu_si256(at as *const __m256i));
+        let q0 = _mm512_permutex2var_epi16(tv[0], s, tv[1]);
+        let q1 = _mm512_permutex2var_epi16(tv[2], s, tv[3]);
+        let q2 = _mm512_permutex2var_epi16(tv[4], s, tv[5]);
+        let q3 = _mm512_permutex2var_epi16(tv[6], s, tv[7]);
+        let m6 = _mm512_test_epi16_mask(s, _mm512_set1_epi16(64));
+        let m7 = _mm512_test_epi16_mask(s, _mm512_set1_epi16(128));
+        let lo = _mm512_mask_blend_epi16(m6, q0, q1);
+        let hi = _mm512_mask_blend_epi16(m6, q2, q3);
+        _mm512_mask_blend_epi16(m7, lo, hi)
+    }
+
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn map_u16_bw(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) {
         let t = table.as_ptr() as *const __m512i;
         let tv: [__m512i; 8] = std::array::from_fn(|k| _mm512_loadu_si512(t.add(k)));
-        let bit6 = _mm512_set1_epi16(64);
-        let bit7 = _mm512_set1_epi16(128);
         let whole = symbols.len() / 32 * 32;
         for i in (0..whole).step_by(32) {
-            let s =
-                _mm512_cvtepu8_epi16(_mm256_loadu_si256(symbols.as_ptr().add(i) as *const __m256i));
-            // Four 64-entry quarters, picked by the symbol's bits 6 and 7.
-            let q0 = _mm512_permutex2var_epi16(tv[0], s, tv[1]);
-            let q1 = _mm512_permutex2var_epi16(tv[2], s, tv[3]);
-            let q2 = _mm512_permutex2var_epi16(tv[4], s, tv[5]);
-            let q3 = _mm512_permutex2var_epi16(tv[6], s, tv[7]);
-            let m6 = _mm512_test_epi16_mask(s, bit6);
-            let m7 = _mm512_test_epi16_mask(s, bit7);
-            let lo = _mm512_mask_blend_epi16(m6, q0, q1);
-            let hi = _mm512_mask_blend_epi16(m6, q2, q3);
-            let v = _mm512_mask_blend_epi16(m7, lo, hi);
+            let v = lookup_u16(&tv, symbols.as_ptr().add(i));
             _mm512_storeu_si512(out.as_mut_ptr().add(i) as *mut __m512i, v);
         }
         for i in whole..symbols.len() {
             out[i] = table[usize::from(symbols[i])];
+        }
+    }
+
+    pub(super) fn map_u16_u32(
+        symbols: &[u8],
+        table: &[u16; 256],
+        out: &mut [u32],
+        shift: u32,
+    ) -> bool {
+        if !(simd_allowed()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw"))
+        {
+            return false;
+        }
+        assert_eq!(symbols.len(), out.len());
+        assert!(shift < 32, "a shift inside the word");
+        // SAFETY: as in `map_u16`; each step stores 32 words inside `out`.
+        unsafe { map_u16_u32_bw(symbols, table, out, shift) };
+        true
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn map_u16_u32_bw(symbols: &[u8], table: &[u16; 256], out: &mut [u32], shift: u32) {
+        let t = table.as_ptr() as *const __m512i;
+        let tv: [__m512i; 8] = std::array::from_fn(|k| _mm512_loadu_si512(t.add(k)));
+        let up = _mm_cvtsi32_si128(shift as i32);
+        let whole = symbols.len() / 32 * 32;
+        for i in (0..whole).step_by(32) {
+            let v = lookup_u16(&tv, symbols.as_ptr().add(i));
+            let lo = _mm512_sll_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), up);
+            let hi = _mm512_sll_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(v)), up);
+            let o = out.as_mut_ptr().add(i) as *mut __m512i;
+            _mm512_storeu_si512(o, lo);
+            _mm512_storeu_si512(o.add(1), hi);
+        }
+        for i in whole..symbols.len() {
+            out[i] = u32::from(table[usize::from(symbols[i])]) << shift;
         }
     }
 
