@@ -1106,17 +1106,20 @@ impl<'a> Decoder<'a> {
             }
         }
         if self.esc < 256 {
-            // Escapes are rare: found by a SIMD byte search, not a test per word.
-            for i in memchr::memchr_iter(self.esc as u8, symbols) {
-                if self.taken >= self.escaped.len() {
+            // Escapes are found by a SIMD byte compare, not a test per word.
+            let (escaped, shift) = (&self.escaped, self.shift);
+            let taken = &mut self.taken;
+            simd::for_each_byte(symbols, self.esc as u8, |i| {
+                if *taken >= escaped.len() {
                     return Err(CodecError::Invalid {
                         codec: NAME,
-                        what: format!("more escapes than the {} escaped words", self.escaped.len()),
+                        what: format!("more escapes than the {} escaped words", escaped.len()),
                     });
                 }
-                out[i] = T::from_u64(self.escaped.get(self.taken) << self.shift);
-                self.taken += 1;
-            }
+                out[i] = T::from_u64(escaped.get(*taken) << shift);
+                *taken += 1;
+                Ok(())
+            })?;
         }
         Ok(())
     }

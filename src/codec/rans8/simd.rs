@@ -60,6 +60,27 @@ pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bo
     imp::map_u16(symbols, table, out)
 }
 
+/// Calls `each(i)` for every `i` with `symbols[i] == byte`, in order: a 64-byte compare
+/// into a mask per step with AVX-512 BW where the processor has it (escapes are about
+/// one symbol in a hundred on float fields, too many for a byte search restarted after
+/// each), else `memchr`. Stops at the first error `each` returns.
+pub(super) fn for_each_byte<E>(
+    symbols: &[u8],
+    byte: u8,
+    mut each: impl FnMut(usize) -> Result<(), E>,
+) -> Result<(), E> {
+    if let Some(masks) = imp::byte_masks(symbols, byte) {
+        for (k, mut m) in masks.enumerate() {
+            while m != 0 {
+                each(64 * k + m.trailing_zeros() as usize)?;
+                m &= m - 1;
+            }
+        }
+        return Ok(());
+    }
+    memchr::memchr_iter(byte, symbols).try_for_each(each)
+}
+
 /// Maps symbols to 16-bit values widened to 32-bit words and shifted left by `shift`:
 /// `out[i] = table[symbols[i]] << shift` (a `merge` field written straight into F32
 /// words), as [`map_u16`] does the lookup; `false` (nothing done) where the processor
@@ -202,6 +223,9 @@ mod imp {
     }
     pub(super) fn map_u16_u32(_: &[u8], _: &[u16; 256], _: &mut [u32], _: u32) -> bool {
         false
+    }
+    pub(super) fn byte_masks(_: &[u8], _: u8) -> Option<std::iter::Empty<u64>> {
+        None
     }
 }
 
@@ -605,6 +629,41 @@ mod imp {
         for i in whole..symbols.len() {
             out[i] = table[usize::from(symbols[i])];
         }
+    }
+
+    /// For each 64 symbols (the last step zero-padded), the mask of those equal to
+    /// `byte`; `None` without AVX-512 BW.
+    pub(super) fn byte_masks(symbols: &[u8], byte: u8) -> Option<impl Iterator<Item = u64> + '_> {
+        if !(simd_allowed() && is_x86_feature_detected!("avx512bw")) {
+            return None;
+        }
+        Some(symbols.chunks(64).map(move |c| {
+            let mut a = [0u8; 64];
+            let c = if c.len() == 64 {
+                c
+            } else {
+                // The last step: the bytes past the symbols never equal (masked below).
+                a[..c.len()].copy_from_slice(c);
+                &a[..]
+            };
+            let valid = if c.len() == 64 {
+                u64::MAX
+            } else {
+                (1u64 << c.len()) - 1
+            };
+            // SAFETY: AVX-512 BW was detected; the load reads the 64 bytes of `c`.
+            unsafe { eq_mask(c, byte) & valid }
+        }))
+    }
+
+    /// The mask of the 64 bytes at `c` equal to `byte`.
+    ///
+    /// # Safety
+    /// AVX-512 BW; `c` holds at least 64 bytes.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn eq_mask(c: &[u8], byte: u8) -> u64 {
+        let v = _mm512_loadu_si512(c.as_ptr() as *const __m512i);
+        _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(byte as i8))
     }
 
     pub(super) fn map_u16_u32(
