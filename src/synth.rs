@@ -8,6 +8,7 @@ pub mod decompose;
 pub mod dequant;
 pub mod fast;
 pub mod prior;
+pub mod replay;
 
 use crate::dsl::Node;
 use crate::tensor::{Dtype, Words};

@@ -100,6 +100,12 @@ pub(super) fn encode_item_whole(
 /// gain a little more bytes but cost search time (whisper at 256 Ki words: +50% time).
 pub const REGION_WORDS: usize = 1 << 20;
 
+/// How many more bytes a word a region's replay of the first region's program may cost
+/// than that program did on the first region before the region is searched instead
+/// ([`crate::synth::replay`]; the default level). Replaying saves the search on every
+/// region of a large tensor after its first.
+const REPLAY_SLACK: f64 = 0.01;
+
 /// Tensors of at least this many bytes have their source pages released region by
 /// region as the workers read them ([`program_in_regions`]), so that a multi-GiB matrix
 /// is never resident at once. A smaller tensor's pages stay mapped until the writer has
@@ -145,27 +151,63 @@ pub(super) fn program_in_regions(
     // read; a smaller one's stay for the writer, which hashes and then releases them
     // (released here, they were faulted in again there: see `EARLY_RELEASE_BYTES`).
     let early = bytes.len() >= early_release;
-    let parts: Vec<(Node, SearchStats, Option<Warning>, RegionSum)> = bytes
-        .par_chunks(region_words * word_bytes)
-        .enumerate()
-        .map(|(k, chunk)| {
-            let checksum = xxh3_64(chunk);
-            let words = Arc::new(words_of(chunk));
-            if early {
-                release(chunk);
+    let chunk_bytes = region_words * word_bytes;
+    // Region `k`'s program: searched, or (given `first`, the first region's program)
+    // `first` replayed on its words when that costs at most REPLAY_SLACK more bytes a
+    // word than `first` did on its own region.
+    let region_program = |k: usize, chunk: &[u8], first: Option<(&Node, f64)>| {
+        let checksum = xxh3_64(chunk);
+        let words = Arc::new(words_of(chunk));
+        if early {
+            release(chunk);
+        }
+        let (at, len) = (k * region_words, words.len());
+        let replayed = first.and_then(|(p, per_word)| {
+            let node = crate::synth::replay::replay(p, &words)?;
+            let bytes = crate::dsl::program_len(&node);
+            let raw = (len as u64 * u64::from(width)).div_ceil(8);
+            (bytes as f64 <= per_word * (1.0 + REPLAY_SLACK) * len as f64 && bytes <= raw)
+                .then_some(node)
+        });
+        let (node, stats, warning) = match replayed {
+            Some(node) if !opts.verify || crate::dsl::matches(&node, &words) == Ok(true) => {
+                (node, SearchStats::default(), None)
             }
-            let (at, len) = (k * region_words, words.len());
-            let rows = cols.map(|c| (len / c) as u64);
-            let (node, stats, warning) = program_for(words, dtype, rows, opts, || {
-                format!("{}, words [{at}, {})", region(), at + len)
-            });
-            let r = RegionSum {
-                words: len as u64,
-                checksum,
-            };
-            (node, stats, warning, r)
-        })
+            _ => {
+                let rows = cols.map(|c| (len / c) as u64);
+                program_for(words, dtype, rows, opts, || {
+                    format!("{}, words [{at}, {})", region(), at + len)
+                })
+            }
+        };
+        let r = RegionSum {
+            words: len as u64,
+            checksum,
+        };
+        (node, stats, warning, r)
+    };
+    // At the default level's budget; a larger budget asked for searches every region.
+    let replays = opts.search.level == crate::synth::Level::Default
+        && opts.search.budget <= crate::synth::Level::Default.budget();
+    let mut parts: Vec<(Node, SearchStats, Option<Warning>, RegionSum)> = Vec::new();
+    let rest = if replays {
+        let head = &bytes[..chunk_bytes.min(bytes.len())];
+        parts.push(region_program(0, head, None));
+        &bytes[head.len()..]
+    } else {
+        bytes
+    };
+    let first = replays.then(|| {
+        let (p, _, _, r) = &parts[0];
+        (p, crate::dsl::program_len(p) as f64 / r.words.max(1) as f64)
+    });
+    let skip = parts.len();
+    let more: Vec<_> = rest
+        .par_chunks(chunk_bytes)
+        .enumerate()
+        .map(|(k, chunk)| region_program(skip + k, chunk, first))
         .collect();
+    parts.extend(more);
     let mut children = Vec::with_capacity(parts.len());
     let mut regions = Vec::with_capacity(parts.len());
     let mut stats = SearchStats::default();
@@ -329,5 +371,82 @@ mod tests {
         let (kept, _, _, _) = regions_releasing(300, bytes.len() + 1);
         assert!(released.lock().unwrap().is_empty());
         assert_eq!(kept, node);
+    }
+
+    /// At the default level a large tensor's regions after the first replay the first
+    /// region's program (nothing expanded for them) where it costs at most
+    /// [`REPLAY_SLACK`] more a word, and restore their words; a larger budget searches
+    /// every region, and a region whose words differ (noise where the first holds
+    /// weights) is searched.
+    #[test]
+    fn later_regions_replay_the_first_regions_program() {
+        // BF16-like weights: sign, an exponent of five values, a noisy mantissa.
+        let weight = |i: u64| {
+            let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            (h & 0x8000) | (0x3C00 + (h % 5) * 0x80) | (h >> 7 & 0x7F)
+        };
+        let words = Words::from_fn(16, 4096, |i| weight(i as u64));
+        let bytes: Vec<u8> = words
+            .to_u64s()
+            .iter()
+            .flat_map(|&x| (x as u16).to_le_bytes())
+            .collect();
+        let run = |opts: &CompressOptions, bytes: &[u8]| {
+            program_in_regions(
+                bytes,
+                1024,
+                usize::MAX,
+                (16, Some(Dtype::BF16), None),
+                opts,
+                String::new,
+                &|_: &[u8]| {},
+            )
+        };
+        let opts = CompressOptions::default();
+        let (node, stats, warning, _) = run(&opts, &bytes);
+        assert!(warning.is_none());
+        assert_eq!(execute(&node, 1 << 20).unwrap(), words);
+        let first = program_for(
+            Arc::new(words.slice(0, 1024)),
+            Some(Dtype::BF16),
+            None,
+            &opts,
+            String::new,
+        );
+        assert!(first.1.expansions > 0);
+        assert_eq!(
+            stats.expansions, first.1.expansions,
+            "only the first is searched"
+        );
+        assert_eq!(node.children()[0], first.0);
+        for c in &node.children()[1..] {
+            assert_eq!(
+                crate::synth::decompose::ProdKind::of(c),
+                crate::synth::decompose::ProdKind::of(&first.0)
+            );
+        }
+        // A larger budget: every region searched.
+        let mut wider = CompressOptions::default();
+        wider.search.budget = 2;
+        let (node2, stats2, _, _) = run(&wider, &bytes);
+        assert_eq!(execute(&node2, 1 << 20).unwrap(), words);
+        assert!(stats2.expansions > first.1.expansions * 3);
+        // The last region noise: the first region's program replayed there costs more a
+        // word than it did on the first, so the region is searched.
+        let mut mixed = bytes.clone();
+        for (i, b) in mixed[3 * 2048..].iter_mut().enumerate() {
+            *b = ((i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8;
+        }
+        let (node3, _, _, _) = run(&opts, &mixed);
+        let want = Words::from_le_bytes(16, &mixed).unwrap();
+        assert_eq!(execute(&node3, 1 << 20).unwrap(), want);
+        let searched = program_for(
+            Arc::new(want.slice(3072, 4096)),
+            Some(Dtype::BF16),
+            None,
+            &opts,
+            String::new,
+        );
+        assert_eq!(node3.children()[3], searched.0);
     }
 }
