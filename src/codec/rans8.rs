@@ -894,6 +894,8 @@ pub struct Decoder<'a> {
     n: usize,
     /// Symbols of the block being decoded.
     symbols: Vec<u8>,
+    /// Per 64 symbols of the block, which are the escape.
+    masks: Vec<u64>,
     /// With a single symbol: its word.
     single: Option<u64>,
     /// Whether the SIMD kernels and maps may run (they do where the processor has them).
@@ -925,6 +927,7 @@ impl<'a> Decoder<'a> {
             done: 0,
             n: p.n,
             symbols: Vec::new(),
+            masks: Vec::new(),
             single: None,
             simd: true,
         };
@@ -1106,20 +1109,43 @@ impl<'a> Decoder<'a> {
             }
         }
         if self.esc < 256 {
-            // Escapes are found by a SIMD byte compare, not a test per word.
-            let (escaped, shift) = (&self.escaped, self.shift);
-            let taken = &mut self.taken;
-            simd::for_each_byte(symbols, self.esc as u8, |i| {
-                if *taken >= escaped.len() {
-                    return Err(CodecError::Invalid {
-                        codec: NAME,
-                        what: format!("more escapes than the {} escaped words", escaped.len()),
-                    });
+            // Escapes are found by a SIMD byte compare, not a test per word; their words
+            // are read from the escaped words' own container.
+            let esc = self.esc as u8;
+            let mut masks = std::mem::take(&mut self.masks);
+            if !(self.simd && simd::byte_masks(symbols, esc, &mut masks)) {
+                masks.clear();
+                masks.resize(symbols.len().div_ceil(64), 0);
+                for i in memchr::memchr_iter(esc, symbols) {
+                    masks[i / 64] |= 1 << (i % 64);
                 }
-                out[i] = T::from_u64(escaped.get(*taken) << shift);
-                *taken += 1;
-                Ok(())
-            })?;
+            }
+            let (shift, escaped, mut taken) = (self.shift, &self.escaped, self.taken);
+            let r = crate::tensor::with_buf!(escaped.buf(), v => {
+                let mut r = Ok(());
+                'steps: for (k, &m) in masks.iter().enumerate() {
+                    let mut m = m;
+                    while m != 0 {
+                        let Some(&x) = v.get(taken) else {
+                            r = Err(CodecError::Invalid {
+                                codec: NAME,
+                                what: format!("more escapes than the {} escaped words", v.len()),
+                            });
+                            break 'steps;
+                        };
+                        // `with_buf!` instantiates this for u64 words too.
+                        #[allow(clippy::useless_conversion)]
+                        let x = u64::from(x);
+                        out[64 * k + m.trailing_zeros() as usize] = T::from_u64(x << shift);
+                        taken += 1;
+                        m &= m - 1;
+                    }
+                }
+                r
+            });
+            self.taken = taken;
+            self.masks = masks;
+            r?;
         }
         Ok(())
     }

@@ -60,25 +60,11 @@ pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bo
     imp::map_u16(symbols, table, out)
 }
 
-/// Calls `each(i)` for every `i` with `symbols[i] == byte`, in order: a 64-byte compare
-/// into a mask per step with AVX-512 BW where the processor has it (escapes are about
-/// one symbol in a hundred on float fields, too many for a byte search restarted after
-/// each), else `memchr`. Stops at the first error `each` returns.
-pub(super) fn for_each_byte<E>(
-    symbols: &[u8],
-    byte: u8,
-    mut each: impl FnMut(usize) -> Result<(), E>,
-) -> Result<(), E> {
-    if let Some(masks) = imp::byte_masks(symbols, byte) {
-        for (k, mut m) in masks.enumerate() {
-            while m != 0 {
-                each(64 * k + m.trailing_zeros() as usize)?;
-                m &= m - 1;
-            }
-        }
-        return Ok(());
-    }
-    memchr::memchr_iter(byte, symbols).try_for_each(each)
+/// Sets `masks` to one mask per 64 symbols (the last step's bits past the symbols
+/// clear) of those equal to `byte`: a 64-byte compare a step, with AVX-512 BW where the
+/// processor has it; `false` (nothing done) otherwise.
+pub(super) fn byte_masks(symbols: &[u8], byte: u8, masks: &mut Vec<u64>) -> bool {
+    imp::byte_masks(symbols, byte, masks)
 }
 
 /// Maps symbols to 16-bit values widened to 32-bit words and shifted left by `shift`:
@@ -224,8 +210,8 @@ mod imp {
     pub(super) fn map_u16_u32(_: &[u8], _: &[u16; 256], _: &mut [u32], _: u32) -> bool {
         false
     }
-    pub(super) fn byte_masks(_: &[u8], _: u8) -> Option<std::iter::Empty<u64>> {
-        None
+    pub(super) fn byte_masks(_: &[u8], _: u8, _: &mut Vec<u64>) -> bool {
+        false
     }
 }
 
@@ -631,39 +617,33 @@ mod imp {
         }
     }
 
-    /// For each 64 symbols (the last step zero-padded), the mask of those equal to
-    /// `byte`; `None` without AVX-512 BW.
-    pub(super) fn byte_masks(symbols: &[u8], byte: u8) -> Option<impl Iterator<Item = u64> + '_> {
+    pub(super) fn byte_masks(symbols: &[u8], byte: u8, masks: &mut Vec<u64>) -> bool {
         if !(simd_allowed() && is_x86_feature_detected!("avx512bw")) {
-            return None;
+            return false;
         }
-        Some(symbols.chunks(64).map(move |c| {
-            let mut a = [0u8; 64];
-            let c = if c.len() == 64 {
-                c
-            } else {
-                // The last step: the bytes past the symbols never equal (masked below).
-                a[..c.len()].copy_from_slice(c);
-                &a[..]
-            };
-            let valid = if c.len() == 64 {
-                u64::MAX
-            } else {
-                (1u64 << c.len()) - 1
-            };
-            // SAFETY: AVX-512 BW was detected; the load reads the 64 bytes of `c`.
-            unsafe { eq_mask(c, byte) & valid }
-        }))
+        masks.clear();
+        masks.resize(symbols.len().div_ceil(64), 0);
+        // SAFETY: AVX-512 BW was detected; the loads read whole steps inside `symbols`
+        // and the last one through a padded copy.
+        unsafe { byte_masks_bw(symbols, byte, masks) };
+        true
     }
 
-    /// The mask of the 64 bytes at `c` equal to `byte`.
-    ///
-    /// # Safety
-    /// AVX-512 BW; `c` holds at least 64 bytes.
     #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn eq_mask(c: &[u8], byte: u8) -> u64 {
-        let v = _mm512_loadu_si512(c.as_ptr() as *const __m512i);
-        _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(byte as i8))
+    unsafe fn byte_masks_bw(symbols: &[u8], byte: u8, masks: &mut [u64]) {
+        let b = _mm512_set1_epi8(byte as i8);
+        let whole = symbols.len() / 64;
+        for (k, m) in masks[..whole].iter_mut().enumerate() {
+            let v = _mm512_loadu_si512(symbols.as_ptr().add(64 * k) as *const __m512i);
+            *m = _mm512_cmpeq_epi8_mask(v, b);
+        }
+        let rest = &symbols[64 * whole..];
+        if !rest.is_empty() {
+            let mut a = [0u8; 64];
+            a[..rest.len()].copy_from_slice(rest);
+            let v = _mm512_loadu_si512(a.as_ptr() as *const __m512i);
+            masks[whole] = _mm512_cmpeq_epi8_mask(v, b) & ((1u64 << rest.len()) - 1);
+        }
     }
 
     pub(super) fn map_u16_u32(
