@@ -12,7 +12,7 @@ use std::path::Path;
 type Target = (&'static str, fn(&[u8]));
 
 /// Every fuzz target and its entry point.
-const TARGETS: [Target; 13] = [
+const TARGETS: [Target; 14] = [
     ("program", entries::program),
     ("lit_raw", |d| {
         entries::literal(brevis::codec::CodecId::Raw, d)
@@ -33,6 +33,7 @@ const TARGETS: [Target; 13] = [
         entries::literal(brevis::codec::CodecId::Rans8, d)
     }),
     ("lit_rans8_simd", entries::rans8_simd),
+    ("fused", entries::fused),
     ("lit_bucket", entries::literal_bucket),
     ("archive", entries::archive),
     ("safetensors", entries::safetensors),

@@ -103,6 +103,41 @@ pub fn rans8_simd(data: &[u8]) {
     }
 }
 
+/// The decoding path (`dsl::fused::execute_into`: a merge's fields decoded block by
+/// block into the output's words, a `rans8` field shifted into place, packed fields
+/// OR-ed in by SIMD) against the reference executor on a fuzzed program: the same bytes,
+/// or an error from both.
+pub fn fused(data: &[u8]) {
+    let Some((ty, body)) = take_ty(data) else {
+        return;
+    };
+    if ty.len > MAX_FUZZ_WORDS {
+        return;
+    }
+    let Ok(node) = read_program(body, ty) else {
+        return;
+    };
+    let reference = execute(&node, MAX_FUZZ_WORDS);
+    let mut out = vec![0x5Au8; ty.len as usize * brevis::tensor::container_bytes(ty.width)];
+    let fused = brevis::dsl::fused::execute_into(&node, &mut out);
+    match (reference, fused) {
+        (Ok(words), Ok(())) => {
+            let mut want = Vec::new();
+            words.write_le_bytes(&mut want);
+            assert!(
+                want == out,
+                "fused decode differs from the reference executor"
+            );
+        }
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "reference {} but fused {}",
+            if a.is_ok() { "decodes" } else { "fails" },
+            if b.is_ok() { "decodes" } else { "fails" }
+        ),
+    }
+}
+
 /// The bucket decoder on a fuzzed body, with a context stream (F32-like words cut from
 /// the input, cycled to the literal's length) when the first byte is odd, and none when
 /// it is even.

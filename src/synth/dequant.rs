@@ -58,27 +58,7 @@ pub fn out_of(dtype: Dtype) -> Option<Out> {
 /// Codes and scales that recompute `t` exactly, a tensor of `dtype` viewed as `rows`
 /// rows (1 for a vector), when some tiling and code format does (see the module doc).
 pub fn propose(t: &Words, dtype: Dtype, rows: u64) -> Option<Found> {
-    let out = out_of(dtype)?;
-    let n = t.len() as u64;
-    if t.width() != out.width() || t.len() < MIN_WORDS || rows == 0 || !n.is_multiple_of(rows) {
-        return None;
-    }
-    let cols = n / rows;
-    // The gate: the first words of row 0 under one scale, for some code format.
-    let head = cols.min(128) as usize;
-    let head_vals: Vec<f32> = (0..head).map(|i| out.value(t.get(i))).collect();
-    let idx: Vec<usize> = (0..head).collect();
-    let formats: Vec<(Code, Format)> = [Code::E4M3, Code::E5M2]
-        .into_iter()
-        .map(|c| (c, Format::new(c)))
-        .filter(|(_, fmt)| {
-            head_vals.iter().all(|v| v.is_finite())
-                && fit_block(&head_vals, t, &idx, fmt, out).is_some()
-        })
-        .collect();
-    if formats.is_empty() {
-        return None;
-    }
+    let (out, cols, formats) = gate(t, dtype, rows)?;
     let vals: Vec<f32> = match t.buf() {
         WordBuf::U16(v) => v.iter().map(|&w| out.value(u64::from(w))).collect(),
         WordBuf::U32(v) => v.iter().map(|&w| out.value(u64::from(w))).collect(),
@@ -112,6 +92,69 @@ pub fn propose(t: &Words, dtype: Dtype, rows: u64) -> Option<Found> {
     None
 }
 
+/// What [`gate`] passes on: the output format, the columns, the code formats.
+type Gated = (Out, u64, Vec<(Code, Format)>);
+
+/// The gate of [`propose`]: the output format, the columns, and the code formats under
+/// which one scale explains the first `min(128, cols)` words of row 0; `None` when no
+/// format does (ordinary weights, within a few words).
+fn gate(t: &Words, dtype: Dtype, rows: u64) -> Option<Gated> {
+    let out = out_of(dtype)?;
+    let n = t.len() as u64;
+    if t.width() != out.width() || t.len() < MIN_WORDS || rows == 0 || !n.is_multiple_of(rows) {
+        return None;
+    }
+    let cols = n / rows;
+    let head = cols.min(128) as usize;
+    let head_vals: Vec<f32> = (0..head).map(|i| out.value(t.get(i))).collect();
+    let idx: Vec<usize> = (0..head).collect();
+    let formats: Vec<(Code, Format)> = [Code::E4M3, Code::E5M2]
+        .into_iter()
+        .map(|c| (c, Format::new(c)))
+        .filter(|(_, fmt)| {
+            head_vals.iter().all(|v| v.is_finite())
+                && fit_block(&head_vals, t, &idx, fmt, out).is_some()
+        })
+        .collect();
+    (!formats.is_empty()).then_some((out, cols, formats))
+}
+
+/// Whether `t` (a tensor of `dtype` viewed as `rows` rows) passes the cheap gates of
+/// [`propose_cast`] and [`propose`]: its first words are all values of a 16-bit code
+/// format, or one scale explains its first words as FP8 codes. `false` says neither
+/// would propose anything; `true` that the search should look (the default level
+/// searches such a tensor rather than take the fixed layout). A few words' work for
+/// ordinary weights.
+pub fn may_dequantize(t: &Words, dtype: Dtype, rows: u64) -> bool {
+    cast_head(t, dtype).is_some() || gate(t, dtype, rows).is_some()
+}
+
+/// The 16-bit code format whose values the first [`CAST_HEAD`] words of `t` (an F32
+/// tensor) all are, BF16 first ([`propose_cast`]'s gate).
+fn cast_head(t: &Words, dtype: Dtype) -> Option<Code> {
+    let WordBuf::U32(v) = t.buf() else {
+        return None;
+    };
+    if dtype != Dtype::F32 || t.width() != 32 || t.len() < MIN_WORDS {
+        return None;
+    }
+    let head = &v[..v.len().min(CAST_HEAD)];
+    [Code::BF16, Code::F16]
+        .into_iter()
+        .find(|&code| head.iter().all(|&w| to_code(code, w).is_some()))
+}
+
+/// The code of format `code` (BF16 or F16) whose value cast to F32 is `w` bit for bit.
+fn to_code(code: Code, w: u32) -> Option<u16> {
+    let exact = |c: u16| Out::F32.round(code.value(c)) == u64::from(w);
+    let c = match code {
+        Code::BF16 if w & 0xFFFF == 0 => (w >> 16) as u16,
+        Code::BF16 => return None,
+        _ => crate::dsl::narrow::f32_to_f16(w),
+    };
+    exact(c).then_some(c)
+}
+
 /// Words of an F32 target checked before the whole target, for a cast: ordinary F32
 /// weights fail on their first word or two.
 pub const CAST_HEAD: usize = 128;
@@ -129,27 +172,15 @@ pub fn propose_cast(t: &Words, dtype: Dtype) -> Option<(Code, Words)> {
     let WordBuf::U32(v) = t.buf() else {
         return None;
     };
-    if dtype != Dtype::F32 || t.width() != 32 || t.len() < MIN_WORDS {
-        return None;
-    }
-    let exact = |code: Code, c: u16, w: u32| Out::F32.round(code.value(c)) == u64::from(w);
-    let bf16 = |w: u32| {
-        let c = (w >> 16) as u16;
-        (w & 0xFFFF == 0 && exact(Code::BF16, c, w)).then_some(c)
-    };
-    let f16 = |w: u32| {
-        let c = crate::dsl::narrow::f32_to_f16(w);
-        exact(Code::F16, c, w).then_some(c)
-    };
-    let head = &v[..v.len().min(CAST_HEAD)];
-    let found = |code: Code, to: &dyn Fn(u32) -> Option<u16>| -> Option<(Code, Words)> {
-        if !head.iter().all(|&w| to(w).is_some()) {
-            return None;
-        }
-        let codes: Vec<u16> = v.iter().map(|&w| to(w)).collect::<Option<_>>()?;
-        Some((code, Words::from_buf(16, WordBuf::U16(codes))?))
-    };
-    found(Code::BF16, &bf16).or_else(|| found(Code::F16, &f16))
+    let first = cast_head(t, dtype)?;
+    // BF16 first; F16 when a word is no BF16 value.
+    [Code::BF16, Code::F16]
+        .into_iter()
+        .skip_while(|&c| c != first)
+        .find_map(|code| {
+            let codes: Vec<u16> = v.iter().map(|&w| to_code(code, w)).collect::<Option<_>>()?;
+            Some((code, Words::from_buf(16, WordBuf::U16(codes))?))
+        })
 }
 
 /// A code format's finite non-negative values, ascending by code (codes `0..len`), and
