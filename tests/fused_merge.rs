@@ -8,7 +8,7 @@
 
 use brevis::codec::{select, CodecId};
 use brevis::dsl::fused::execute_into;
-use brevis::dsl::{execute, Lit, MergeFn, Node, Ty};
+use brevis::dsl::{execute, MergeFn, Node, Ty};
 use brevis::tensor::{mask, Words};
 use proptest::prelude::*;
 
@@ -45,14 +45,7 @@ fn field_words(rng: &mut Rng, width: u32, n: usize) -> Words {
 /// A leaf for `words`: a literal of `codec` (when it can code them), else the smallest.
 fn leaf(words: &Words, codec: CodecId) -> Node {
     match select::encode_with(codec, words) {
-        Some(e) => Node::lit_encoded(
-            Ty::new(words.width(), words.len() as u64),
-            Lit {
-                codec: e.codec,
-                body: e.body.into(),
-            },
-        )
-        .unwrap(),
+        Some(e) => Node::lit_encoded(Ty::new(words.width(), words.len() as u64), e.into()).unwrap(),
         None => Node::lit(words),
     }
 }

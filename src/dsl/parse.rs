@@ -618,10 +618,7 @@ pub fn lit_with_codec(codec: CodecId, words: &Words) -> Option<Lit> {
     if best.codec == codec {
         return Some(best);
     }
-    codec::select::encode_with(codec, words).map(|e| Lit {
-        codec: e.codec,
-        body: e.body.into(),
-    })
+    codec::select::encode_with(codec, words).map(Lit::from)
 }
 
 impl Sketch {

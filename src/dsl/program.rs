@@ -246,14 +246,20 @@ pub struct Lit {
     pub body: bytes::Bytes,
 }
 
-impl Lit {
-    /// Encodes `words` with the smallest codec (DESIGN §4).
-    pub fn encode(words: &Words) -> Lit {
-        let Encoded { codec, body } = crate::codec::encode_best(words);
+impl From<Encoded> for Lit {
+    /// The literal of an encoder's output (its body moved, not copied).
+    fn from(Encoded { codec, body }: Encoded) -> Lit {
         Lit {
             codec,
             body: body.into(),
         }
+    }
+}
+
+impl Lit {
+    /// Encodes `words` with the smallest codec (DESIGN §4).
+    pub fn encode(words: &Words) -> Lit {
+        crate::codec::encode_best(words).into()
     }
 
     /// Decodes the body into `ty.len` words of `ty.width` bits.

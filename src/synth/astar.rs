@@ -1257,15 +1257,8 @@ fn literal_of(words: &Words, dense: Option<Dense>) -> Node {
         Some(d) if words.len() > EXACT_WORDS => {
             let hist = d.to_vec();
             let ty = Ty::new(words.width(), words.len() as u64);
-            let codec::Encoded { codec, body } = codec::encode_best_with_histogram(words, hist);
-            Node::lit_encoded(
-                ty,
-                Lit {
-                    codec,
-                    body: body.into(),
-                },
-            )
-            .expect("a hole's type is valid")
+            Node::lit_encoded(ty, codec::encode_best_with_histogram(words, hist).into())
+                .expect("a hole's type is valid")
         }
         _ => Node::lit(words),
     }
@@ -1306,16 +1299,8 @@ impl LeafWords {
                     width,
                 };
                 let ty = Ty::new(width, parent.len() as u64);
-                let codec::Encoded { codec, body } =
-                    codec::encode_stream_with_histogram(stream, dense.to_vec());
-                Node::lit_encoded(
-                    ty,
-                    Lit {
-                        codec,
-                        body: body.into(),
-                    },
-                )
-                .expect("a hole's type is valid")
+                let lit = codec::encode_stream_with_histogram(stream, dense.to_vec()).into();
+                Node::lit_encoded(ty, lit).expect("a hole's type is valid")
             }
         }
     }

@@ -468,11 +468,7 @@ pub(super) fn residual_program(
                 let lit = match coding {
                     Coding::Words => {
                         let hist = histogram.take().expect("bounded from its histogram");
-                        let e = crate::codec::encode_best_with_histogram(&r, hist);
-                        Lit {
-                            codec: e.codec,
-                            body: e.body.into(),
-                        }
+                        crate::codec::encode_best_with_histogram(&r, hist).into()
                     }
                     Coding::Buckets | Coding::Offset => {
                         let context = (coding == Coding::Offset)
