@@ -56,7 +56,6 @@ mod imp {
         if groups == 0 {
             return false;
         }
-        let (idx, shifts) = step_constants(k);
         let (head, _) = out.split_at_mut(groups * 16);
         // SAFETY: the processor has AVX-512 F, BW and VBMI (checked above); every load
         // reads at most `step_bytes` bytes of group `g`, which lie inside `data` (it holds
@@ -64,9 +63,9 @@ mod imp {
         unsafe {
             let dst = head.as_mut_ptr().cast::<u8>();
             match size {
-                1 => steps::<1>(data, k, &idx, &shifts, dst, groups),
-                2 => steps::<2>(data, k, &idx, &shifts, dst, groups),
-                _ => steps::<4>(data, k, &idx, &shifts, dst, groups),
+                1 => steps::<1>(data, k, dst, groups),
+                2 => steps::<2>(data, k, dst, groups),
+                _ => steps::<4>(data, k, dst, groups),
             }
         }
         // The rest, scalar, from the bit where the groups ended.
@@ -97,7 +96,7 @@ mod imp {
             "the data holds the words"
         );
         // Steps of 32 words (16-bit words) or 16 (32-bit ones); sign bits take a mask
-        // register each step, other widths the permute of [`steps`].
+        // register each step, other widths a [`Step`].
         let per = if k == 1 { 64 / size } else { 16 };
         let groups = out.len() / per;
         let (head, tail) = out.split_at_mut(groups * per);
@@ -123,18 +122,59 @@ mod imp {
         true
     }
 
-    /// The permute indices and shifts of a step of sixteen `k`-bit words ([`steps`]).
-    fn step_constants(k: u32) -> ([u8; 64], [u32; 16]) {
-        let mut idx = [0u8; 64];
-        let mut shifts = [0u32; 16];
-        for j in 0..16 {
-            let bit = j * k as usize;
-            for b in 0..4 {
-                idx[4 * j + b] = ((bit >> 3) + b).min(63) as u8;
+    /// A step of sixteen `k`-bit words (`k` in 1..=25), what [`steps`] and [`steps_or`]
+    /// share: one masked load of the step's `2k` bytes, one byte permute placing each
+    /// word's four bytes in its 32-bit lane, one variable shift and a mask.
+    struct Step {
+        idx: __m512i,
+        shifts: __m512i,
+        mask: __m512i,
+        load: __mmask64,
+        /// Bytes a step reads: `2k`.
+        bytes: usize,
+    }
+
+    impl Step {
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+        fn new(k: u32) -> Step {
+            let mut idx = [0u8; 64];
+            let mut shifts = [0u32; 16];
+            for j in 0..16 {
+                let bit = j * k as usize;
+                for b in 0..4 {
+                    idx[4 * j + b] = ((bit >> 3) + b).min(63) as u8;
+                }
+                shifts[j] = (bit & 7) as u32;
             }
-            shifts[j] = (bit & 7) as u32;
+            let bytes = 2 * k as usize;
+            // SAFETY: the loads read the 64 bytes of `idx` and of `shifts`.
+            unsafe {
+                Step {
+                    idx: _mm512_loadu_si512(idx.as_ptr().cast()),
+                    shifts: _mm512_loadu_si512(shifts.as_ptr().cast()),
+                    mask: _mm512_set1_epi32(((1u64 << k) - 1) as i32),
+                    load: (1u64 << bytes) - 1,
+                    bytes,
+                }
+            }
         }
-        (idx, shifts)
+
+        /// The sixteen words of step `g` of the data at `src`, each in its 32-bit lane.
+        ///
+        /// # Safety
+        /// The step's `bytes` bytes from `src + g * bytes` are readable.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+        unsafe fn words(&self, src: *const u8, g: usize) -> __m512i {
+            // SAFETY: the masked load touches only the step's bytes (the caller's
+            // promise).
+            let v = unsafe { _mm512_maskz_loadu_epi8(self.load, src.add(g * self.bytes).cast()) };
+            _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_permutexvar_epi8(self.idx, v), self.shifts),
+                self.mask,
+            )
+        }
     }
 
     /// `groups` steps of [`unpack_or`] of 1-bit words: `64 / SIZE` words of `SIZE`
@@ -170,34 +210,25 @@ mod imp {
     }
 
     /// `groups` steps of [`unpack_or`] of sixteen `k`-bit words (`k` in 2..=25) into
-    /// 32-bit words: [`steps`]' unpacking, shifted and OR-ed into the words there.
+    /// 32-bit words: a [`Step`]'s words, shifted and OR-ed into the words there.
     ///
     /// # Safety
     /// AVX-512 F, BW and VBMI; `data` holds `groups * 2k` bytes, `out` room for
     /// `groups * 16` 32-bit words.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     unsafe fn steps_or(data: &[u8], k: u32, out: *mut u8, groups: usize, shift: u32) {
-        let (idx, shifts) = step_constants(k);
-        let step_bytes = 2 * k as usize;
-        let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
-        let shifts = unsafe { _mm512_loadu_si512(shifts.as_ptr().cast()) };
-        let mask = _mm512_set1_epi32(((1u64 << k) - 1) as i32);
+        let step = Step::new(k);
         let up = _mm_cvtsi32_si128(shift as i32);
-        let load_mask: __mmask64 = (1u64 << step_bytes) - 1;
         assert!(
-            data.len() >= groups * step_bytes,
+            data.len() >= groups * step.bytes,
             "the data holds the groups"
         );
         let src = data.as_ptr();
         for g in 0..groups {
-            // SAFETY: the masked load touches only the step's `step_bytes` bytes; the
-            // step's sixteen 4-byte words lie inside `out`.
+            // SAFETY: the data holds the step's bytes (asserted); the step's sixteen
+            // 4-byte words lie inside `out`.
             unsafe {
-                let v = _mm512_maskz_loadu_epi8(load_mask, src.add(g * step_bytes).cast());
-                let w = _mm512_and_si512(
-                    _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, v), shifts),
-                    mask,
-                );
+                let w = step.words(src, g);
                 let dst = out.add(g * 64).cast::<__m512i>();
                 let new = _mm512_or_si512(_mm512_loadu_si512(dst), _mm512_sll_epi32(w, up));
                 _mm512_storeu_si512(dst, new);
@@ -212,31 +243,16 @@ mod imp {
     /// The processor has AVX-512 F, BW and VBMI; `data` holds `groups * 2k` bytes and
     /// `out` room for `groups * 16` words of `SIZE` bytes.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    unsafe fn steps<const SIZE: usize>(
-        data: &[u8],
-        k: u32,
-        idx: &[u8; 64],
-        shifts: &[u32; 16],
-        out: *mut u8,
-        groups: usize,
-    ) {
-        let step_bytes = 2 * k as usize;
-        let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
-        let shifts = unsafe { _mm512_loadu_si512(shifts.as_ptr().cast()) };
-        let mask = _mm512_set1_epi32(((1u64 << k) - 1) as i32);
-        let load_mask: __mmask64 = (1u64 << step_bytes) - 1;
+    unsafe fn steps<const SIZE: usize>(data: &[u8], k: u32, out: *mut u8, groups: usize) {
+        let step = Step::new(k);
         assert!(
-            data.len() >= groups * step_bytes,
+            data.len() >= groups * step.bytes,
             "the data holds the groups"
         );
         let src = data.as_ptr();
         for g in 0..groups {
-            // SAFETY: the masked load touches only the group's `step_bytes` bytes.
-            let v = unsafe { _mm512_maskz_loadu_epi8(load_mask, src.add(g * step_bytes).cast()) };
-            let w = _mm512_and_si512(
-                _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, v), shifts),
-                mask,
-            );
+            // SAFETY: the data holds the group's bytes (asserted).
+            let w = unsafe { step.words(src, g) };
             // SAFETY: the group's sixteen words of `SIZE` bytes lie inside `out`.
             unsafe {
                 let dst = out.add(g * 16 * SIZE);
