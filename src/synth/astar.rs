@@ -1554,16 +1554,19 @@ pub fn search_matrix(
     prior: &Prior,
 ) -> Synthesis {
     let target: &Words = shared;
-    // The fast level: the fixed layout (a literal for a short target), but for the
-    // targets of few values or not floats, whose search at budget 1 costs little and
-    // whose tables the layout would overpay (`fast::takes_the_layout`).
-    // The default level: ordinary trained weights take the fast level's layout, which
-    // is what (or within 0.1% of what) the search finds on them at several times its
-    // cost; the search is kept for what it can improve (`fast::ordinary_weights`).
-    if opts.level == crate::synth::Level::Default
-        && opts.budget == crate::synth::Level::Default.budget()
-        && crate::synth::fast::ordinary_weights(target, dtype, rows)
-    {
+    // The fast level's layout (a literal for a short target): at the fast level for the targets it picks
+    // (`fast::takes_the_layout`), and at the default level's budget for ordinary trained
+    // weights, on which the search finds that layout (or one within 0.1% of it) at
+    // several times its cost (`fast::ordinary_weights`).
+    let layout = match opts.level {
+        crate::synth::Level::Fast => crate::synth::fast::takes_the_layout(target, dtype),
+        crate::synth::Level::Default => {
+            opts.budget == crate::synth::Level::Default.budget()
+                && crate::synth::fast::ordinary_weights(target, dtype, rows)
+        }
+        crate::synth::Level::Max => false,
+    };
+    if layout {
         let (program, bytes) = crate::synth::fast::program(target, dtype);
         return Synthesis {
             program,
@@ -1571,16 +1574,10 @@ pub fn search_matrix(
             stats: SearchStats::default(),
         };
     }
+    // The fast level searches the other targets at budget 1 (those of few values or
+    // not floats, whose search costs little and whose tables the layout would overpay).
     let searched;
     let opts = if opts.level == crate::synth::Level::Fast {
-        if crate::synth::fast::takes_the_layout(target, dtype) {
-            let (program, bytes) = crate::synth::fast::program(target, dtype);
-            return Synthesis {
-                program,
-                bytes,
-                stats: SearchStats::default(),
-            };
-        }
         searched = SearchOptions {
             budget: 1,
             level: crate::synth::Level::Default,
