@@ -476,11 +476,11 @@ impl Archive {
     pub fn program(&self, i: usize) -> Result<Node> {
         let t = self.tensor(i)?;
         match t.group {
-            Some(g) => self.read(&t.program, self.groups[g].ty(), Item::Group(g)),
+            Some(g) => self.read_at(Item::Group(g), &t.program, self.groups[g].ty()),
             None if t.record.is_empty() && t.original_bytes() == 0 => {
                 Ok(Node::lit(&crate::tensor::Words::empty(t.dtype.word_bits())))
             }
-            None => self.read(&t.program, t.ty(), Item::Tensor(i)),
+            None => self.read_at(Item::Tensor(i), &t.program, t.ty()),
         }
     }
 
@@ -489,7 +489,7 @@ impl Archive {
     /// # Errors
     /// [`ArchiveError::Decode`] if it is malformed.
     pub fn header_program(&self) -> Result<Node> {
-        self.read(&self.head.header_program, self.header_ty(), Item::Header)
+        self.read_at(Item::Header, &self.head.header_program, self.header_ty())
     }
 
     /// Decodes tensor `i` into its original bytes and checks them against the stored
@@ -734,10 +734,6 @@ impl Archive {
         self.head.indexless.as_deref()
     }
 
-    fn read(&self, program: &Range<usize>, ty: Ty, item: Item) -> Result<Node> {
-        self.read_at(item, program, ty)
-    }
-
     /// Reads the program (or part of a program) of `item` held in `range` of the archive
     /// as type `ty`; errors say where `range` starts.
     pub(crate) fn read_at(&self, item: Item, range: &Range<usize>, ty: Ty) -> Result<Node> {
@@ -821,7 +817,7 @@ impl Archive {
     /// checking the checksum. Returns the bytes and their xxh3-64.
     pub(crate) fn decode_item(&self, item: Item) -> Result<(Vec<u8>, u64)> {
         let (program, ty) = self.item_program(item);
-        let node = self.read(&program, ty, item)?;
+        let node = self.read_at(item, &program, ty)?;
         self.check_decoded_size(item, self.item_original_bytes(item))?;
         let bytes = self.run_item(item, &node, ty)?;
         let sum = xxh3_64(&bytes);

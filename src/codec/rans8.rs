@@ -974,15 +974,14 @@ impl<'a> Decoder<'a> {
             self.done == 0 && self.shift == 0 && shift < 64,
             "one shift, before the first word"
         );
-        let by = shift;
         self.shift = shift;
         for v in &mut self.values {
-            *v <<= by;
+            *v <<= shift;
         }
         self.values_u8 = std::array::from_fn(|i| self.values[i] as u8);
         self.values_u16 = std::array::from_fn(|i| self.values[i] as u16);
         if let Some(v) = &mut self.single {
-            *v <<= by;
+            *v <<= shift;
         }
     }
 
