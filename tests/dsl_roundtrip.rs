@@ -10,22 +10,10 @@ use brevis::dsl::{execute, MapFn, MergeFn, Node, ScanFn, Ty};
 use brevis::tensor::{mask, Words};
 use proptest::prelude::*;
 
-/// A small deterministic generator (xorshift64*), so one proptest seed gives one program.
-struct Rng(u64);
+mod support;
+use support::Rng;
+
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
     fn word(&mut self, width: u32) -> u64 {
         // Mix of small values, extremes and arbitrary bit patterns.
         let v = match self.below(4) {

@@ -12,19 +12,8 @@ use brevis::dsl::{execute, MergeFn, Node, Ty};
 use brevis::tensor::{mask, Words};
 use proptest::prelude::*;
 
-/// xorshift64*: one proptest seed, one program.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+mod support;
+use support::Rng;
 
 /// A field of `n` words of `width` bits: mostly a few common values (what `rans8`
 /// codes), some rare ones (its escapes), as a float's exponent field looks.

@@ -16,6 +16,28 @@ pub use safetensors::safetensors_bytes;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// A small deterministic generator (xorshift64*), so one proptest seed gives one input:
+/// what the property tests of programs build theirs from.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform below `n` (0 for `n` = 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
 /// The shared corpus of real checkpoints (`../shared/corpus`).
 pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 
