@@ -24,7 +24,7 @@ pub mod target;
 pub mod temp;
 
 pub(crate) use blocks::{write_all_at, OutputFile};
-pub(crate) use input::{map_file, regular_file, release_pages};
+pub(crate) use input::{map_file, map_file_with, regular_file, release_pages};
 pub use stale::{stale_temporaries, StaleTemporary};
 pub(crate) use sync_ahead::SyncAhead;
 pub use target::{check_output, write_output_file, write_target, Target, STDOUT_LABEL};

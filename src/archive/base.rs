@@ -59,6 +59,9 @@ impl std::ops::Deref for FileBytes {
     }
 }
 
+/// Largest base file mapped with its pages in advance: 4 GiB.
+const POPULATE_BELOW: u64 = 4 << 30;
+
 impl FileBytes {
     fn open(path: &Path) -> Result<FileBytes> {
         crate::files::regular_file(path)?;
@@ -70,7 +73,9 @@ impl FileBytes {
         if len == 0 {
             return Ok(FileBytes::Empty);
         }
-        crate::files::map_file(&file)
+        // Hashed whole as soon as it is opened: its pages mapped in advance, when it is
+        // small enough to stay in memory (a larger one is read as it is hashed).
+        crate::files::map_file_with(&file, len <= POPULATE_BELOW)
             .map(FileBytes::Map)
             .map_err(|e| Error::io(path, "cannot map", e))
     }
@@ -233,6 +238,14 @@ impl OpenedSource {
     /// Whether it is what `entry` pins (same length and checksum; the name may differ).
     pub fn matches(&self, entry: &SourceEntry) -> bool {
         self.original_len == entry.original_len && self.checksum == entry.checksum
+    }
+
+    /// Whether its tensors' bytes are those its [`OpenedSource::checksum`] was computed
+    /// over (a `.safetensors` file, hashed whole when opened): once the archive's pin of
+    /// it matched, each tensor is what the archive was made against without hashing it
+    /// again. An archive of the source decodes and checks each tensor as it goes.
+    pub fn hashed_whole(&self) -> bool {
+        matches!(self.backing, Backing::File { .. })
     }
 
     /// The bytes of tensor `t` (data order): borrowed from a `.safetensors` file,

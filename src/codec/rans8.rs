@@ -52,7 +52,10 @@
 //! layout and both directions are read, and changed, together.
 
 use super::bitio::{BitReader, BitWriter};
-use super::rans::{plan_freqs, quantize, read_freqs, write_freqs, FreqMode};
+use super::rans::{
+    clamp_bits, entropy_bits_of, log2_table, model_bits, plan_freqs, quantize, read_freqs,
+    write_freqs, FreqMode,
+};
 use super::table::{check_width, plan_set, read_set, write_set, SetPlan};
 use super::{CodecError, CodecId, Stream};
 use crate::tensor::{container_bytes, mask, WordBuf, Words};
@@ -123,15 +126,6 @@ pub struct Plan {
     width: u32,
 }
 
-/// Ideal bits of `counts` under `freqs` at precision `scale`.
-fn model_bits(counts: &[u64], freqs: &[u32], scale: u32) -> f64 {
-    counts
-        .iter()
-        .zip(freqs)
-        .map(|(&c, &f)| c as f64 * (f64::from(scale) - f64::from(f).log2()))
-        .sum()
-}
-
 /// An estimate in bytes of a literal of the escaped words `hist` (their values and
 /// counts) of `width` bits: bit packing, or an order-0 code with a table of about two
 /// bytes a word.
@@ -182,17 +176,20 @@ impl Plan {
             consider(&mut best, &by_count);
         }
         let n64 = n as u64;
+        // Each set is a prefix of `by_count`: one of the same length is the same set,
+        // planned already.
+        let mut planned = 0;
         for t in [1u64, 2, 4] {
-            let keep: Vec<usize> = by_count
+            let kept = by_count
                 .iter()
-                .copied()
                 .take(MAX_SYMBOLS - 1)
-                .take_while(|&i| hist[i].1 << MAX_SCALE_BITS >= t * n64)
-                .collect();
-            if keep.is_empty() || keep.len() == hist.len() {
+                .take_while(|&&i| hist[i].1 << MAX_SCALE_BITS >= t * n64)
+                .count();
+            if kept == 0 || kept == hist.len() || kept == planned {
                 continue;
             }
-            consider(&mut best, &keep);
+            planned = kept;
+            consider(&mut best, &by_count[..kept]);
         }
         if best.is_none() {
             // Every word is rare (or there are more than 256 and none earns a slot):
@@ -251,9 +248,27 @@ impl Plan {
         }
         let smin = crate::tensor::bits_needed(k as u64 - 1).max(1);
         let mut best = f64::INFINITY;
+        // What every frequency table takes (the mode field, then a bit a frequency or a
+        // 5-bit width of 0): with the entropy, or with the payload, a bound under which
+        // a precision cannot come. One that cannot beat the best so far is neither
+        // quantized nor its table planned; the plan chosen is the same.
+        let least_table = (head + 4 + 2 + (k as u64).min(5)).div_ceil(8) as f64 * 8.0;
+        let entropy = entropy_bits_of(&counts);
         for scale in (smin..=MAX_SCALE_BITS).rev() {
+            if best.is_finite() && least_table + entropy + clamp_bits(&counts, scale) >= best {
+                if scale + 2 <= plan.scale {
+                    break;
+                }
+                continue;
+            }
             let freqs = quantize(&counts, scale);
-            let ideal = model_bits(&counts, &freqs, scale);
+            let ideal = model_bits(&counts, &freqs, scale, log2_table());
+            if least_table + ideal >= best {
+                if scale + 2 <= plan.scale {
+                    break;
+                }
+                continue;
+            }
             let (mode, fbits) = plan_freqs(&freqs);
             let table_bits = head + 4 + fbits;
             let total = table_bits.div_ceil(8) as f64 * 8.0 + ideal;

@@ -94,7 +94,7 @@ pub(super) fn plan_freqs_in(freqs: &[u32]) -> (FreqMode, u64) {
 ///
 /// # Panics
 /// If a frequency exceeds `2^16` or the slices differ in length (debug builds).
-pub(super) fn model_bits(counts: &[u64], freqs: &[u32], scale: u32, lg: &[f64]) -> f64 {
+pub(in crate::codec) fn model_bits(counts: &[u64], freqs: &[u32], scale: u32, lg: &[f64]) -> f64 {
     debug_assert_eq!(counts.len(), freqs.len());
     let s = f64::from(scale);
     // One accumulator in a register, added to in index order (the bits `Iterator::sum`
@@ -113,7 +113,7 @@ pub(super) fn model_bits(counts: &[u64], freqs: &[u32], scale: u32, lg: &[f64]) 
 /// share `k / M` their frequencies can take (the divergence of a grouping bounds it, and
 /// `d(P || Q)` grows with `Q` above `P`). One pass, no quantizing; 0 when no word is
 /// rare. Requires `counts.len() <= M` and every count at least 1.
-pub(super) fn clamp_bits(counts: &[u64], scale: u32) -> f64 {
+pub(in crate::codec) fn clamp_bits(counts: &[u64], scale: u32) -> f64 {
     let n: u64 = counts.iter().sum();
     if n >= 1 << 47 {
         return 0.0;
@@ -141,7 +141,7 @@ pub(super) fn clamp_bits(counts: &[u64], scale: u32) -> f64 {
 }
 
 /// `log2(f)` for `f` in `0..=2^16` (`f = 0` maps to 0), computed once.
-pub(super) fn log2_table() -> &'static [f64] {
+pub(in crate::codec) fn log2_table() -> &'static [f64] {
     static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         (0..=1u32 << MAX_SCALE_BITS)
@@ -419,15 +419,25 @@ impl Divider {
 /// Total information content `sum c log2(n / c)` in bits of a histogram, the least any
 /// order-0 code can spend on its payload.
 pub(crate) fn entropy_bits(hist: &[(u64, u64)]) -> f64 {
+    entropy_of(hist.iter().map(|&(_, c)| c))
+}
+
+/// [`entropy_bits`] of the counts alone.
+pub(in crate::codec) fn entropy_bits_of(counts: &[u64]) -> f64 {
+    entropy_of(counts.iter().copied())
+}
+
+/// `sum c_i log2(n / c_i)` of `counts` (summing to `n`), in their order.
+fn entropy_of(counts: impl Iterator<Item = u64> + Clone) -> f64 {
     let lg = log2_table();
     let l = |c: u64| {
         lg.get(c as usize)
             .copied()
             .unwrap_or_else(|| (c as f64).log2())
     };
-    let n: u64 = hist.iter().map(|&(_, c)| c).sum();
+    let n: u64 = counts.clone().sum();
     let ln = l(n);
-    hist.iter().map(|&(_, c)| c as f64 * (ln - l(c))).sum()
+    counts.map(|c| c as f64 * (ln - l(c))).sum()
 }
 
 /// The least ideal payload in bits, `sum c_i log2(M / f_i)`, of any model with
