@@ -168,6 +168,18 @@ pub fn literal_bucket(data: &[u8]) {
         assert_eq!(words.len(), n, "bucket returned the wrong length");
         assert_eq!(words.width(), ty.width, "bucket returned the wrong width");
     }
+    // The block decoder in each build (baseline, AVX2's eight-word steps, this
+    // processor's: AVX-512's sixteen) gives the reference decoder's words, or gives up
+    // exactly where it refuses.
+    use brevis::codec::bucket::{decode_blocks, decode_reference, Build};
+    let want = decode_reference(body, ty.width, n, ctx).ok();
+    for build in [Build::Portable, Build::Avx2, Build::Best] {
+        let got = decode_blocks(body, ty.width, n, ctx, build);
+        assert_eq!(
+            got, want,
+            "bucket block decoder ({build:?}) differs from the reference"
+        );
+    }
 }
 
 /// Every literal decoder, chosen by the first byte.

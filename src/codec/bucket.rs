@@ -747,6 +747,8 @@ pub fn decode(
 pub enum Build {
     /// The baseline build, on every machine.
     Portable,
+    /// The build for AVX2 where the processor has it, without the AVX-512 steps.
+    Avx2,
     /// The build for this processor's features where there is one, else the baseline.
     Best,
 }
@@ -989,10 +991,16 @@ static LEAD: [u64; 256] = {
 /// words, little-endian of the width's container, handed to `sink` in order. `None` at
 /// the first symbol that is no bucket, extra bits that run out, or trailing bytes or
 /// nonzero padding after them. With `simd` (the build for processors with AVX2), words
-/// of at most 16 bits are decoded eight at a time by [`simd::steps_checked`], and only a
+/// of at most 16 bits are decoded eight at a time by [`simd::steps_checked`] (sixteen
+/// with `sixteen` on a processor with AVX-512), and only a
 /// block's last few words by the scalar passes.
 #[inline(always)]
-fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8]), simd: bool) -> Option<()> {
+fn blocks_in(
+    job: &Blocks<'_>,
+    sink: &mut dyn FnMut(&[u8]),
+    simd: bool,
+    sixteen: bool,
+) -> Option<()> {
     let n = job.symbols.len();
     let width = job.width;
     let word_bytes = container_bytes(width);
@@ -1041,7 +1049,7 @@ fn blocks_in(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8]), simd: bool) -> Optio
                 word_bytes,
                 extra,
             };
-            let (d, bad) = simd::steps_checked(&steps, &mut pos, out);
+            let (d, bad) = simd::steps_checked(&steps, &mut pos, out, sixteen);
             if bad {
                 return None;
             }
@@ -1297,23 +1305,28 @@ mod isa {
     }
 
     /// [`super::blocks_in`]: in `build` [`Build::Best`], the build for this processor,
-    /// with its SIMD steps.
+    /// with its SIMD steps (sixteen words a step with AVX-512, eight with AVX2); in
+    /// [`Build::Avx2`], eight.
     pub(super) fn blocks(
         job: &Blocks<'_>,
         sink: &mut dyn FnMut(&[u8]),
         build: Build,
     ) -> Option<()> {
         #[cfg(target_arch = "x86_64")]
-        if build == Build::Best && native() {
+        if build != Build::Portable && native() {
             #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
-            fn with_features(job: &Blocks<'_>, sink: &mut dyn FnMut(&[u8])) -> Option<()> {
-                blocks_in(job, sink, true)
+            fn with_features(
+                job: &Blocks<'_>,
+                sink: &mut dyn FnMut(&[u8]),
+                wide: bool,
+            ) -> Option<()> {
+                blocks_in(job, sink, true, wide)
             }
             // SAFETY: the processor has these features (`native`).
-            return unsafe { with_features(job, sink) };
+            return unsafe { with_features(job, sink, build == Build::Best) };
         }
         let _ = build;
-        blocks_in(job, sink, false)
+        blocks_in(job, sink, false, false)
     }
 }
 

@@ -45,14 +45,40 @@ pub(super) struct Steps<'a> {
     pub extra: &'a [u8],
 }
 
-/// [`steps`] if this processor has AVX2, else nothing: `(0, false)`.
-pub(super) fn steps_checked(s: &Steps<'_>, pos: &mut u64, out: &mut [u8]) -> (usize, bool) {
+/// Whether this processor runs [`steps_checked`]'s sixteen-word steps: AVX-512 F, BW
+/// and VBMI (the byte permutation across the register).
+pub(super) fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor has AVX2 (checked above).
-        return unsafe { imp::steps(s, pos, out) };
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
     }
-    let _ = (s, pos, out);
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The steps if this processor has AVX2, else nothing: `(0, false)`. With `wide` and
+/// [`has_avx512`], sixteen words a step ([`imp512::steps`]), else eight ([`imp::steps`]);
+/// both give the same words and the same verdict.
+pub(super) fn steps_checked(
+    s: &Steps<'_>,
+    pos: &mut u64,
+    out: &mut [u8],
+    wide: bool,
+) -> (usize, bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if wide && has_avx512() {
+            // SAFETY: the processor has these features (checked above).
+            return unsafe { imp512::steps(s, pos, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2 (checked above).
+            return unsafe { imp::steps(s, pos, out) };
+        }
+    }
+    let _ = (s, pos, out, wide);
     (0, false)
 }
 
@@ -270,5 +296,214 @@ mod imp {
     fn load8(b: &[u8]) -> __m128i {
         let a: [u8; 8] = b[..8].try_into().expect("8 bytes");
         _mm_cvtsi64_si128(i64::from_le_bytes(a))
+    }
+}
+
+/// [`imp`]'s steps sixteen words at a time in AVX-512 registers. The same work, with
+/// three differences: the lengths' prefix sum takes four lane shifts (`valignd`); the
+/// sixteen words' extra bits lie in the 32 bytes from the step's first byte (at most
+/// 7 + 16 x 15 = 247 bits), from which each lane takes its three bytes with one byte
+/// permutation across the register (`vpermb`, AVX-512 VBMI); and the checks and the
+/// leading ones are mask registers. The words are narrowed to 8 or 16 bits by `vpmovdb`
+/// and `vpmovdw`.
+#[cfg(target_arch = "x86_64")]
+mod imp512 {
+    use super::{Combine, Steps, Syms};
+    use std::arch::x86_64::*;
+
+    /// [`super::imp::steps`] sixteen words a step: whole steps from the block's first
+    /// as long as each step's 32 bytes of extra bits are there. Returns how many words it
+    /// decoded (a multiple of 16) and whether a symbol was no bucket.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx2")]
+    pub(super) fn steps(s: &Steps<'_>, pos: &mut u64, out: &mut [u8]) -> (usize, bool) {
+        const NONE: u8 = 0;
+        const XOR: u8 = 1;
+        const ADD: u8 = 2;
+        let op = match s.base {
+            None => NONE,
+            Some((_, Combine::Xor)) => XOR,
+            Some((_, Combine::Add)) => ADD,
+        };
+        let ctx = s.ctx.is_some();
+        let s16 = matches!(s.syms, Syms::U16(_));
+        macro_rules! pick {
+            ($($s16:literal, $ctx:literal, $zig:literal, $op:ident, $wb:literal;)*) => {
+                match (s16, ctx, s.zigzag, op, s.word_bytes) {
+                    $(($s16, $ctx, $zig, $op, $wb) => steps_as::<$s16, $ctx, $zig, $op, $wb>(s, pos, out),)*
+                    _ => (0, false),
+                }
+            };
+        }
+        macro_rules! each_op {
+            ($($s16:literal, $ctx:literal, $wb:literal;)*) => {
+                pick! {$(
+                    $s16, $ctx, false, NONE, $wb;
+                    $s16, $ctx, true, NONE, $wb;
+                    $s16, $ctx, false, XOR, $wb;
+                    $s16, $ctx, true, XOR, $wb;
+                    $s16, $ctx, false, ADD, $wb;
+                    $s16, $ctx, true, ADD, $wb;
+                )*}
+            };
+        }
+        each_op! {
+            false, false, 1;
+            false, true, 1;
+            true, false, 1;
+            true, true, 1;
+            false, false, 2;
+            false, true, 2;
+            true, false, 2;
+            true, true, 2;
+        }
+    }
+
+    /// [`steps`] for one combination, as [`super::imp`]'s `steps_as`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx2")]
+    fn steps_as<
+        const S16: bool,
+        const CTX: bool,
+        const ZIG: bool,
+        const OP: u8,
+        const WB: usize,
+    >(
+        s: &Steps<'_>,
+        pos: &mut u64,
+        out: &mut [u8],
+    ) -> (usize, bool) {
+        let (s8, s16): (&[u8], &[u8]) = match s.syms {
+            Syms::U8(v) => (v, &[]),
+            Syms::U16(v) => (&[], bytemuck::cast_slice(v)),
+        };
+        let n = if S16 { s16.len() / 2 } else { s8.len() };
+        let ctx: &[u8] = match s.ctx {
+            Some((c, cb, _, _)) if CTX && cb == WB => &c[..n * WB],
+            _ if CTX => return (0, false),
+            _ => &[],
+        };
+        let base: &[u8] = match s.base {
+            Some((b, _)) if OP != 0 => &b[..n * WB],
+            _ if OP != 0 => return (0, false),
+            _ => &[],
+        };
+        let out = &mut out[..n * WB];
+        let extra = s.extra;
+        let one = _mm512_set1_epi32(1);
+        let zero = _mm512_setzero_si512();
+        let width = _mm512_set1_epi32(s.width as i32);
+        let wmask = _mm512_set1_epi32(((1u32 << s.width) - 1) as i32);
+        let seven = _mm512_set1_epi32(7);
+        // + 0, 1, 2 to a lane's first byte in its bytes 0, 1, 2 (byte 3 takes a byte
+        // whose bits the length's mask drops).
+        let next = _mm512_set1_epi32(0x0002_0100);
+        let (shift, fmask) = s.ctx.map_or((0, 0), |(_, _, sh, m)| (sh, m));
+        let shift = _mm_cvtsi32_si128(shift as i32);
+        let fmask = _mm512_set1_epi32(fmask as i32);
+        // The last bit position whose step's 32 bytes are all there.
+        let Some(last) = (extra.len() as u64).checked_sub(32).map(|b| b * 8 + 7) else {
+            return (0, false);
+        };
+        let mut bad: __mmask16 = 0;
+        let mut p = *pos;
+        let mut done = 0;
+        while done + 16 <= n && p <= last {
+            let byte = (p / 8) as usize;
+            let sym = if S16 {
+                _mm512_cvtepu16_epi32(load32(&s16[2 * done..]))
+            } else {
+                _mm512_cvtepu8_epi32(load16(&s8[done..]))
+            };
+            let nonzero = _mm512_test_epi32_mask(sym, sym);
+            let k = if CTX {
+                let c = if WB == 1 {
+                    _mm512_cvtepu8_epi32(load16(&ctx[done..]))
+                } else {
+                    _mm512_cvtepu16_epi32(load32(&ctx[2 * done..]))
+                };
+                let e = _mm512_and_si512(_mm512_srl_epi32(c, shift), fmask);
+                // k = s - e for s > 0 (0 for s = 0); a bucket only if 1 <= k <= width.
+                let k = _mm512_maskz_sub_epi32(nonzero, sym, e);
+                let km1 = _mm512_sub_epi32(k, one);
+                bad |= _mm512_mask_cmpge_epu32_mask(nonzero, km1, width);
+                k
+            } else {
+                bad |= _mm512_cmpgt_epu32_mask(sym, width);
+                sym
+            };
+            // Lengths k - 1 (0 for k = 0), and their sums across the lanes.
+            let len = _mm512_sub_epi32(_mm512_max_epu32(k, one), one);
+            let mut sum = _mm512_add_epi32(len, _mm512_alignr_epi32::<15>(len, zero));
+            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<14>(sum, zero));
+            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<12>(sum, zero));
+            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<8>(sum, zero));
+            let total = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(sum)) as u32;
+            // Each lane's first bit from the window's first byte: its byte and shift.
+            let at = _mm512_add_epi32(
+                _mm512_sub_epi32(sum, len),
+                _mm512_set1_epi32((p % 8) as i32),
+            );
+            // The lane's byte in each of its four bytes (`x 0x01010101`), + 0, 1, 2.
+            let first = _mm512_srli_epi32::<3>(at);
+            let idx = _mm512_add_epi32(
+                _mm512_or_si512(
+                    _mm512_or_si512(first, _mm512_slli_epi32::<8>(first)),
+                    _mm512_slli_epi32::<16>(first),
+                ),
+                next,
+            );
+            let w = _mm512_zextsi256_si512(load32(&extra[byte..]));
+            let bits =
+                _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, w), _mm512_and_si512(at, seven));
+            let lead = _mm512_sllv_epi32(one, len);
+            let nonzero_k = _mm512_test_epi32_mask(k, k);
+            let low = _mm512_and_si512(bits, _mm512_sub_epi32(lead, one));
+            let z = _mm512_mask_or_epi32(low, nonzero_k, low, lead);
+            let mut r = if ZIG {
+                let sign = _mm512_sub_epi32(zero, _mm512_and_si512(z, one));
+                _mm512_and_si512(_mm512_xor_si512(_mm512_srli_epi32::<1>(z), sign), wmask)
+            } else {
+                z
+            };
+            if OP != 0 {
+                let b = if WB == 1 {
+                    _mm512_cvtepu8_epi32(load16(&base[done..]))
+                } else {
+                    _mm512_cvtepu16_epi32(load32(&base[2 * done..]))
+                };
+                r = if OP == 1 {
+                    _mm512_xor_si512(b, r)
+                } else {
+                    _mm512_and_si512(_mm512_add_epi32(b, r), wmask)
+                };
+            }
+            // Sixteen 32-bit words (each below 2^16) to 16 or 8 bits, in order.
+            if WB == 1 {
+                let bytes: [u8; 16] = bytemuck::cast(_mm512_cvtepi32_epi8(r));
+                out[done..done + 16].copy_from_slice(&bytes);
+            } else {
+                let bytes: [u8; 32] = bytemuck::cast(_mm512_cvtepi32_epi16(r));
+                out[2 * done..2 * done + 32].copy_from_slice(&bytes);
+            }
+            p += u64::from(total);
+            done += 16;
+        }
+        *pos = p;
+        (done, bad != 0)
+    }
+
+    /// The 32 bytes at the start of `b`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load32(b: &[u8]) -> __m256i {
+        let a: [u8; 32] = b[..32].try_into().expect("32 bytes");
+        bytemuck::cast(a)
+    }
+
+    /// The 16 bytes at the start of `b`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load16(b: &[u8]) -> __m128i {
+        let a: [u8; 16] = b[..16].try_into().expect("16 bytes");
+        bytemuck::cast(a)
     }
 }

@@ -181,7 +181,7 @@ fn the_block_decoder_agrees_with_the_reference() {
                 for b in &bodies {
                     for c in [Some(ctx), None] {
                         let want = decode_reference(b, width, n, c);
-                        for build in [Build::Portable, Build::Best] {
+                        for build in [Build::Portable, Build::Avx2, Build::Best] {
                             let got = decode_blocks(b, width, n, c, build);
                             assert_eq!(got.as_ref(), want.as_ref().ok(), "{build:?}");
                         }
@@ -232,7 +232,7 @@ fn decode_combined_is_the_reference_decode_combined() {
                 let mut want = Vec::new();
                 residual.write_le_bytes(&mut want);
                 crate::archive::base::combine(&mut want, &base_le, rop, container_bytes(width));
-                for build in [Build::Portable, Build::Best] {
+                for build in [Build::Portable, Build::Avx2, Build::Best] {
                     let mut out = vec![7u8];
                     combined_blocks(&body, width, n, &base_le, op, &mut out, build).unwrap();
                     assert_eq!(out[1..], want[..], "width {width} {build:?}");
