@@ -154,6 +154,16 @@ impl Plan {
     /// thresholds of rarity), the precision and the frequencies. `None` for an empty
     /// stream.
     pub fn new(hist: &[(u64, u64)], width: u32, n: usize) -> Option<Plan> {
+        Plan::new_at_most(hist, width, n, u64::MAX)
+    }
+
+    /// [`Plan::new`] when only a plan whose [`Plan::estimate_bytes`] is at most
+    /// `at_most` is of use: `None` also when no plan comes under it. A coded set whose
+    /// lower bound (its least table, the escaped words' estimate, the states and the
+    /// entropy of its counts) is above `at_most`, or not below the best plan so far, is
+    /// not planned; whatever `at_most`, a plan it returns is the plan [`Plan::new`]
+    /// returns.
+    pub fn new_at_most(hist: &[(u64, u64)], width: u32, n: usize, at_most: u64) -> Option<Plan> {
         if n == 0 || hist.is_empty() {
             return None;
         }
@@ -163,16 +173,27 @@ impl Plan {
         let mut by_count: Vec<usize> = (0..hist.len()).collect();
         by_count.sort_by(|&a, &b| hist[b].1.cmp(&hist[a].1).then(a.cmp(&b)));
         let mut best: Option<Plan> = None;
+        let mut considered = false;
         let consider = |best: &mut Option<Plan>, keep: &[usize]| {
-            let plan = Plan::with_coded(hist, keep, width, n);
-            if best
-                .as_ref()
-                .is_none_or(|b| plan.estimate_bytes() < b.estimate_bytes())
-            {
-                *best = Some(plan);
+            // A plan replaces the best only when smaller.
+            let limit = match best {
+                Some(b) => match b.estimate_bytes().checked_sub(1) {
+                    Some(l) => l.min(at_most),
+                    None => return,
+                },
+                None => at_most,
+            };
+            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit) {
+                if best
+                    .as_ref()
+                    .is_none_or(|b| plan.estimate_bytes() < b.estimate_bytes())
+                {
+                    *best = Some(plan);
+                }
             }
         };
         if hist.len() <= MAX_SYMBOLS {
+            considered = true;
             consider(&mut best, &by_count);
         }
         let n64 = n as u64;
@@ -189,19 +210,28 @@ impl Plan {
                 continue;
             }
             planned = kept;
+            considered = true;
             consider(&mut best, &by_count[..kept]);
         }
-        if best.is_none() {
+        if !considered {
             // Every word is rare (or there are more than 256 and none earns a slot):
             // code the most frequent ones.
             let keep: Vec<usize> = by_count.iter().copied().take(MAX_SYMBOLS - 1).collect();
             consider(&mut best, &keep);
         }
-        best
+        best.filter(|b| b.estimate_bytes() <= at_most)
     }
 
-    /// The plan that codes the words `hist[i]` for `i` in `keep` and escapes the rest.
-    fn with_coded(hist: &[(u64, u64)], keep: &[usize], width: u32, n: usize) -> Plan {
+    /// The plan that codes the words `hist[i]` for `i` in `keep` and escapes the rest;
+    /// `None`, without planning its precision and frequencies, when a bound shows that
+    /// its [`Plan::estimate_bytes`] would be above `limit`.
+    fn with_coded(
+        hist: &[(u64, u64)],
+        keep: &[usize],
+        width: u32,
+        n: usize,
+        limit: u64,
+    ) -> Option<Plan> {
         let mut keep = keep.to_vec();
         keep.sort_unstable();
         let syms: Vec<u64> = keep.iter().map(|&i| hist[i].0).collect();
@@ -244,7 +274,7 @@ impl Plan {
         };
         let k = counts.len();
         if k <= 1 {
-            return plan;
+            return Some(plan);
         }
         let smin = crate::tensor::bits_needed(k as u64 - 1).max(1);
         let mut best = f64::INFINITY;
@@ -252,8 +282,21 @@ impl Plan {
         // 5-bit width of 0): with the entropy, or with the payload, a bound under which
         // a precision cannot come. One that cannot beat the best so far is neither
         // quantized nor its table planned; the plan chosen is the same.
-        let least_table = (head + 4 + 2 + (k as u64).min(5)).div_ceil(8) as f64 * 8.0;
+        let least_table_bits = head + 4 + 2 + (k as u64).min(5);
+        let least_table = least_table_bits.div_ceil(8) as f64 * 8.0;
         let entropy = entropy_bits_of(&counts);
+        // No precision's estimate comes under its least table, the escaped words'
+        // estimate, the states and the entropy with the least clamp of the precisions.
+        let clamp = (smin..=MAX_SCALE_BITS)
+            .map(|s| clamp_bits(&counts, s))
+            .fold(f64::INFINITY, f64::min);
+        let bound = least_table_bits.div_ceil(8)
+            + plan.escape_estimate
+            + state_bytes(lanes_for(n))
+            + ((entropy + clamp) / 8.0).ceil() as u64;
+        if bound > limit {
+            return None;
+        }
         for scale in (smin..=MAX_SCALE_BITS).rev() {
             if best.is_finite() && least_table + entropy + clamp_bits(&counts, scale) >= best {
                 if scale + 2 <= plan.scale {
@@ -283,7 +326,7 @@ impl Plan {
                 break;
             }
         }
-        plan
+        Some(plan)
     }
 
     /// Symbols coded, the escape included.

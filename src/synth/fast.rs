@@ -146,12 +146,22 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
     candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     // The two best by that estimate planned exactly (each plan quantizes up to four
     // coded sets: planning all five took a sixth of a BF16 file's compression).
+    // The second is planned only as far as it can still win (`Plan::new_at_most`: the
+    // same choice, without planning the coded sets a bound rules out).
     let mut best: Option<(u64, u32, rans8::Plan)> = None;
     for (_, k, hist) in candidates.into_iter().take(2) {
-        let Some(plan) = rans8::Plan::new(&hist, e + k, n) else {
+        let rest = bitpack::size_for(m - k, n);
+        // It must come under the best, or level with it at a smaller `k`.
+        let at_most = match &best {
+            None => u64::MAX,
+            Some((b, bk, _)) => match b.checked_sub(rest + u64::from(k > *bk)) {
+                Some(a) => a,
+                None => continue,
+            },
+        };
+        let Some(plan) = rans8::Plan::new_at_most(&hist, e + k, n, at_most) else {
             continue;
         };
-        let rest = bitpack::size_for(m - k, n);
         let total = plan.estimate_bytes() + rest;
         if best
             .as_ref()
