@@ -503,7 +503,8 @@ mod tests {
     /// through every phase (`quantize_by_heaps`), ties included: histograms with many
     /// equal counts (ones and twos, as in short streams), skewed and flat ones, sums too
     /// high and too low after rounding, a sum a transfer improves, at every precision
-    /// from the fewest slots up.
+    /// from the fewest slots up. Equal counts (all 1, all 7) take `quantize`'s one-pass
+    /// path.
     #[test]
     fn quantizer_equals_the_heap_quantizer() {
         let mut state = 0x2545_F491_4F6C_DD1Du64;
@@ -516,6 +517,7 @@ mod tests {
         let mut cases: Vec<Vec<u64>> = vec![vec![1, 1, 6], vec![3, 1], vec![1, 1, 998]];
         for k in [2usize, 3, 7, 40, 300, 1000, 3000] {
             cases.push(vec![1; k]);
+            cases.push(vec![7; k]);
             cases.push((0..k).map(|i| 1 + (i % 2) as u64).collect());
             cases.push((0..k).map(|_| 1 + next() % 3).collect());
             cases.push((0..k).map(|_| 1 + (next() % 1000).pow(2) / 997).collect());

@@ -161,6 +161,39 @@ pub(in crate::codec) fn log2_table() -> &'static [f64] {
 /// is a scan; the heaps of the unit moves are built only when a move pays, which on
 /// real histograms it never does (the fixed sum is already optimal).
 pub fn quantize(counts: &[u64], scale: u32) -> Vec<u32> {
+    if let Some(f) = quantize_equal(counts, scale) {
+        return f;
+    }
+    quantize_any(counts, scale)
+}
+
+/// [`quantize`] of counts that are all equal (a stream of distinct words: every count
+/// 1), in one pass: every unit costs the same, so the heaps would settle the sum at the
+/// lowest indices, a unit each, and find nothing to move. `None` for other counts.
+fn quantize_equal(counts: &[u64], scale: u32) -> Option<Vec<u32>> {
+    let (&c, rest) = counts.split_first()?;
+    if rest.is_empty() || rest.iter().any(|&x| x != c) {
+        return None;
+    }
+    let total = u128::from(c) * counts.len() as u128;
+    let n = u64::try_from(total).ok().filter(|&n| n < 1 << 47)?;
+    let mut f = nearest(counts, n, scale);
+    let m = f.len() as u64;
+    let (sum, total_m) = (m * u64::from(f[0]), 1u64 << scale);
+    // Rounding to the nearest leaves the sum less than a unit a count away.
+    let off = sum.abs_diff(total_m);
+    if off >= m || (sum > total_m && f[0] <= 1) {
+        return None;
+    }
+    let step: i32 = if sum > total_m { -1 } else { 1 };
+    for x in &mut f[..off as usize] {
+        *x = x.wrapping_add_signed(step);
+    }
+    Some(f)
+}
+
+/// [`quantize`] for any counts.
+fn quantize_any(counts: &[u64], scale: u32) -> Vec<u32> {
     let lg = log2_table();
     let total_m = 1u64 << scale;
     let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
