@@ -39,7 +39,8 @@ pub const SEARCH_BELOW: usize = 1 << 16;
 pub fn takes_the_layout(target: &Words, dtype: Option<Dtype>) -> bool {
     let n = target.len();
     !(SMALL_WORDS..SEARCH_BELOW).contains(&n)
-        || (dtype.and_then(Dtype::float_layout).is_some() && probe_values(target) > FEW_VALUES)
+        || (dtype.and_then(Dtype::float_layout).is_some()
+            && crate::stats::probe_has_more_than(target, FEW_VALUES))
 }
 
 /// Whether `target` looks like ordinary trained float weights, which the default level
@@ -59,12 +60,14 @@ pub fn ordinary_weights(target: &Words, dtype: Option<Dtype>, rows: Option<u64>)
     };
     target.len() >= SEARCH_BELOW
         && !crate::synth::dequant::may_dequantize(target, dtype, rows.unwrap_or(1))
-        && probe_values(target)
-            > if target.width() == 8 {
+        && crate::stats::probe_has_more_than(
+            target,
+            if target.width() == 8 {
                 FEW_CODES
             } else {
                 MANY_VALUES
-            }
+            },
+        )
         && !crate::synth::backref::reuses_enough(
             &target.slice(0, target.len().min(crate::synth::backref::PROBE_WORDS)),
         )
@@ -84,14 +87,6 @@ const FEW_CODES: usize = 32;
 /// Distinct words a float target may show in its probe and still be searched at the
 /// fast level: what an 8-bit code's dequantization gives.
 const FEW_VALUES: usize = 256;
-
-/// Distinct words among at most 4,096 evenly spaced words of `target`
-/// ([`crate::stats::sorted_probe`]).
-fn probe_values(target: &Words) -> usize {
-    let mut probe = crate::stats::sorted_probe(target);
-    probe.dedup();
-    probe.len()
-}
 
 /// The fast level's program for `target` (a tensor's or region's words, of `dtype` when
 /// known): never larger than [`Node::lit`]'s literal by more than its tables, and never
