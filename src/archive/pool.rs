@@ -23,17 +23,45 @@ pub fn resolve_jobs(jobs: Option<usize>) -> usize {
 /// thread already works in when that pool has exactly the threads asked for (a job run
 /// from inside a pool, such as the fuzz targets' single-threaded one, starts no thread).
 pub(crate) enum Pool {
-    /// A pool made for the job, whose threads end with it.
-    Own(rayon::ThreadPool),
+    /// A pool of the job's own: made for it, or an idle one a job before left.
+    Own(Idle),
     /// The pool the calling thread is a worker of.
     Current,
+}
+
+/// A pool taken for one job at a time, left for the next job of the same size when
+/// this one ends (at most [`IDLE_POOLS`] are kept, their threads asleep): starting and
+/// ending a thread cost more than a small file's whole compression in a process that
+/// runs many jobs (`brevis bench`, the Python package, the TUI's searches).
+pub(crate) struct Idle(Option<rayon::ThreadPool>);
+
+/// Pools kept for later jobs.
+const IDLE_POOLS: usize = 4;
+
+/// The pools no job holds.
+static IDLE: std::sync::Mutex<Vec<rayon::ThreadPool>> = std::sync::Mutex::new(Vec::new());
+
+impl Idle {
+    fn pool(&self) -> &rayon::ThreadPool {
+        self.0.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        if let (Some(p), Ok(mut idle)) = (self.0.take(), IDLE.lock()) {
+            if idle.len() < IDLE_POOLS {
+                idle.push(p);
+            }
+        }
+    }
 }
 
 impl Pool {
     /// Runs `op` on the pool.
     pub(crate) fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
         match self {
-            Pool::Own(p) => p.install(op),
+            Pool::Own(p) => p.pool().install(op),
             Pool::Current => op(),
         }
     }
@@ -44,7 +72,7 @@ impl Pool {
         op: impl FnOnce(&rayon::Scope<'scope>) -> R,
     ) -> R {
         match self {
-            Pool::Own(p) => p.in_place_scope(op),
+            Pool::Own(p) => p.pool().in_place_scope(op),
             Pool::Current => rayon::in_place_scope(op),
         }
     }
@@ -81,14 +109,15 @@ impl Pool {
     /// Its number of threads.
     pub(crate) fn current_num_threads(&self) -> usize {
         match self {
-            Pool::Own(p) => p.current_num_threads(),
+            Pool::Own(p) => p.pool().current_num_threads(),
             Pool::Current => rayon::current_num_threads(),
         }
     }
 }
 
 /// The pool of `jobs` threads for a job: the calling thread's own rayon pool when it
-/// works in one of exactly `jobs` threads ([`Pool::Current`]), else a new one.
+/// works in one of exactly `jobs` threads ([`Pool::Current`]), else an idle one of that
+/// size ([`Idle`]) or a new one.
 ///
 /// # Errors
 /// A sentence if the threads cannot be started.
@@ -96,11 +125,16 @@ pub(crate) fn build_pool(jobs: usize) -> Result<Pool, String> {
     if rayon::current_thread_index().is_some() && rayon::current_num_threads() == jobs {
         return Ok(Pool::Current);
     }
+    if let Ok(mut idle) = IDLE.lock() {
+        if let Some(at) = idle.iter().position(|p| p.current_num_threads() == jobs) {
+            return Ok(Pool::Own(Idle(Some(idle.swap_remove(at)))));
+        }
+    }
     rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .thread_name(|i| format!("brevis-{i}"))
         .build()
-        .map(Pool::Own)
+        .map(|p| Pool::Own(Idle(Some(p))))
         .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))
 }
 
