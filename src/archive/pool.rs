@@ -33,25 +33,45 @@ pub(crate) enum Pool {
 /// this one ends (at most [`IDLE_POOLS`] are kept, their threads asleep): starting and
 /// ending a thread cost more than a small file's whole compression in a process that
 /// runs many jobs (`brevis bench`, the Python package, the TUI's searches).
+///
+/// Fork-safe: a pool is taken again only by the process that made it (a child forked
+/// from it, as Python's `multiprocessing` and data loaders do, has none of its threads
+/// and makes its own), and the list of idle pools is only ever `try_lock`ed (a child
+/// forked while another thread held it finds it locked forever, and makes its own).
 pub(crate) struct Idle(Option<rayon::ThreadPool>);
 
 /// Pools kept for later jobs.
 const IDLE_POOLS: usize = 4;
 
-/// The pools no job holds.
-static IDLE: std::sync::Mutex<Vec<rayon::ThreadPool>> = std::sync::Mutex::new(Vec::new());
+/// The pools no job holds, with the id of the process that made each.
+static IDLE: std::sync::Mutex<Vec<(u32, rayon::ThreadPool)>> = std::sync::Mutex::new(Vec::new());
 
 impl Idle {
     fn pool(&self) -> &rayon::ThreadPool {
         self.0.as_ref().expect("held until dropped")
     }
+
+    /// An idle pool of `jobs` threads this process made, if there is one. Pools a
+    /// parent process made (this is a forked child) are forgotten: their threads are
+    /// not here, and dropping them would wait on nothing.
+    fn take(jobs: usize) -> Option<rayon::ThreadPool> {
+        let mut idle = IDLE.try_lock().ok()?;
+        let me = std::process::id();
+        for (_, p) in idle.extract_if(.., |(pid, _)| *pid != me) {
+            std::mem::forget(p);
+        }
+        let at = idle
+            .iter()
+            .position(|(_, p)| p.current_num_threads() == jobs)?;
+        Some(idle.swap_remove(at).1)
+    }
 }
 
 impl Drop for Idle {
     fn drop(&mut self) {
-        if let (Some(p), Ok(mut idle)) = (self.0.take(), IDLE.lock()) {
+        if let (Some(p), Ok(mut idle)) = (self.0.take(), IDLE.try_lock()) {
             if idle.len() < IDLE_POOLS {
-                idle.push(p);
+                idle.push((std::process::id(), p));
             }
         }
     }
@@ -125,10 +145,8 @@ pub(crate) fn build_pool(jobs: usize) -> Result<Pool, String> {
     if rayon::current_thread_index().is_some() && rayon::current_num_threads() == jobs {
         return Ok(Pool::Current);
     }
-    if let Ok(mut idle) = IDLE.lock() {
-        if let Some(at) = idle.iter().position(|p| p.current_num_threads() == jobs) {
-            return Ok(Pool::Own(Idle(Some(idle.swap_remove(at)))));
-        }
+    if let Some(p) = Idle::take(jobs) {
+        return Ok(Pool::Own(Idle(Some(p))));
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)

@@ -170,3 +170,52 @@ def test_an_http_endpoint_without_allow_http_says_to_set_it(monkeypatch: pytest.
     msg = str(info.value)
     assert msg.startswith("s3://bkt/model.brv: cannot open: the endpoint http://127.0.0.1:9")
     assert "export AWS_ALLOW_HTTP=true" in msg
+
+
+FORK_CHILD = """
+import brevis, filecmp, os, sys
+src, d = sys.argv[1], sys.argv[2]
+for i in range(3):  # the parent's worker pools, kept idle between jobs
+    brevis.compress_file(src, f"{d}/a{i}.brv", jobs=1, force=True)
+pid = os.fork()
+if pid == 0:
+    brevis.compress_file(src, f"{d}/child.brv", jobs=1, force=True)
+    brevis.decompress_file(f"{d}/child.brv", f"{d}/child.safetensors", jobs=1, force=True)
+    os._exit(0 if filecmp.cmp(src, f"{d}/child.safetensors", shallow=False) else 3)
+_, status = os.waitpid(pid, 0)
+brevis.compress_file(src, f"{d}/after.brv", jobs=1, force=True)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_child_compresses_and_restores(tmp_path: Path) -> None:
+    """The worker pools a process keeps between jobs are not taken by a child forked from
+    it (multiprocessing, data loaders), which has none of their threads: the child's jobs
+    finish (in a subprocess with a timeout, so a hang fails instead of stalling the suite)
+    and restore byte for byte, and the parent's go on."""
+    import subprocess
+
+    from conftest import CORPUS
+
+    if not CORPUS:
+        pytest.skip("no corpus")
+    import os
+    import signal
+
+    src = min(CORPUS, key=lambda p: p.stat().st_size)
+    p = subprocess.Popen(
+        [sys.executable, "-c", FORK_CHILD, str(src), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # the parent and its forked child
+        p.communicate()
+        pytest.fail("a job in a forked child (or its parent after it) did not finish")
+    assert p.returncode == 0, err
+    assert (tmp_path / "after.brv").stat().st_size > 0
