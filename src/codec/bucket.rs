@@ -992,8 +992,8 @@ static LEAD: [u64; 256] = {
 /// the first symbol that is no bucket, extra bits that run out, or trailing bytes or
 /// nonzero padding after them. With `simd` (the build for processors with AVX2), words
 /// of at most 16 bits are decoded eight at a time by [`simd::steps_checked`] (sixteen
-/// with `sixteen` on a processor with AVX-512), and only a
-/// block's last few words by the scalar passes.
+/// with `sixteen` on a processor with AVX-512), and only a block's last few words by the
+/// scalar passes.
 #[inline(always)]
 fn blocks_in(
     job: &Blocks<'_>,
@@ -1318,9 +1318,9 @@ mod isa {
             fn with_features(
                 job: &Blocks<'_>,
                 sink: &mut dyn FnMut(&[u8]),
-                wide: bool,
+                sixteen: bool,
             ) -> Option<()> {
-                blocks_in(job, sink, true, wide)
+                blocks_in(job, sink, true, sixteen)
             }
             // SAFETY: the processor has these features (`native`).
             return unsafe { with_features(job, sink, build == Build::Best) };

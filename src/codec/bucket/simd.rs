@@ -58,18 +58,18 @@ pub(super) fn has_avx512() -> bool {
     false
 }
 
-/// The steps if this processor has AVX2, else nothing: `(0, false)`. With `wide` and
+/// The steps if this processor has AVX2, else nothing: `(0, false)`. With `sixteen` and
 /// [`has_avx512`], sixteen words a step ([`imp512::steps`]), else eight ([`imp::steps`]);
 /// both give the same words and the same verdict.
 pub(super) fn steps_checked(
     s: &Steps<'_>,
     pos: &mut u64,
     out: &mut [u8],
-    wide: bool,
+    sixteen: bool,
 ) -> (usize, bool) {
     #[cfg(target_arch = "x86_64")]
     {
-        if wide && has_avx512() {
+        if sixteen && has_avx512() {
             // SAFETY: the processor has these features (checked above).
             return unsafe { imp512::steps(s, pos, out) };
         }
@@ -78,13 +78,99 @@ pub(super) fn steps_checked(
             return unsafe { imp::steps(s, pos, out) };
         }
     }
-    let _ = (s, pos, out, wide);
+    let _ = (s, pos, out, sixteen);
     (0, false)
+}
+
+/// One step function's block: the symbols (as bytes: `s8` for 8-bit ones, `s16` for
+/// 16-bit ones, the other empty), their number `n`, and the context, base and output
+/// bytes of those `n` words (`WB` bytes each; the context and base empty when `CTX` or
+/// `OP` say there are none). `None` when the block lacks what `CTX` and `OP` call for.
+#[cfg(target_arch = "x86_64")]
+struct Slices<'a, 'o> {
+    s8: &'a [u8],
+    s16: &'a [u8],
+    n: usize,
+    ctx: &'a [u8],
+    base: &'a [u8],
+    out: &'o mut [u8],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<'a, 'o> Slices<'a, 'o> {
+    #[inline(always)]
+    fn of<const S16: bool, const CTX: bool, const OP: u8, const WB: usize>(
+        s: &Steps<'a>,
+        out: &'o mut [u8],
+    ) -> Option<Slices<'a, 'o>> {
+        let (s8, s16): (&[u8], &[u8]) = match s.syms {
+            Syms::U8(v) => (v, &[]),
+            Syms::U16(v) => (&[], bytemuck::cast_slice(v)),
+        };
+        let n = if S16 { s16.len() / 2 } else { s8.len() };
+        let ctx: &[u8] = match s.ctx {
+            Some((c, cb, _, _)) if CTX && cb == WB => &c[..n * WB],
+            _ if CTX => return None,
+            _ => &[],
+        };
+        let base: &[u8] = match s.base {
+            Some((b, _)) if OP != 0 => &b[..n * WB],
+            _ if OP != 0 => return None,
+            _ => &[],
+        };
+        Some(Slices {
+            s8,
+            s16,
+            n,
+            ctx,
+            base,
+            out: &mut out[..n * WB],
+        })
+    }
+}
+
+/// The body of `imp::steps` and `imp512::steps`: the build of their `steps_as` for the
+/// symbols' and words' sizes, the context, ZigZag and the base (`OP` 0 none, 1 XOR,
+/// 2 addition), so that the loop has no branch on them.
+#[cfg(target_arch = "x86_64")]
+macro_rules! pick_steps {
+    ($s:ident, $pos:ident, $out:ident) => {
+        pick_steps!($s, $pos, $out;
+            false, false, 1;
+            false, true, 1;
+            true, false, 1;
+            true, true, 1;
+            false, false, 2;
+            false, true, 2;
+            true, false, 2;
+            true, true, 2;
+        )
+    };
+    ($s:ident, $pos:ident, $out:ident; $($s16:literal, $ctx:literal, $wb:literal;)*) => {{
+        let op: u8 = match $s.base {
+            None => 0,
+            Some((_, super::Combine::Xor)) => 1,
+            Some((_, super::Combine::Add)) => 2,
+        };
+        let ctx = $s.ctx.is_some();
+        let s16 = matches!($s.syms, super::Syms::U16(_));
+        match (s16, ctx, $s.zigzag, op, $s.word_bytes) {
+            $(
+                ($s16, $ctx, false, 0, $wb) => steps_as::<$s16, $ctx, false, 0, $wb>($s, $pos, $out),
+                ($s16, $ctx, true, 0, $wb) => steps_as::<$s16, $ctx, true, 0, $wb>($s, $pos, $out),
+                ($s16, $ctx, false, 1, $wb) => steps_as::<$s16, $ctx, false, 1, $wb>($s, $pos, $out),
+                ($s16, $ctx, true, 1, $wb) => steps_as::<$s16, $ctx, true, 1, $wb>($s, $pos, $out),
+                ($s16, $ctx, false, 2, $wb) => steps_as::<$s16, $ctx, false, 2, $wb>($s, $pos, $out),
+                ($s16, $ctx, true, 2, $wb) => steps_as::<$s16, $ctx, true, 2, $wb>($s, $pos, $out),
+            )*
+            _ => (0, false),
+        }
+    }};
 }
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::{Combine, Steps, Syms};
+    use super::{Slices, Steps};
     use std::arch::x86_64::*;
 
     /// Whole steps of eight words from the block's first, as long as each step's 16
@@ -97,46 +183,7 @@ mod imp {
     /// ZigZag and the base, so that the loop has no branch on them.
     #[target_feature(enable = "avx2")]
     pub(super) fn steps(s: &Steps<'_>, pos: &mut u64, out: &mut [u8]) -> (usize, bool) {
-        const NONE: u8 = 0;
-        const XOR: u8 = 1;
-        const ADD: u8 = 2;
-        let op = match s.base {
-            None => NONE,
-            Some((_, Combine::Xor)) => XOR,
-            Some((_, Combine::Add)) => ADD,
-        };
-        let ctx = s.ctx.is_some();
-        let s16 = matches!(s.syms, Syms::U16(_));
-        macro_rules! pick {
-            ($($s16:literal, $ctx:literal, $zig:literal, $op:ident, $wb:literal;)*) => {
-                match (s16, ctx, s.zigzag, op, s.word_bytes) {
-                    $(($s16, $ctx, $zig, $op, $wb) => steps_as::<$s16, $ctx, $zig, $op, $wb>(s, pos, out),)*
-                    _ => (0, false),
-                }
-            };
-        }
-        macro_rules! each_op {
-            ($($s16:literal, $ctx:literal, $wb:literal;)*) => {
-                pick! {$(
-                    $s16, $ctx, false, NONE, $wb;
-                    $s16, $ctx, true, NONE, $wb;
-                    $s16, $ctx, false, XOR, $wb;
-                    $s16, $ctx, true, XOR, $wb;
-                    $s16, $ctx, false, ADD, $wb;
-                    $s16, $ctx, true, ADD, $wb;
-                )*}
-            };
-        }
-        each_op! {
-            false, false, 1;
-            false, true, 1;
-            true, false, 1;
-            true, true, 1;
-            false, false, 2;
-            false, true, 2;
-            true, false, 2;
-            true, true, 2;
-        }
+        pick_steps!(s, pos, out)
     }
 
     /// [`steps`] for 16-bit symbols (`S16`, else 8-bit), a context (`CTX`, its words of
@@ -154,22 +201,17 @@ mod imp {
         pos: &mut u64,
         out: &mut [u8],
     ) -> (usize, bool) {
-        let (s8, s16): (&[u8], &[u8]) = match s.syms {
-            Syms::U8(v) => (v, &[]),
-            Syms::U16(v) => (&[], bytemuck::cast_slice(v)),
+        let Some(Slices {
+            s8,
+            s16,
+            n,
+            ctx,
+            base,
+            out,
+        }) = Slices::of::<S16, CTX, OP, WB>(s, out)
+        else {
+            return (0, false);
         };
-        let n = if S16 { s16.len() / 2 } else { s8.len() };
-        let ctx: &[u8] = match s.ctx {
-            Some((c, cb, _, _)) if CTX && cb == WB => &c[..n * WB],
-            _ if CTX => return (0, false),
-            _ => &[],
-        };
-        let base: &[u8] = match s.base {
-            Some((b, _)) if OP != 0 => &b[..n * WB],
-            _ if OP != 0 => return (0, false),
-            _ => &[],
-        };
-        let out = &mut out[..n * WB];
         let extra = s.extra;
         let one = _mm256_set1_epi32(1);
         let zero = _mm256_setzero_si256();
@@ -285,7 +327,7 @@ mod imp {
     /// The 16 bytes at the start of `b`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn load16(b: &[u8]) -> __m128i {
+    pub(super) fn load16(b: &[u8]) -> __m128i {
         let a: [u8; 16] = b[..16].try_into().expect("16 bytes");
         bytemuck::cast(a)
     }
@@ -308,7 +350,8 @@ mod imp {
 /// and `vpmovdw`.
 #[cfg(target_arch = "x86_64")]
 mod imp512 {
-    use super::{Combine, Steps, Syms};
+    use super::imp::load16;
+    use super::{Slices, Steps};
     use std::arch::x86_64::*;
 
     /// [`super::imp::steps`] sixteen words a step: whole steps from the block's first
@@ -316,46 +359,7 @@ mod imp512 {
     /// decoded (a multiple of 16) and whether a symbol was no bucket.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx2")]
     pub(super) fn steps(s: &Steps<'_>, pos: &mut u64, out: &mut [u8]) -> (usize, bool) {
-        const NONE: u8 = 0;
-        const XOR: u8 = 1;
-        const ADD: u8 = 2;
-        let op = match s.base {
-            None => NONE,
-            Some((_, Combine::Xor)) => XOR,
-            Some((_, Combine::Add)) => ADD,
-        };
-        let ctx = s.ctx.is_some();
-        let s16 = matches!(s.syms, Syms::U16(_));
-        macro_rules! pick {
-            ($($s16:literal, $ctx:literal, $zig:literal, $op:ident, $wb:literal;)*) => {
-                match (s16, ctx, s.zigzag, op, s.word_bytes) {
-                    $(($s16, $ctx, $zig, $op, $wb) => steps_as::<$s16, $ctx, $zig, $op, $wb>(s, pos, out),)*
-                    _ => (0, false),
-                }
-            };
-        }
-        macro_rules! each_op {
-            ($($s16:literal, $ctx:literal, $wb:literal;)*) => {
-                pick! {$(
-                    $s16, $ctx, false, NONE, $wb;
-                    $s16, $ctx, true, NONE, $wb;
-                    $s16, $ctx, false, XOR, $wb;
-                    $s16, $ctx, true, XOR, $wb;
-                    $s16, $ctx, false, ADD, $wb;
-                    $s16, $ctx, true, ADD, $wb;
-                )*}
-            };
-        }
-        each_op! {
-            false, false, 1;
-            false, true, 1;
-            true, false, 1;
-            true, true, 1;
-            false, false, 2;
-            false, true, 2;
-            true, false, 2;
-            true, true, 2;
-        }
+        pick_steps!(s, pos, out)
     }
 
     /// [`steps`] for one combination, as [`super::imp`]'s `steps_as`.
@@ -371,22 +375,17 @@ mod imp512 {
         pos: &mut u64,
         out: &mut [u8],
     ) -> (usize, bool) {
-        let (s8, s16): (&[u8], &[u8]) = match s.syms {
-            Syms::U8(v) => (v, &[]),
-            Syms::U16(v) => (&[], bytemuck::cast_slice(v)),
+        let Some(Slices {
+            s8,
+            s16,
+            n,
+            ctx,
+            base,
+            out,
+        }) = Slices::of::<S16, CTX, OP, WB>(s, out)
+        else {
+            return (0, false);
         };
-        let n = if S16 { s16.len() / 2 } else { s8.len() };
-        let ctx: &[u8] = match s.ctx {
-            Some((c, cb, _, _)) if CTX && cb == WB => &c[..n * WB],
-            _ if CTX => return (0, false),
-            _ => &[],
-        };
-        let base: &[u8] = match s.base {
-            Some((b, _)) if OP != 0 => &b[..n * WB],
-            _ if OP != 0 => return (0, false),
-            _ => &[],
-        };
-        let out = &mut out[..n * WB];
         let extra = s.extra;
         let one = _mm512_set1_epi32(1);
         let zero = _mm512_setzero_si512();
@@ -496,14 +495,6 @@ mod imp512 {
     #[target_feature(enable = "avx2")]
     fn load32(b: &[u8]) -> __m256i {
         let a: [u8; 32] = b[..32].try_into().expect("32 bytes");
-        bytemuck::cast(a)
-    }
-
-    /// The 16 bytes at the start of `b`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn load16(b: &[u8]) -> __m128i {
-        let a: [u8; 16] = b[..16].try_into().expect("16 bytes");
         bytemuck::cast(a)
     }
 }
