@@ -64,7 +64,9 @@ pub use encode::{encode, size, Plan};
 pub use freqs::table_bytes;
 pub(super) use freqs::{read_freqs, write_freqs};
 pub(crate) use model::{body_lower_bound, entropy_bits, floor_ideal_bits};
-pub(super) use model::{clamp_bits, entropy_bits_of, log2_table, model_bits, plan_freqs, FreqMode};
+pub(super) use model::{
+    clamp_bits, entropy_bits_of, least_table_bits, log2_table, model_bits, plan_freqs, FreqMode,
+};
 pub use model::{quantize, quantize_rounded};
 
 /// Largest frequency precision, in bits (`M = 2^16`).

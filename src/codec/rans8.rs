@@ -53,8 +53,8 @@
 
 use super::bitio::{BitReader, BitWriter};
 use super::rans::{
-    clamp_bits, entropy_bits_of, log2_table, model_bits, plan_freqs, quantize, read_freqs,
-    write_freqs, FreqMode,
+    clamp_bits, entropy_bits_of, least_table_bits, log2_table, model_bits, plan_freqs, quantize,
+    read_freqs, write_freqs, FreqMode,
 };
 use super::table::{check_width, plan_set, read_set, write_set, SetPlan};
 use super::{CodecError, CodecId, Stream};
@@ -278,19 +278,20 @@ impl Plan {
         }
         let smin = crate::tensor::bits_needed(k as u64 - 1).max(1);
         let mut best = f64::INFINITY;
-        // What every frequency table takes (the mode field, then a bit a frequency or a
-        // 5-bit width of 0): with the entropy, or with the payload, a bound under which
-        // a precision cannot come. One that cannot beat the best so far is neither
+        // The least table ([`least_table_bits`]) with the entropy and the rare words'
+        // clamp at a precision, or with its payload, is a bound under which the
+        // precision cannot come. One that cannot beat the best so far is neither
         // quantized nor its table planned; the plan chosen is the same.
-        let least_table_bits = head + 4 + 2 + (k as u64).min(5);
-        let least_table = least_table_bits.div_ceil(8) as f64 * 8.0;
+        let least_table_bytes = least_table_bits(head, k).div_ceil(8);
+        let least_table = least_table_bytes as f64 * 8.0;
         let entropy = entropy_bits_of(&counts);
-        // No precision's estimate comes under its least table, the escaped words'
-        // estimate, the states and the entropy with the least clamp of the precisions.
-        let clamp = (smin..=MAX_SCALE_BITS)
+        let clamps: Vec<f64> = (smin..=MAX_SCALE_BITS)
             .map(|s| clamp_bits(&counts, s))
-            .fold(f64::INFINITY, f64::min);
-        let bound = least_table_bits.div_ceil(8)
+            .collect();
+        // No precision's estimate comes under the least table, the escaped words'
+        // estimate, the states and the entropy with the least clamp of the precisions.
+        let clamp = clamps.iter().copied().fold(f64::INFINITY, f64::min);
+        let bound = least_table_bytes
             + plan.escape_estimate
             + state_bytes(lanes_for(n))
             + ((entropy + clamp) / 8.0).ceil() as u64;
@@ -298,7 +299,8 @@ impl Plan {
             return None;
         }
         for scale in (smin..=MAX_SCALE_BITS).rev() {
-            if best.is_finite() && least_table + entropy + clamp_bits(&counts, scale) >= best {
+            let clamp = clamps[(scale - smin) as usize];
+            if best.is_finite() && least_table + entropy + clamp >= best {
                 if scale + 2 <= plan.scale {
                     break;
                 }

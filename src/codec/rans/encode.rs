@@ -4,8 +4,8 @@
 
 use super::freqs::write_freqs;
 use super::model::{
-    clamp_bits, entropy_bits, log2_table, model_bits, payload_lower_bound_in, quantize,
-    quantize_rounded, top_scale,
+    clamp_bits, entropy_bits, least_table_bits, log2_table, model_bits, payload_lower_bound_in,
+    quantize, quantize_rounded, top_scale,
 };
 use super::model::{plan_freqs, FreqMode};
 use super::{lanes, Layout, MAX_SCALE_BITS, RANS_L, WIDE_LANES};
@@ -113,9 +113,7 @@ impl Plan {
         } else {
             Box::new(smin..=top)
         };
-        // Bits every frequency table takes: the mode field, then a bit per frequency or
-        // (all of them 1) a 5-bit width of 0.
-        let least_table = head + 4 + 2 + (m as u64).min(5);
+        let least_table = least_table_bits(head, m);
         for scale in scales {
             // Going down, a precision whose rare words alone cost more than the best so
             // far is not quantized: the test below would skip it with any frequencies.

@@ -140,6 +140,13 @@ pub(in crate::codec) fn clamp_bits(counts: &[u64], scale: u32) -> f64 {
     (n as f64 * d - margin).max(0.0)
 }
 
+/// Bits every frequency table of `m` symbols takes after a table head of `head` bits:
+/// the mode field and then a bit a frequency, or (all of them 1) a 5-bit width of 0. A
+/// bound under which no plan of the table comes (with the entropy, or the payload).
+pub(in crate::codec) fn least_table_bits(head: u64, m: usize) -> u64 {
+    head + 4 + 2 + (m as u64).min(5)
+}
+
 /// `log2(f)` for `f` in `0..=2^16` (`f = 0` maps to 0), computed once.
 pub(in crate::codec) fn log2_table() -> &'static [f64] {
     static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
