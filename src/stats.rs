@@ -269,11 +269,17 @@ pub fn nearly_distinct(words: &Words) -> bool {
 /// from the first), sorted: what [`nearly_distinct`] judges a stream by (the fast
 /// level's tests of few values count the same words, [`probe_has_more_than`]).
 pub fn sorted_probe(words: &Words) -> Vec<u64> {
-    let n = words.len();
-    let step = n.div_ceil(DISTINCT_PROBE).max(1);
-    let mut probe: Vec<u64> = (0..n).step_by(step).map(|i| words.get(i)).collect();
+    let mut probe: Vec<u64> = probe_words(words).collect();
     probe.sort_unstable();
     probe
+}
+
+/// The probe's words in stream order: every `ceil(n / 4096)`-th from the first.
+fn probe_words(words: &Words) -> impl Iterator<Item = u64> + '_ {
+    let n = words.len();
+    (0..n)
+        .step_by(n.div_ceil(DISTINCT_PROBE).max(1))
+        .map(|i| words.get(i))
 }
 
 /// Whether the probe of [`sorted_probe`] (the same words, unsorted) holds more than
@@ -281,11 +287,9 @@ pub fn sorted_probe(words: &Words) -> Vec<u64> {
 /// fast level's tests of few values ask; ordinary weights exceed their limits within a
 /// few hundred words, where sorting the probe took 60 us a tensor.
 pub fn probe_has_more_than(words: &Words, limit: usize) -> bool {
-    let n = words.len();
-    let step = n.div_ceil(DISTINCT_PROBE).max(1);
     let mut seen: U64Map<()> = U64Map::with_capacity(limit.saturating_add(1).min(DISTINCT_PROBE));
-    for i in (0..n).step_by(step) {
-        seen.entry(words.get(i));
+    for w in probe_words(words) {
+        seen.entry(w);
         if seen.len() > limit {
             return true;
         }
