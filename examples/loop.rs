@@ -44,7 +44,7 @@ fn main() {
                 .unwrap();
             v.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        eprintln!("{:.2?}", &v[..20]);
+        eprintln!("{:.2?}", &v[..v.len().min(20)]);
     }
     let s = t.elapsed().as_secs_f64() / n as f64;
     eprintln!(

@@ -387,18 +387,18 @@ impl Plan {
 
     /// Appends the body of `stream` (the stream the plan was made from) to `out`.
     pub fn encode(&self, stream: Stream<'_>, out: &mut Vec<u8>) {
-        self.encode_with(stream, out, true);
+        self.encode_with(stream, out, Some(simd::Isa::Best));
     }
 
-    /// [`Plan::encode`], in one pass ([`Plan::encode_fused`]) when `fused` and it
-    /// applies (the tests compare the two).
-    fn encode_with(&self, stream: Stream<'_>, out: &mut Vec<u8>, fused: bool) {
+    /// [`Plan::encode`], in one pass ([`Plan::encode_fused`]) with the SIMD build
+    /// `fused` when there is one and it applies (the tests compare the two).
+    fn encode_with(&self, stream: Stream<'_>, out: &mut Vec<u8>, fused: Option<simd::Isa>) {
         *out = self.write_table(std::mem::take(out));
         let (words, shift, m) = stream.parts();
         let index = Index::new(&self.syms, self.width);
         let esc = self.syms.len() as u8;
-        if let (true, Index::Dense(t)) = (fused, &index) {
-            if self.encode_fused(words, shift, t, out) {
+        if let (Some(isa), Index::Dense(t)) = (fused, &index) {
+            if self.encode_fused(words, shift, t, out, isa) {
                 return;
             }
         }
@@ -460,14 +460,21 @@ impl Plan {
     /// symbols, a field wider than [`simd::FIELD_BITS`], 64-bit words, fewer words than
     /// states, or a processor without the features. The bytes are those of the
     /// two-pass path.
-    fn encode_fused(&self, words: &Words, shift: u32, index: &[u8], out: &mut Vec<u8>) -> bool {
+    fn encode_fused(
+        &self,
+        words: &Words,
+        shift: u32,
+        index: &[u8],
+        out: &mut Vec<u8>,
+        isa: simd::Isa,
+    ) -> bool {
         let n = words.len();
         let lanes = lanes_for(n);
         let full = n / lanes * lanes;
         if self.symbols() < 2
             || self.width > simd::FIELD_BITS
             || full == 0
-            || !simd::fields_available()
+            || !simd::fields_available(isa)
         {
             return false;
         }
@@ -519,6 +526,7 @@ impl Plan {
             &mut enc.words[..at],
             at,
             &mut escaped,
+            isa,
         ) else {
             return false;
         };
@@ -553,18 +561,18 @@ impl Plan {
 /// by its reciprocal. The words are written from the end of a buffer towards its start,
 /// so they come out in the order the decoder reads them.
 fn encode_payload(symbols: &[u8], freqs: &[u32], scale: u32, lanes: usize, out: &mut Vec<u8>) {
-    encode_payload_with(symbols, freqs, scale, lanes, out, true);
+    encode_payload_with(symbols, freqs, scale, lanes, out, Some(simd::Isa::Best));
 }
 
-/// [`encode_payload`], with the SIMD kernel when `allow_simd` and the processor has it
-/// (the tests compare the two).
+/// [`encode_payload`], with the SIMD build `simd` when there is one and the processor
+/// has it (the tests compare the builds with the scalar encoder).
 fn encode_payload_with(
     symbols: &[u8],
     freqs: &[u32],
     scale: u32,
     lanes: usize,
     out: &mut Vec<u8>,
-    allow_simd: bool,
+    simd: Option<simd::Isa>,
 ) {
     let n = symbols.len();
     let mut enc = PayloadEncoder::new(freqs, scale, lanes, n);
@@ -573,20 +581,19 @@ fn encode_payload_with(
     for (i, &s) in symbols.iter().enumerate().skip(full).rev() {
         enc.step(i, s);
     }
-    let simd = (allow_simd && full > 0)
-        .then(|| {
-            let t = enc.simd_table(freqs);
-            let at = enc.at;
-            simd::encode(
-                &symbols[..full],
-                &t,
-                scale,
-                &mut enc.x[..lanes],
-                &mut enc.words[..at],
-                at,
-            )
-        })
-        .flatten();
+    let simd = simd.filter(|_| full > 0).and_then(|isa| {
+        let t = enc.simd_table(freqs);
+        let at = enc.at;
+        simd::encode(
+            &symbols[..full],
+            &t,
+            scale,
+            &mut enc.x[..lanes],
+            &mut enc.words[..at],
+            at,
+            isa,
+        )
+    });
     match simd {
         Some(a) => enc.at = a,
         None => {
@@ -894,19 +901,48 @@ pub fn decode_scalar(body: &[u8], width: u32, n: usize) -> Result<Words, CodecEr
     decode_with(body, width, n, false)
 }
 
+/// [`decode`] with the AVX2 kernel whatever else the processor has (its AVX-512 kernel
+/// and maps left out); `None` where it lacks AVX2. The tests and the fuzz target
+/// `lit_rans8_simd` compare it with [`decode_scalar`], which on a processor with AVX-512
+/// nothing else would.
+///
+/// # Errors
+/// As [`decode`].
+#[doc(hidden)]
+pub fn decode_avx2(body: &[u8], width: u32, n: usize) -> Option<Result<Words, CodecError>> {
+    let kernel = simd::avx2()?;
+    Some(parse(body, width, n).and_then(|p| {
+        let mut d = p.decoder()?;
+        d.simd = false;
+        d.kernel = Some(kernel);
+        d.decode_words(width)
+    }))
+}
+
 fn decode_with(body: &[u8], width: u32, n: usize, simd: bool) -> Result<Words, CodecError> {
     let p = parse(body, width, n)?;
     let mut d = p.decoder()?;
     d.simd = simd;
-    let buf = match container_bytes(width) {
-        1 => WordBuf::U8(d.decode_all()?),
-        2 => WordBuf::U16(d.decode_all()?),
-        4 => WordBuf::U32(d.decode_all()?),
-        _ => WordBuf::U64(d.decode_all()?),
-    };
-    // Every word is a symbol of the validated set or an escaped word of a validated
-    // literal of `width` bits.
-    Ok(Words::from_buf_trusted(width, buf))
+    if !simd {
+        d.kernel = None;
+    }
+    d.decode_words(width)
+}
+
+impl Decoder<'_> {
+    /// Every word, in the container of `width` bits.
+    fn decode_words(&mut self, width: u32) -> Result<Words, CodecError> {
+        let d = self;
+        let buf = match container_bytes(width) {
+            1 => WordBuf::U8(d.decode_all()?),
+            2 => WordBuf::U16(d.decode_all()?),
+            4 => WordBuf::U32(d.decode_all()?),
+            _ => WordBuf::U64(d.decode_all()?),
+        };
+        // Every word is a symbol of the validated set or an escaped word of a validated
+        // literal of `width` bits.
+        Ok(Words::from_buf_trusted(width, buf))
+    }
 }
 
 impl<'a> Parsed<'a> {
@@ -958,8 +994,10 @@ pub struct Decoder<'a> {
     masks: Vec<u64>,
     /// With a single symbol: its word.
     single: Option<u64>,
-    /// Whether the SIMD kernels and maps may run (they do where the processor has them).
+    /// Whether the SIMD maps may run (they do where the processor has them).
     simd: bool,
+    /// The SIMD decoding kernel: this processor's best, or none.
+    kernel: Option<simd::Kernel>,
 }
 
 impl<'a> Decoder<'a> {
@@ -990,6 +1028,7 @@ impl<'a> Decoder<'a> {
             masks: Vec::new(),
             single: None,
             simd: true,
+            kernel: simd::kernel(),
         };
         if p.n == 0 {
             return Ok(d);
@@ -1101,7 +1140,7 @@ impl<'a> Decoder<'a> {
         // last 2,048 payload words of every stream, 4-20% of a 100 Ki-word tensor's, were
         // decoded one state at a time).
         let mut g = 0;
-        if let Some(kernel) = simd::kernel().filter(|_| self.simd) {
+        if let Some(kernel) = self.kernel {
             loop {
                 let safe = nwords.saturating_sub(self.pos) / lanes;
                 let groups = (full - g).min(safe);

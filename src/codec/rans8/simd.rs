@@ -100,8 +100,19 @@ pub(super) fn encode(
     x: &mut [u32],
     words: &mut [u16],
     at: usize,
+    isa: Isa,
 ) -> Option<usize> {
-    imp::encode(symbols, table, scale, x, words, at)
+    imp::encode(symbols, table, scale, x, words, at, isa)
+}
+
+/// Which SIMD build of the encoders runs: the best this processor has (AVX-512 F, BW,
+/// VL, VBMI2, else AVX2), or AVX2 even where AVX-512 is there (the tests compare the
+/// builds with the scalar encoder on one machine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    Best,
+    #[cfg_attr(not(test), allow(dead_code))]
+    Avx2,
 }
 
 /// The words of a field the fused encoder reads: the first whole groups of a stream's
@@ -127,9 +138,9 @@ impl Container<'_> {
 /// entries (16 KB, in the first-level cache beside the states).
 pub(super) const FIELD_BITS: u32 = 12;
 
-/// Whether [`encode_fields`] runs on this processor.
-pub(super) fn fields_available() -> bool {
-    imp::fields_available()
+/// Whether [`encode_fields`] runs on this processor in `isa`.
+pub(super) fn fields_available(isa: Isa) -> bool {
+    imp::fields_available(isa)
 }
 
 /// What the one-pass encoder looks a field up in.
@@ -162,8 +173,9 @@ pub(super) fn encode_fields(
     words: &mut [u16],
     at: usize,
     escaped: &mut Vec<u32>,
+    isa: Isa,
 ) -> Option<usize> {
-    imp::encode_fields(fields, shift, table, scale, x, words, at, escaped)
+    imp::encode_fields(fields, shift, table, scale, x, words, at, escaped, isa)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -176,6 +188,7 @@ mod imp {
         _: &mut [u32],
         _: &mut [u16],
         _: usize,
+        _: super::Isa,
     ) -> Option<usize> {
         None
     }
@@ -185,7 +198,7 @@ mod imp {
     pub(super) fn avx2() -> Option<Kernel> {
         None
     }
-    pub(super) fn fields_available() -> bool {
+    pub(super) fn fields_available(_: super::Isa) -> bool {
         false
     }
     #[allow(clippy::too_many_arguments)]
@@ -198,6 +211,7 @@ mod imp {
         _: &mut [u16],
         _: usize,
         _: &mut Vec<u32>,
+        _: super::Isa,
     ) -> Option<usize> {
         None
     }
@@ -225,16 +239,10 @@ mod imp {
             .then_some(run512 as Kernel)
     }
 
-    pub(super) fn encode(
-        symbols: &[u8],
-        table: &super::EncTable,
-        scale: u32,
-        x: &mut [u32],
-        words: &mut [u16],
-        at: usize,
-    ) -> Option<usize> {
+    /// Whether the AVX-512 encoders run here (F, BW, VL, VBMI2, POPCNT, FMA).
+    fn encoders512() -> bool {
         static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let ok = *OK.get_or_init(|| {
+        *OK.get_or_init(|| {
             simd_allowed()
                 && is_x86_feature_detected!("avx512f")
                 && is_x86_feature_detected!("avx512bw")
@@ -242,17 +250,59 @@ mod imp {
                 && is_x86_feature_detected!("avx512vbmi2")
                 && is_x86_feature_detected!("popcnt")
                 && is_x86_feature_detected!("fma")
-        });
+        })
+    }
+
+    /// Whether the AVX2 encoders run here (AVX2, POPCNT, FMA).
+    fn encoders256() -> bool {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *OK.get_or_init(|| {
+            simd_allowed()
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("popcnt")
+                && is_x86_feature_detected!("fma")
+        })
+    }
+
+    /// The build of the encoders to run for `isa`: `Some(true)` AVX-512, `Some(false)`
+    /// AVX2, `None` neither.
+    fn pick(isa: super::Isa) -> Option<bool> {
+        if isa == super::Isa::Best && encoders512() {
+            Some(true)
+        } else if encoders256() {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn encode(
+        symbols: &[u8],
+        table: &super::EncTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        at: usize,
+        isa: super::Isa,
+    ) -> Option<usize> {
+        let wide = pick(isa)?;
         let lanes = x.len();
-        if !ok || !matches!(lanes, 32 | 64) || !symbols.len().is_multiple_of(lanes) || scale > 12 {
+        if !matches!(lanes, 32 | 64) || !symbols.len().is_multiple_of(lanes) || scale > 12 {
             return None;
         }
         assert!(
             at >= symbols.len() && at <= words.len(),
             "room for the words"
         );
-        // SAFETY: the features were detected; see `encode512` for the accesses.
-        Some(unsafe { encode512(symbols, table, scale, x, words, at) })
+        // SAFETY: the features were detected; see `encode512` and `encode256` for the
+        // accesses.
+        Some(unsafe {
+            if wide {
+                encode512(symbols, table, scale, x, words, at)
+            } else {
+                encode256(symbols, table, scale, x, words, at)
+            }
+        })
     }
 
     /// # Safety
@@ -370,17 +420,8 @@ mod imp {
         }
     }
 
-    pub(super) fn fields_available() -> bool {
-        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *OK.get_or_init(|| {
-            simd_allowed()
-                && is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512vl")
-                && is_x86_feature_detected!("avx512vbmi2")
-                && is_x86_feature_detected!("popcnt")
-                && is_x86_feature_detected!("fma")
-        })
+    pub(super) fn fields_available(isa: super::Isa) -> bool {
+        pick(isa).is_some()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -393,11 +434,12 @@ mod imp {
         words: &mut [u16],
         at: usize,
         escaped: &mut Vec<u32>,
+        isa: super::Isa,
     ) -> Option<usize> {
+        let wide = pick(isa)?;
         let lanes = x.len();
         let n = fields.len();
-        if !fields_available()
-            || !matches!(lanes, 32 | 64)
+        if !matches!(lanes, 32 | 64)
             || !n.is_multiple_of(lanes)
             || scale > 12
             || !table.entries.len().is_power_of_two()
@@ -408,48 +450,35 @@ mod imp {
         }
         assert!(at >= n && at <= words.len(), "room for the words");
         let mask = table.entries.len() as u32 - 1;
-        // SAFETY: the features were detected; see `encode_fields512` for the accesses.
-        // The field mask keeps every gather index inside `table`.
-        Some(unsafe {
-            match fields {
-                super::Container::U8(v) => encode_fields512::<1>(
-                    v.as_ptr(),
-                    n,
-                    shift,
-                    mask,
-                    table,
-                    scale,
-                    x,
-                    words,
-                    at,
-                    escaped,
-                ),
-                super::Container::U16(v) => encode_fields512::<2>(
-                    v.as_ptr().cast(),
-                    n,
-                    shift,
-                    mask,
-                    table,
-                    scale,
-                    x,
-                    words,
-                    at,
-                    escaped,
-                ),
-                super::Container::U32(v) => encode_fields512::<4>(
-                    v.as_ptr().cast(),
-                    n,
-                    shift,
-                    mask,
-                    table,
-                    scale,
-                    x,
-                    words,
-                    at,
-                    escaped,
-                ),
-            }
-        })
+        let (src, bytes) = match fields {
+            super::Container::U8(v) => (v.as_ptr(), 1),
+            super::Container::U16(v) => (v.as_ptr().cast::<u8>(), 2),
+            super::Container::U32(v) => (v.as_ptr().cast::<u8>(), 4),
+        };
+        type Run = unsafe fn(
+            *const u8,
+            usize,
+            u32,
+            u32,
+            &super::FieldTable,
+            u32,
+            &mut [u32],
+            &mut [u16],
+            usize,
+            &mut Vec<u32>,
+        ) -> usize;
+        let run: Run = match (wide, bytes) {
+            (true, 1) => encode_fields512::<1>,
+            (true, 2) => encode_fields512::<2>,
+            (true, _) => encode_fields512::<4>,
+            (false, 1) => encode_fields256::<1>,
+            (false, 2) => encode_fields256::<2>,
+            (false, _) => encode_fields256::<4>,
+        };
+        // SAFETY: the features were detected; see `encode_fields512` and
+        // `encode_fields256` for the accesses. The field mask keeps every gather index
+        // inside `table`.
+        Some(unsafe { run(src, n, shift, mask, table, scale, x, words, at, escaped) })
     }
 
     /// # Safety
@@ -522,6 +551,249 @@ mod imp {
         for (v, xv) in xs.iter().enumerate().take(vectors) {
             // SAFETY: `x` holds `lanes` states.
             unsafe { _mm512_storeu_epi32(xp.add(16 * v), *xv) };
+        }
+        at
+    }
+
+    /// For each mask of 8 lanes, the byte shuffle that moves the low 16-bit words of the
+    /// lanes set in it, in lane order, to the top of 8 words (the rest zeroed): stored at
+    /// `at - 8`, they land at `at - popcnt(mask)..at` as AVX-512's compress-store puts
+    /// them.
+    static COMPACT_TOP: [[u8; 16]; 256] = {
+        let mut t = [[0x80u8; 16]; 256];
+        let mut m = 0;
+        while m < 256 {
+            let count = (m as u32).count_ones() as usize;
+            let mut p = 8 - count;
+            let mut l = 0;
+            while l < 8 {
+                if m >> l & 1 == 1 {
+                    t[m][2 * p] = 2 * l as u8;
+                    t[m][2 * p + 1] = 2 * l as u8 + 1;
+                    p += 1;
+                }
+                l += 1;
+            }
+            m += 1;
+        }
+        t
+    };
+
+    /// [`StepConstants`] for the AVX2 step.
+    struct StepConstants256 {
+        to_bound: __m128i,
+        total: __m256i,
+        nudge: __m256d,
+        flip: __m256i,
+        two31: __m256d,
+        low_words: __m256i,
+    }
+
+    impl StepConstants256 {
+        #[inline(always)]
+        fn new(scale: u32) -> StepConstants256 {
+            // SAFETY: called by the kernels, which run with AVX2; these only set
+            // registers.
+            unsafe {
+                StepConstants256 {
+                    to_bound: _mm_cvtsi32_si128(32 - scale as i32),
+                    total: _mm256_set1_epi32(1 << scale),
+                    nudge: _mm256_set1_pd(1.0 / 16384.0),
+                    flip: _mm256_set1_epi32(i32::MIN),
+                    two31: _mm256_set1_pd(2147483648.0),
+                    // Bytes 0, 1, 4, 5, 8, 9, 12, 13 of each 128-bit half: the low words.
+                    low_words: _mm256_setr_epi8(
+                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8, 9,
+                        12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                    ),
+                }
+            }
+        }
+    }
+
+    /// [`step512`] on 8 states with AVX2: the renormalization words compacted to the top
+    /// of a vector by a byte shuffle ([`COMPACT_TOP`]) and stored at `*at - 8` (below
+    /// `*at`, so what lands under the kept words is overwritten by later steps); within
+    /// eight words of the buffer's start, word by word. `x` below `2^32` becomes a double
+    /// as `(x xor 2^31) - 2^31 + 2^31` (AVX2 converts signed integers only).
+    ///
+    /// # Safety
+    /// The processor has AVX2, POPCNT and FMA; `rcp` holds 256 doubles and every lane of
+    /// `sym` is below 256; `wp` may be written at `*at - popcnt(m)..*at` (and at
+    /// `*at - 8..*at` when `*at >= 8`), as in [`step512`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn step256(
+        xv: __m256i,
+        sym: __m256i,
+        f: __m256i,
+        c: __m256i,
+        rcp: *const f64,
+        k: &StepConstants256,
+        wp: *mut u16,
+        at: &mut usize,
+    ) -> __m256i {
+        // SAFETY: the caller's contract above.
+        unsafe {
+            let bound = _mm256_sll_epi32(f, k.to_bound);
+            let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(xv, bound), xv);
+            let bits = _mm256_movemask_ps(_mm256_castsi256_ps(ge)) as usize;
+            let count = bits.count_ones() as usize;
+            let low = _mm256_shuffle_epi8(xv, k.low_words);
+            let eight = _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b1000>(low));
+            let order = _mm_loadu_si128(COMPACT_TOP[bits].as_ptr().cast());
+            let kept = _mm_shuffle_epi8(eight, order);
+            if *at >= 8 {
+                _mm_storeu_si128(wp.add(*at - 8).cast(), kept);
+            } else {
+                let mut v = [0u16; 8];
+                _mm_storeu_si128(v.as_mut_ptr().cast(), kept);
+                for (j, &w) in v.iter().enumerate().skip(8 - count) {
+                    *wp.add(*at + j - 8) = w;
+                }
+            }
+            *at -= count;
+            let y = _mm256_blendv_epi8(xv, _mm256_srli_epi32::<16>(xv), ge);
+            let r_lo = _mm256_i32gather_pd::<8>(rcp, _mm256_castsi256_si128(sym));
+            let r_hi = _mm256_i32gather_pd::<8>(rcp, _mm256_extracti128_si256::<1>(sym));
+            let yf = _mm256_xor_si256(y, k.flip);
+            let y_lo = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(yf)), k.two31);
+            let y_hi = _mm256_add_pd(
+                _mm256_cvtepi32_pd(_mm256_extracti128_si256::<1>(yf)),
+                k.two31,
+            );
+            let q_lo = _mm256_cvttpd_epi32(_mm256_fmadd_pd(y_lo, r_lo, k.nudge));
+            let q_hi = _mm256_cvttpd_epi32(_mm256_fmadd_pd(y_hi, r_hi, k.nudge));
+            let q = _mm256_set_m128i(q_hi, q_lo);
+            let spread = _mm256_sub_epi32(k.total, f);
+            _mm256_add_epi32(_mm256_add_epi32(y, c), _mm256_mullo_epi32(q, spread))
+        }
+    }
+
+    /// [`encode512`] with AVX2: 8 states a vector.
+    ///
+    /// # Safety
+    /// The processor has AVX2, POPCNT and FMA; `symbols.len()` is a multiple of `x.len()`
+    /// (32 or 64) and `symbols.len() <= at <= words.len()`.
+    #[target_feature(enable = "avx2,popcnt,fma")]
+    unsafe fn encode256(
+        symbols: &[u8],
+        table: &super::EncTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        mut at: usize,
+    ) -> usize {
+        let lanes = x.len();
+        let vectors = lanes / 8;
+        let fc = table.freq_cum.as_ptr().cast::<i32>();
+        let rcp = table.rcp.as_ptr();
+        let low16 = _mm256_set1_epi32(0xFFFF);
+        let k = StepConstants256::new(scale);
+        let xp = x.as_mut_ptr().cast::<__m256i>();
+        let mut xs = [_mm256_setzero_si256(); 8];
+        for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            *xv = unsafe { _mm256_loadu_si256(xp.add(v)) };
+        }
+        let sp = symbols.as_ptr();
+        let wp = words.as_mut_ptr();
+        for g in (0..symbols.len() / lanes).rev() {
+            for v in (0..vectors).rev() {
+                // SAFETY (loads, gathers, stores): the 8 symbols lie inside `symbols`;
+                // gathers index the 256-entry tables by a byte; `step256` writes below
+                // `at`, which stays at least the number of symbols not yet coded.
+                let s = _mm256_cvtepu8_epi32(unsafe {
+                    _mm_loadl_epi64(sp.add(g * lanes + 8 * v).cast())
+                });
+                let e = unsafe { _mm256_i32gather_epi32::<4>(fc, s) };
+                let f = _mm256_and_si256(e, low16);
+                let c = _mm256_srli_epi32::<16>(e);
+                // SAFETY: as above.
+                xs[v] = unsafe { step256(xs[v], s, f, c, rcp, &k, wp, &mut at) };
+            }
+        }
+        for (v, xv) in xs.iter().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
+        }
+        at
+    }
+
+    /// [`encode_fields512`] with AVX2: 8 states a vector.
+    ///
+    /// # Safety
+    /// The processor has AVX2, POPCNT and FMA; `src` points to `n` words of `BYTES`
+    /// bytes, `n` a multiple of `x.len()` (32 or 64), `n <= at <= words.len()`, and
+    /// `mask + 1 == table.entries.len()`.
+    #[target_feature(enable = "avx2,popcnt,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn encode_fields256<const BYTES: usize>(
+        src: *const u8,
+        n: usize,
+        shift: u32,
+        mask: u32,
+        table: &super::FieldTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
+        mut at: usize,
+        escaped: &mut Vec<u32>,
+    ) -> usize {
+        let lanes = x.len();
+        let vectors = lanes / 8;
+        let tp = table.entries.as_ptr().cast::<i32>();
+        let rcp = table.coding.rcp.as_ptr();
+        let low12 = _mm256_set1_epi32(0xFFF);
+        let escape = table.escape.map(|e| _mm256_set1_epi32(i32::from(e)));
+        let field_mask = _mm256_set1_epi32(mask as i32);
+        let by = _mm_cvtsi32_si128(shift as i32);
+        let k = StepConstants256::new(scale);
+        let xp = x.as_mut_ptr().cast::<__m256i>();
+        let mut xs = [_mm256_setzero_si256(); 8];
+        for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            *xv = unsafe { _mm256_loadu_si256(xp.add(v)) };
+        }
+        let wp = words.as_mut_ptr();
+        for g in (0..n / lanes).rev() {
+            for v in (0..vectors).rev() {
+                let i = g * lanes + 8 * v;
+                // SAFETY (loads, gathers, stores): the 8 words lie inside `src`'s `n`;
+                // gathers index the table by a field masked below its length; `step256`
+                // writes below `at`, which stays at least the number of words not yet
+                // coded.
+                let w = unsafe {
+                    match BYTES {
+                        1 => _mm256_cvtepu8_epi32(_mm_loadl_epi64(src.add(i).cast())),
+                        2 => _mm256_cvtepu16_epi32(_mm_loadu_si128(src.add(2 * i).cast())),
+                        _ => _mm256_loadu_si256(src.add(4 * i).cast()),
+                    }
+                };
+                let field = _mm256_and_si256(_mm256_srl_epi32(w, by), field_mask);
+                let e = unsafe { _mm256_i32gather_epi32::<4>(tp, field) };
+                let sym = _mm256_srli_epi32::<24>(e);
+                let esc = escape.map_or(0, |x| {
+                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(sym, x)))
+                });
+                if esc != 0 {
+                    let mut lanes_of = [0u32; 8];
+                    unsafe { _mm256_storeu_si256(lanes_of.as_mut_ptr().cast(), field) };
+                    for j in (0..8).rev() {
+                        if esc >> j & 1 == 1 {
+                            escaped.push(lanes_of[j]);
+                        }
+                    }
+                }
+                let f = _mm256_and_si256(e, low12);
+                let c = _mm256_and_si256(_mm256_srli_epi32::<12>(e), low12);
+                // SAFETY: as above.
+                xs[v] = unsafe { step256(xs[v], sym, f, c, rcp, &k, wp, &mut at) };
+            }
+        }
+        for (v, xv) in xs.iter().enumerate().take(vectors) {
+            // SAFETY: `x` holds `lanes` states.
+            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
         }
         at
     }
@@ -823,8 +1095,10 @@ mod imp {
         let shift = _mm_cvtsi32_si128(scale as i32);
         let m12 = _mm256_set1_epi32(0xfff);
         let one = _mm256_set1_epi32(1);
-        // `y < 2^16` as a signed compare: y is below 2^28 after a step.
-        let lv = _mm256_set1_epi32(1 << 16);
+        // `y < 2^16` as `y >> 16 == 0`: a step's `y = f (x >> s) + b` reaches `2^32 - 1`
+        // (a frequency above half the table and a state near `2^32`), so a signed
+        // compare would take such a state for one that needs a word.
+        let zero = _mm256_setzero_si256();
         let pick = _mm256_setr_epi8(
             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
             -1, -1, -1, -1, -1, -1, -1, -1, -1,
@@ -845,7 +1119,7 @@ mod imp {
                 let f = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(e), m12), one);
                 let bias = _mm256_srli_epi32::<20>(e);
                 let y = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srl_epi32(s, shift)), bias);
-                let need = _mm256_cmpgt_epi32(lv, y);
+                let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
                 let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
                 let loaded = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
                 let idx = _mm256_loadu_si256(EXPAND[bits].as_ptr() as *const __m256i);
