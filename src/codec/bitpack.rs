@@ -364,6 +364,7 @@ fn pack_sub_byte<T: Word, const K: usize>(v: &[T], out: &mut Vec<u8>) {
 
 /// Fills `out` (a multiple of 8 words) from groups of eight `K`-bit words, `K` bytes
 /// each, at the start of `data` (which holds them).
+#[inline(always)]
 fn unpack_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
     let m = (1u128 << K) - 1;
     for (c, o) in data.chunks_exact(K).zip(out.chunks_exact_mut(8)) {
@@ -379,6 +380,7 @@ fn unpack_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
 /// Unpacks whole groups of eight `K`-bit words (`K` in 17..=32, so a group is `K`
 /// bytes): each group copied into a padded buffer once, each word one unaligned 8-byte
 /// load at a constant offset and shift, so the compiler unrolls the group.
+#[inline(always)]
 fn unpack_wide_groups<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
     let m = mask(K as u32);
     for (c, o) in data.chunks_exact(K).zip(out.chunks_exact_mut(8)) {
@@ -462,6 +464,7 @@ use wide_k;
 
 /// [`unpack_groups`] for `K` dividing 8 (sign bits, nibbles): the `8 / K` words of each
 /// byte, lowest bits first, in a loop the compiler vectorizes.
+#[inline(always)]
 fn unpack_sub_byte<T: Word, const K: usize>(data: &[u8], out: &mut [T]) {
     let per = 8 / K;
     let m = (1u8 << K) - 1;
@@ -648,7 +651,23 @@ pub(crate) fn unpack_into<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
     if !matches!(k, 0 | 8 | 16 | 24 | 32) && simd::unpack(data, k, out) {
         return;
     }
-    unpack_scalar(data, k, out);
+    unpack_portable(data, k, out);
+}
+
+/// [`unpack_scalar`] compiled a second time with AVX2 (its loops vectorize twice as
+/// wide: the sign and nibble planes of a `merge`), picked at run time: what unpacks
+/// where the SIMD kernels do not apply (no AVX-512 VBMI).
+fn unpack_portable<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::level().avx2 {
+        #[target_feature(enable = "avx2")]
+        fn with_avx2<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
+            unpack_scalar_in(data, k, out);
+        }
+        // SAFETY: the processor has AVX2 (checked above).
+        return unsafe { with_avx2(data, k, out) };
+    }
+    unpack_scalar_in(data, k, out);
 }
 
 /// `out[i] |= word_i << shift` for the `out.len()` words of `k` bits at the start of
@@ -664,6 +683,12 @@ pub(crate) fn unpack_or_into<T: Word>(data: &[u8], k: u32, out: &mut [T], shift:
 
 /// [`unpack_into`] without SIMD: the reference the SIMD path is tested against.
 pub(crate) fn unpack_scalar<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
+    unpack_scalar_in(data, k, out);
+}
+
+/// [`unpack_scalar`]'s work, inlined into each of its builds.
+#[inline(always)]
+fn unpack_scalar_in<T: Word>(data: &[u8], k: u32, out: &mut [T]) {
     let n = out.len();
     fn bytes<T: Word, const NB: usize>(data: &[u8], out: &mut [T]) {
         for (o, c) in out.iter_mut().zip(data.chunks_exact(NB)) {

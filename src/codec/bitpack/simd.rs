@@ -49,8 +49,11 @@ mod imp {
 
     pub(super) fn unpack<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {
         let size = std::mem::size_of::<T>();
-        if !(1..=25).contains(&k) || size > 4 || (k as usize) > 8 * size || !available() {
+        if !(1..=25).contains(&k) || size > 4 || (k as usize) > 8 * size {
             return false;
+        }
+        if !available() {
+            return crate::simd::level().avx2 && unpack256(data, k, out);
         }
         let groups = out.len() / 16;
         if groups == 0 {
@@ -232,6 +235,91 @@ mod imp {
                 let dst = out.add(g * 64).cast::<__m512i>();
                 let new = _mm512_or_si512(_mm512_loadu_si512(dst), _mm512_sll_epi32(w, up));
                 _mm512_storeu_si512(dst, new);
+            }
+        }
+    }
+
+    /// [`unpack`] with AVX2, eight words a step: the step's bytes loaded as two 16-byte
+    /// halves (words 0-3 from its first byte, words 4-7 from byte `floor(k / 2)`), one
+    /// byte shuffle placing each word's four bytes in its 32-bit lane, one variable
+    /// shift and a mask, the lanes packed to the output's container. Groups whose loads
+    /// would pass the end of `data` are left to the scalar unpacking.
+    fn unpack256<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {
+        let size = std::mem::size_of::<T>();
+        let step = k as usize;
+        let half = step / 2;
+        // Group g loads bytes [g k, g k + half + 16).
+        // Groups `g` with `g k + half + 16 <= data.len()`.
+        let groups = match data.len().checked_sub(half + 16) {
+            Some(room) => (out.len() / 8).min(room / step + 1),
+            None => 0,
+        };
+        if groups == 0 {
+            return false;
+        }
+        let (head, _) = out.split_at_mut(groups * 8);
+        // SAFETY: AVX2 was detected by the caller; every load of group `g < groups` ends
+        // at `g k + half + 16 <= data.len()` (found above); every store writes the eight
+        // words of group `g` inside `head`.
+        unsafe {
+            let dst = head.as_mut_ptr().cast::<u8>();
+            match size {
+                1 => steps256::<1>(data, k, dst, groups),
+                2 => steps256::<2>(data, k, dst, groups),
+                _ => steps256::<4>(data, k, dst, groups),
+            }
+        }
+        let done = groups * 8;
+        if done < out.len() {
+            // Eight words of `k` bits end on a byte.
+            super::super::unpack_scalar(&data[done * step / 8..], k, &mut out[done..]);
+        }
+        true
+    }
+
+    /// # Safety
+    /// AVX2; `data` holds `(groups - 1) k + floor(k / 2) + 16` bytes; `out` has room for
+    /// `8 groups` words of `SIZE` bytes; `k` in 1..=25 and at most `8 SIZE`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn steps256<const SIZE: usize>(data: &[u8], k: u32, out: *mut u8, groups: usize) {
+        let step = k as usize;
+        let half = step / 2;
+        let mut idx = [0i8; 32];
+        let mut shifts = [0i32; 8];
+        for j in 0..8 {
+            let bit = j * step;
+            let base = if j < 4 { 0 } else { 16 };
+            let first = bit / 8 - if j < 4 { 0 } else { half };
+            for b in 0..4 {
+                idx[base + 4 * (j % 4) + b] = (first + b) as i8;
+            }
+            shifts[j] = (bit % 8) as i32;
+        }
+        let idx = _mm256_loadu_si256(idx.as_ptr().cast());
+        let shifts = _mm256_loadu_si256(shifts.as_ptr().cast());
+        let m = _mm256_set1_epi32(((1u64 << k) - 1) as i32);
+        let src = data.as_ptr();
+        for g in 0..groups {
+            let p = src.add(g * step);
+            let v = _mm256_loadu2_m128i(p.add(half).cast(), p.cast());
+            let w = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(v, idx), shifts), m);
+            let dst = out.add(g * 8 * SIZE);
+            match SIZE {
+                1 => {
+                    let h = _mm256_packus_epi32(w, w);
+                    let b = _mm256_packus_epi16(h, h);
+                    let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(b)) as u32;
+                    let hi = _mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(b)) as u32;
+                    std::ptr::write_unaligned(
+                        dst.cast::<u64>(),
+                        u64::from(lo) | u64::from(hi) << 32,
+                    );
+                }
+                2 => {
+                    let h = _mm256_permute4x64_epi64::<0b00_00_10_00>(_mm256_packus_epi32(w, w));
+                    _mm_storeu_si128(dst.cast(), _mm256_castsi256_si128(h));
+                }
+                _ => _mm256_storeu_si256(dst.cast(), w),
             }
         }
     }

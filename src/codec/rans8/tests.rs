@@ -59,9 +59,7 @@ fn simd_decoder_equals_scalar() {
                 // table, whose states reach 2^31 and more in the decoder.
                 if r.is_multiple_of(97) && few > 3 {
                     r >> 8
-                } else if r.is_multiple_of(3) {
-                    (r >> 3) % few * 3
-                } else if few > 3 {
+                } else if r.is_multiple_of(3) || few > 3 {
                     (r >> 3) % few * 3
                 } else {
                     0
@@ -233,4 +231,35 @@ fn damage_is_refused_or_decodes_to_other_words() {
         assert!(decode(&body[..cut], 8, words.len()).is_err());
     }
     assert!(decode(&body, 8, words.len() - 1).is_err());
+}
+
+/// The AVX2 encoder's single-precision quotient is within one of `floor(y / f)` (which
+/// its correction step needs) for every frequency at every precision it is used at, on
+/// the states where rounding bites: the largest below the renormalization bound, those
+/// around multiples of `f`, and spread ones.
+#[test]
+fn single_precision_quotients_are_within_one() {
+    let mut seed = 3u64;
+    for scale in simd::DIV_SCALE..=MAX_SCALE_BITS {
+        for f in 1..(1u32 << scale) {
+            let bound = u64::from(f) << (32 - scale);
+            let mut ys: Vec<u64> =
+                vec![0, 1, bound - 1, bound - 2, bound / 2, bound - u64::from(f)];
+            for _ in 0..8 {
+                let q = lcg(&mut seed) % (bound / u64::from(f)).max(1);
+                let y = q * u64::from(f);
+                ys.extend([y, y + u64::from(f) - 1, y.saturating_sub(1)]);
+                ys.push(lcg(&mut seed) % bound);
+            }
+            for y in ys.into_iter().filter(|&y| y < bound) {
+                let y = y as u32;
+                let q = i64::from(y / f);
+                let guess = simd::single_precision_quotient(y, f);
+                assert!(
+                    (guess - q).abs() <= 1,
+                    "scale {scale}, f {f}, y {y}: {guess} for {q}"
+                );
+            }
+        }
+    }
 }
