@@ -246,6 +246,31 @@ mod imp {
     /// would pass the end of `data` are left to the scalar unpacking.
     fn unpack256<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {
         let size = std::mem::size_of::<T>();
+        if size == 1 && (k == 1 || k == 4) {
+            // Sign bits and nibbles into bytes (a `merge`'s sign and low mantissa fields),
+            // 32 words a step.
+            let per_step = 32 * k as usize / 8;
+            let groups = (out.len() / 32).min(data.len() / per_step);
+            if groups == 0 {
+                return false;
+            }
+            // SAFETY: AVX2 was detected by the caller; step `g` reads bytes
+            // `[g per_step, (g + 1) per_step)` of `data` and writes words `[32 g, 32 g +
+            // 32)` of `out`, both inside (`groups` bounds them).
+            unsafe {
+                let dst = out.as_mut_ptr().cast::<u8>();
+                if k == 1 {
+                    bits_to_bytes(data, dst, groups);
+                } else {
+                    nibbles_to_bytes(data, dst, groups);
+                }
+            }
+            let done = groups * 32;
+            if done < out.len() {
+                super::super::unpack_scalar(&data[done * k as usize / 8..], k, &mut out[done..]);
+            }
+            return true;
+        }
         let step = k as usize;
         let half = step / 2;
         // Group g loads bytes [g k, g k + half + 16).
@@ -275,6 +300,45 @@ mod imp {
             super::super::unpack_scalar(&data[done * step / 8..], k, &mut out[done..]);
         }
         true
+    }
+
+    /// 32 one-bit words a step into bytes: the step's four bytes broadcast, byte `j / 8`
+    /// picked into lane `j` by a shuffle, its bit `j mod 8` tested by a compare.
+    ///
+    /// # Safety
+    /// AVX2; `data` holds `4 groups` bytes and `out` room for `32 groups`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn bits_to_bytes(data: &[u8], out: *mut u8, groups: usize) {
+        let pick = _mm256_setr_epi8(
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+            3, 3, 3,
+        );
+        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201_u64 as i64);
+        let one = _mm256_set1_epi8(1);
+        for g in 0..groups {
+            let w = std::ptr::read_unaligned(data.as_ptr().add(4 * g).cast::<i32>());
+            let v = _mm256_shuffle_epi8(_mm256_set1_epi32(w), pick);
+            let set = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+            _mm256_storeu_si256(out.add(32 * g).cast(), _mm256_and_si256(set, one));
+        }
+    }
+
+    /// 32 four-bit words a step into bytes: the step's sixteen bytes' low and high
+    /// nibbles interleaved.
+    ///
+    /// # Safety
+    /// AVX2; `data` holds `16 groups` bytes and `out` room for `32 groups`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn nibbles_to_bytes(data: &[u8], out: *mut u8, groups: usize) {
+        let low = _mm_set1_epi8(0x0F);
+        for g in 0..groups {
+            let v = _mm_loadu_si128(data.as_ptr().add(16 * g).cast());
+            let lo = _mm_and_si128(v, low);
+            let hi = _mm_and_si128(_mm_srli_epi16::<4>(v), low);
+            let dst = out.add(32 * g);
+            _mm_storeu_si128(dst.cast(), _mm_unpacklo_epi8(lo, hi));
+            _mm_storeu_si128(dst.add(16).cast(), _mm_unpackhi_epi8(lo, hi));
+        }
     }
 
     /// # Safety
