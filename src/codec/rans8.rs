@@ -932,12 +932,11 @@ fn decode_with(body: &[u8], width: u32, n: usize, simd: bool) -> Result<Words, C
 impl Decoder<'_> {
     /// Every word, in the container of `width` bits.
     fn decode_words(&mut self, width: u32) -> Result<Words, CodecError> {
-        let d = self;
         let buf = match container_bytes(width) {
-            1 => WordBuf::U8(d.decode_all()?),
-            2 => WordBuf::U16(d.decode_all()?),
-            4 => WordBuf::U32(d.decode_all()?),
-            _ => WordBuf::U64(d.decode_all()?),
+            1 => WordBuf::U8(self.decode_all()?),
+            2 => WordBuf::U16(self.decode_all()?),
+            4 => WordBuf::U32(self.decode_all()?),
+            _ => WordBuf::U64(self.decode_all()?),
         };
         // Every word is a symbol of the validated set or an escaped word of a validated
         // literal of `width` bits.

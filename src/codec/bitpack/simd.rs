@@ -71,14 +71,18 @@ mod imp {
                 _ => steps::<4>(data, k, dst, groups),
             }
         }
-        // The rest, scalar, from the bit where the groups ended.
-        let done = groups * 16;
+        unpack_rest(data, k, out, groups * 16);
+        true
+    }
+
+    /// The words of `out` from `done` on (a multiple of 8, so they start on a byte),
+    /// scalar: what the SIMD steps left.
+    fn unpack_rest<T: Word>(data: &[u8], k: u32, out: &mut [T], done: usize) {
         if done < out.len() {
             let bit = done * k as usize;
-            debug_assert_eq!(bit % 8, 0, "sixteen words end on a byte");
+            debug_assert_eq!(bit % 8, 0, "eight words end on a byte");
             super::super::unpack_scalar(&data[bit / 8..], k, &mut out[done..]);
         }
-        true
     }
 
     pub(super) fn unpack_or<T: Word>(data: &[u8], k: u32, out: &mut [T], shift: u32) -> bool {
@@ -265,16 +269,12 @@ mod imp {
                     nibbles_to_bytes(data, dst, groups);
                 }
             }
-            let done = groups * 32;
-            if done < out.len() {
-                super::super::unpack_scalar(&data[done * k as usize / 8..], k, &mut out[done..]);
-            }
+            unpack_rest(data, k, out, groups * 32);
             return true;
         }
         let step = k as usize;
         let half = step / 2;
-        // Group g loads bytes [g k, g k + half + 16).
-        // Groups `g` with `g k + half + 16 <= data.len()`.
+        // Group `g` loads bytes `[g k, g k + half + 16)`: the groups inside `data`.
         let groups = match data.len().checked_sub(half + 16) {
             Some(room) => (out.len() / 8).min(room / step + 1),
             None => 0,
@@ -294,11 +294,7 @@ mod imp {
                 _ => steps256::<4>(data, k, dst, groups),
             }
         }
-        let done = groups * 8;
-        if done < out.len() {
-            // Eight words of `k` bits end on a byte.
-            super::super::unpack_scalar(&data[done * step / 8..], k, &mut out[done..]);
-        }
+        unpack_rest(data, k, out, groups * 8);
         true
     }
 

@@ -107,7 +107,9 @@ pub(super) fn encode(
 
 /// Least precision (bits) at which the AVX2 encoder divides a state by a frequency in
 /// single precision and corrects the quotient by at most one (`tests::
-/// single_precision_quotients_are_within_one` checks the bound).
+/// single_precision_quotients_are_within_one` checks the bound; below it the quotient can
+/// be off by more, and the encoder gathers `1 / f` as doubles instead). On an AMD EPYC
+/// (Zen 3) the division beat those gathers by 8-13% in fast compression.
 pub(super) const DIV_SCALE: u32 = 9;
 
 /// The first guess of the AVX2 encoder's quotient `floor(y / f)` for `y < 2^32`: `y`
@@ -255,10 +257,18 @@ mod imp {
             .then_some(run512 as Kernel)
     }
 
-    /// Least precision at which the AVX2 step divides in single precision (below it the
-    /// quotient can be off by more than one: see `step256`). On an AMD EPYC (Zen 3) the
-    /// division beat the gathers of `1 / f` as doubles by 8-13% in fast compression.
-    const DIV_SCALE: u32 = super::DIV_SCALE;
+    use super::DIV_SCALE;
+
+    /// The fields of the lanes set in `esc` (a lane mask of `fields`), pushed onto
+    /// `escaped` from the last lane to the first, as the field encoders code them.
+    #[inline(always)]
+    fn push_escaped(fields: &[u32], esc: u32, escaped: &mut Vec<u32>) {
+        for (j, &f) in fields.iter().enumerate().rev() {
+            if esc >> j & 1 == 1 {
+                escaped.push(f);
+            }
+        }
+    }
 
     /// Whether the AVX-512 encoders run here (F, BW, VL, VBMI2, POPCNT, FMA).
     fn encoders512() -> bool {
@@ -320,12 +330,10 @@ mod imp {
         Some(unsafe {
             if wide {
                 encode512(symbols, table, scale, x, words, at)
+            } else if scale >= DIV_SCALE {
+                encode256::<true>(symbols, table, scale, x, words, at)
             } else {
-                if scale >= DIV_SCALE {
-                    encode256::<true>(symbols, table, scale, x, words, at)
-                } else {
-                    encode256::<false>(symbols, table, scale, x, words, at)
-                }
+                encode256::<false>(symbols, table, scale, x, words, at)
             }
         })
     }
@@ -565,11 +573,7 @@ mod imp {
                 if esc != 0 {
                     let mut lanes_of = [0u32; 16];
                     unsafe { _mm512_storeu_epi32(lanes_of.as_mut_ptr().cast(), field) };
-                    for j in (0..16).rev() {
-                        if esc >> j & 1 == 1 {
-                            escaped.push(lanes_of[j]);
-                        }
-                    }
+                    push_escaped(&lanes_of, u32::from(esc), escaped);
                 }
                 let f = _mm512_and_si512(e, low12);
                 let c = _mm512_and_si512(_mm512_srli_epi32::<12>(e), low12);
@@ -838,11 +842,7 @@ mod imp {
                 if esc != 0 {
                     let mut lanes_of = [0u32; 8];
                     unsafe { _mm256_storeu_si256(lanes_of.as_mut_ptr().cast(), field) };
-                    for j in (0..8).rev() {
-                        if esc >> j & 1 == 1 {
-                            escaped.push(lanes_of[j]);
-                        }
-                    }
+                    push_escaped(&lanes_of, esc as u32, escaped);
                 }
                 let f = _mm256_and_si256(e, low12);
                 let c = _mm256_and_si256(_mm256_srli_epi32::<12>(e), low12);
