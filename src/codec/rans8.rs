@@ -96,11 +96,13 @@ fn state_bytes(lanes: usize) -> u64 {
     4 * lanes as u64
 }
 
-/// A decoding table entry: symbol in bits 0..8, `f - 1` in bits 8..20, `slot - c` in bits
-/// 20..32.
+/// A decoding table entry: symbol in bits 0..8, `f` in bits 8..20, `slot - c` in bits
+/// 20..32. A table has at least two symbols of frequency at least 1, so `f < 2^s <=
+/// 2^12` fits its 12 bits.
 #[inline(always)]
 fn entry(sym: u32, freq: u32, bias: u32) -> u32 {
-    sym | (freq - 1) << 8 | bias << 20
+    debug_assert!(freq < 1 << 12 && bias < 1 << 12 && sym < 256);
+    sym | freq << 8 | bias << 20
 }
 
 /// A `rans8` encoding of one stream planned from its histogram: everything but the
@@ -891,8 +893,9 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
     decode_with(body, width, n, true)
 }
 
-/// [`decode`] without the SIMD kernels and maps, whatever the processor has: the same
-/// words or an error wherever [`decode`] gives one (the differential fuzz target
+/// [`decode`] without the SIMD kernels and maps and with a table of symbols (no
+/// offsets, [`Decoder::offset`]), whatever the processor has: the same words or an
+/// error wherever [`decode`] gives one (the differential fuzz target
 /// `lit_rans8_simd` and the tests compare the two).
 ///
 /// # Errors
@@ -921,7 +924,11 @@ pub fn decode_avx2(body: &[u8], width: u32, n: usize) -> Option<Result<Words, Co
 
 fn decode_with(body: &[u8], width: u32, n: usize, simd: bool) -> Result<Words, CodecError> {
     let p = parse(body, width, n)?;
-    let mut d = p.decoder()?;
+    let mut d = if simd {
+        p.decoder()?
+    } else {
+        p.decoder_by_symbol()?
+    };
     d.simd = simd;
     if !simd {
         d.kernel = None;
@@ -950,7 +957,14 @@ impl<'a> Parsed<'a> {
     /// # Errors
     /// Initial states out of range.
     pub fn decoder(self) -> Result<Decoder<'a>, CodecError> {
-        Decoder::new(self)
+        Decoder::new(self, true)
+    }
+
+    /// [`Parsed::decoder`] whose table holds symbols even where the coded words would
+    /// allow offsets ([`Decoder::offset`]): the reference the tests and the differential
+    /// fuzz target compare the offset map with.
+    fn decoder_by_symbol(self) -> Result<Decoder<'a>, CodecError> {
+        Decoder::new(self, false)
     }
 }
 
@@ -971,8 +985,13 @@ pub struct Decoder<'a> {
     field_fits_u16: bool,
     /// Bits every word is shifted left by on output ([`Decoder::set_shift`]).
     shift: u32,
-    /// The escape symbol (`m`), or 256 without one.
+    /// The escape symbol (`m`), or 256 without one: the byte the table's entries hold
+    /// for it (255 with [`Decoder::offset`]).
     esc: u32,
+    /// With `Some(base)`, the table's entries hold `value - base` instead of the symbol
+    /// (every coded word lies in `base..base + 255`, the escape taking byte 255), and
+    /// mapping a byte to its word is an add and a shift, not a lookup.
+    offset: Option<u64>,
     escaped: Words,
     /// Escaped words taken so far.
     taken: usize,
@@ -1000,7 +1019,7 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
-    fn new(p: Parsed<'a>) -> Result<Decoder<'a>, CodecError> {
+    fn new(p: Parsed<'a>, offsets: bool) -> Result<Decoder<'a>, CodecError> {
         let mut values = [0u64; MAX_SYMBOLS];
         values[..p.syms.len()].copy_from_slice(&p.syms);
         let has_escape = p.has_escape;
@@ -1014,6 +1033,7 @@ impl<'a> Decoder<'a> {
             field_fits_u16: values.iter().all(|&v| v <= u64::from(u16::MAX)),
             shift: 0,
             esc: if has_escape { p.syms.len() as u32 } else { 256 },
+            offset: None,
             escaped: p.escaped,
             taken: 0,
             scale: p.scale,
@@ -1038,11 +1058,26 @@ impl<'a> Decoder<'a> {
             d.single = p.syms.first().copied();
             return Ok(d);
         }
+        // The set is sorted: the coded words span `last - first + 1` values, and when
+        // that leaves byte 255 free for the escape, entries hold the offset of the word.
+        let (first, last) = (p.syms[0], p.syms[p.syms.len() - 1]);
+        if offsets && last - first < 255 {
+            d.offset = Some(first);
+            if has_escape {
+                d.esc = 255;
+            }
+        }
+        let byte = |s: usize| match d.offset {
+            Some(base) if s < p.syms.len() => (p.syms[s] - base) as u32,
+            Some(_) => 255,
+            None => s as u32,
+        };
         let mut table = vec![0u32; 1 << p.scale];
         let mut cum = 0usize;
         for (s, &f) in p.freqs.iter().enumerate() {
+            let b0 = byte(s);
             for (b, e) in table[cum..cum + f as usize].iter_mut().enumerate() {
-                *e = entry(s as u32, f, b as u32);
+                *e = entry(b0, f, b as u32);
             }
             cum += f as usize;
         }
@@ -1164,7 +1199,7 @@ impl<'a> Decoder<'a> {
             let x = self.x[lane];
             let e = self.table[(x & mask) as usize];
             *o = e as u8;
-            let mut y = ((e >> 8) & 0xfff) + 1;
+            let mut y = (e >> 8) & 0xfff;
             y = y * (x >> self.scale) + (e >> 20);
             if y < L {
                 let at = 2 * self.pos;
@@ -1187,18 +1222,23 @@ impl<'a> Decoder<'a> {
         symbols: &[u8],
         out: &mut [T],
     ) -> Result<(), CodecError> {
-        let done = self.simd
-            && match std::mem::size_of::<T>() {
-                1 => simd::map_u8(symbols, &self.values_u8, bytemuck::cast_slice_mut(out)),
-                2 => simd::map_u16(symbols, &self.values_u16, bytemuck::cast_slice_mut(out)),
-                4 if self.field_fits_u16 && self.shift < 32 => simd::map_u16_u32(
-                    symbols,
-                    &self.field_u16,
-                    bytemuck::cast_slice_mut(out),
-                    self.shift,
-                ),
-                _ => false,
-            };
+        let done = if let Some(base) = self.offset.filter(|_| self.shift < 64) {
+            offset_map(symbols, base << self.shift, self.shift, out);
+            true
+        } else {
+            self.simd
+                && match std::mem::size_of::<T>() {
+                    1 => simd::map_u8(symbols, &self.values_u8, bytemuck::cast_slice_mut(out)),
+                    2 => simd::map_u16(symbols, &self.values_u16, bytemuck::cast_slice_mut(out)),
+                    4 if self.field_fits_u16 && self.shift < 32 => simd::map_u16_u32(
+                        symbols,
+                        &self.field_u16,
+                        bytemuck::cast_slice_mut(out),
+                        self.shift,
+                    ),
+                    _ => false,
+                }
+        };
         if !done {
             let values: [T; MAX_SYMBOLS] = std::array::from_fn(|i| T::from_u64(self.values[i]));
             for (o, &s) in out.iter_mut().zip(symbols) {
@@ -1276,6 +1316,46 @@ impl<'a> Decoder<'a> {
         }
         Ok(())
     }
+}
+
+/// `out[i] = (symbols[i] << shift) + add`, wrapping in the container `T`: the words of
+/// a decoder whose table holds offsets ([`Decoder::offset`]), `add` being the base
+/// shifted by `shift` (below 64). Compiled with AVX2 where the processor has it (the
+/// loop vectorizes to a widening, a shift and an add per 16 or 32 bytes).
+fn offset_map<T: super::table::Word>(symbols: &[u8], add: u64, shift: u32, out: &mut [T]) {
+    #[inline(always)]
+    fn body<T: super::table::Word>(symbols: &[u8], add: u64, shift: u32, out: &mut [T]) {
+        let bits = 8 * std::mem::size_of::<T>() as u32;
+        if shift >= bits {
+            out.fill(T::from_u64(add));
+            return;
+        }
+        macro_rules! go {
+            ($t:ty) => {{
+                let out: &mut [$t] = bytemuck::cast_slice_mut(out);
+                let add = add as $t;
+                for (o, &s) in out.iter_mut().zip(symbols) {
+                    *o = (<$t>::from(s) << shift).wrapping_add(add);
+                }
+            }};
+        }
+        match bits {
+            8 => go!(u8),
+            16 => go!(u16),
+            32 => go!(u32),
+            _ => go!(u64),
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::level().avx2 {
+        #[target_feature(enable = "avx2")]
+        fn with_avx2<T: super::table::Word>(symbols: &[u8], add: u64, shift: u32, out: &mut [T]) {
+            body(symbols, add, shift, out);
+        }
+        // SAFETY: the processor has AVX2 (checked above).
+        return unsafe { with_avx2(symbols, add, shift, out) };
+    }
+    body(symbols, add, shift, out);
 }
 
 impl Plan {

@@ -1096,7 +1096,6 @@ mod imp {
         let mask = _mm512_set1_epi32(((1u32 << scale) - 1) as i32);
         let shift = _mm_cvtsi32_si128(scale as i32);
         let m12 = _mm512_set1_epi32(0xfff);
-        let one = _mm512_set1_epi32(1);
         let lv = _mm512_set1_epi32(1 << 16);
         let base = table.as_ptr() as *const i32;
         let mut p = words.as_ptr().add(2 * pos) as *const u16;
@@ -1108,7 +1107,7 @@ mod imp {
                     chunk.as_mut_ptr().add(16 * k) as *mut __m128i,
                     _mm512_cvtepi32_epi8(e),
                 );
-                let f = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<8>(e), m12), one);
+                let f = _mm512_and_si512(_mm512_srli_epi32::<8>(e), m12);
                 let bias = _mm512_srli_epi32::<20>(e);
                 let y = _mm512_add_epi32(_mm512_mullo_epi32(f, _mm512_srl_epi32(s, shift)), bias);
                 let need = _mm512_cmplt_epu32_mask(y, lv);
@@ -1164,7 +1163,8 @@ mod imp {
         }
     }
 
-    /// `V` vectors of 8 states.
+    /// `V` vectors of 8 states (`V` a multiple of 4: each 4 vectors' 32 symbols are
+    /// packed to bytes together).
     #[target_feature(enable = "avx2,popcnt")]
     unsafe fn decode256<const V: usize>(
         table: &[u32],
@@ -1179,30 +1179,24 @@ mod imp {
         let mask = _mm256_set1_epi32(((1u32 << scale) - 1) as i32);
         let shift = _mm_cvtsi32_si128(scale as i32);
         let m12 = _mm256_set1_epi32(0xfff);
-        let one = _mm256_set1_epi32(1);
+        let m8 = _mm256_set1_epi32(0xff);
         // `y < 2^16` as `y >> 16 == 0`: a step's `y = f (x >> s) + b` reaches `2^32 - 1`
         // (a frequency above half the table and a state near `2^32`), so a signed
         // compare would take such a state for one that needs a word.
         let zero = _mm256_setzero_si256();
-        let pick = _mm256_setr_epi8(
-            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
-            -1, -1, -1, -1, -1, -1, -1, -1, -1,
-        );
+        // After packing 4 vectors' symbols (32 to 16 bits, then to 8), the 4-byte
+        // groups are in the order (vector, half) = (0,0) (1,0) (2,0) (3,0) (0,1) ...
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         let base = table.as_ptr() as *const i32;
         let mut p = words.as_ptr().add(2 * pos) as *const u16;
         for chunk in out.chunks_exact_mut(8 * V) {
+            let mut e = [zero; V];
             for (k, xk) in xv.iter_mut().enumerate() {
                 let s = *xk;
-                let e = _mm256_i32gather_epi32::<4>(base, _mm256_and_si256(s, mask));
-                let b = _mm256_shuffle_epi8(e, pick);
-                let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(b)) as u32;
-                let hi = _mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(b)) as u32;
-                std::ptr::write_unaligned(
-                    chunk.as_mut_ptr().add(8 * k) as *mut u64,
-                    u64::from(lo) | u64::from(hi) << 32,
-                );
-                let f = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(e), m12), one);
-                let bias = _mm256_srli_epi32::<20>(e);
+                let ek = _mm256_i32gather_epi32::<4>(base, _mm256_and_si256(s, mask));
+                e[k] = ek;
+                let f = _mm256_and_si256(_mm256_srli_epi32::<8>(ek), m12);
+                let bias = _mm256_srli_epi32::<20>(ek);
                 let y = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srl_epi32(s, shift)), bias);
                 let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
                 let bits = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
@@ -1212,6 +1206,14 @@ mod imp {
                 let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), w);
                 *xk = _mm256_blendv_epi8(y, refilled, need);
                 p = p.add(bits.count_ones() as usize);
+            }
+            for (g, e) in e.chunks_exact(4).enumerate() {
+                let lo =
+                    _mm256_packus_epi32(_mm256_and_si256(e[0], m8), _mm256_and_si256(e[1], m8));
+                let hi =
+                    _mm256_packus_epi32(_mm256_and_si256(e[2], m8), _mm256_and_si256(e[3], m8));
+                let b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi), order);
+                _mm256_storeu_si256(chunk.as_mut_ptr().add(32 * g) as *mut __m256i, b);
             }
         }
         for (k, v) in xv.iter().enumerate() {

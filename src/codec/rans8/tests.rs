@@ -50,7 +50,18 @@ fn simd_decoder_equals_scalar() {
     // lengths around a group and a block; each body whole and damaged (cut, a byte
     // flipped in its payload): the same words or an error from both paths.
     let mut seed = 5u64;
-    for (width, few) in [(8u32, 40), (11, 40), (16, 40), (20, 40), (1, 2), (8, 3)] {
+    // `few` of 40 spaces the common words over 120 values (a table of offsets), of 90
+    // over 270 (a table of symbols).
+    for (width, few) in [
+        (8u32, 40),
+        (11, 40),
+        (16, 40),
+        (20, 40),
+        (1, 2),
+        (8, 3),
+        (11, 90),
+        (20, 90),
+    ] {
         for n in [1usize, 63, 64, 65, 2048, 5000, 1 << 18] {
             let words = Words::from_fn(width, n, |_| {
                 let r = lcg(&mut seed);
@@ -261,5 +272,76 @@ fn single_precision_quotients_are_within_one() {
                 );
             }
         }
+    }
+}
+
+/// A table of offsets ([`Decoder::offset`]) is made exactly when the coded words span
+/// fewer than 256 values with byte 255 left for the escape, and its decoder writes the
+/// words a table of symbols does: every container, shifted as a `merge` field, with and
+/// without escapes, in blocks.
+#[test]
+fn offset_tables_decode_like_symbol_tables() {
+    let mut seed = 11u64;
+    // (width, base, span of the common words, whether rare words far off are mixed in,
+    // whether offsets apply).
+    for (width, base, span, rare, offsets) in [
+        (8u32, 0u64, 200u64, false, true),
+        (8, 1, 255, false, true),
+        (11, 832, 192, true, true),
+        (11, 800, 254, true, true),
+        (11, 800, 255, true, true),
+        (11, 800, 256, false, false),
+        (16, 60_000, 100, true, true),
+        (20, 5, 400, false, false),
+        (32, 1 << 31, 30, true, true),
+        (64, u64::MAX - 300, 250, false, true),
+    ] {
+        let n = 20_000;
+        let words = Words::from_fn(width, n, |i| {
+            let r = lcg(&mut seed);
+            if rare && r.is_multiple_of(400) {
+                // Mostly distinct: escaped, not coded.
+                mask(width) - (r >> 8) % (mask(width) / 4).min(100_000)
+            } else if i % 500 == 0 {
+                base + span - 1
+            } else {
+                base + (r % span) * (r % 5) / 4
+            }
+        });
+        let mut body = Vec::new();
+        encode(&words, &mut body).unwrap();
+        let parsed = || parse(&body, width, n).unwrap();
+        assert_eq!(parsed().has_escape, rare, "{width} {span}");
+        assert_eq!(
+            parsed().decoder().unwrap().offset.is_some(),
+            offsets,
+            "{width} {span}"
+        );
+        assert!(parsed().decoder_by_symbol().unwrap().offset.is_none());
+        for shift in [0, 3, 8, 16, 40] {
+            fn run<T: crate::codec::table::Word>(
+                d: &mut Decoder<'_>,
+                shift: u32,
+                n: usize,
+            ) -> Vec<T> {
+                d.set_shift(shift);
+                let mut out = vec![T::default(); n];
+                for block in out.chunks_mut(4096) {
+                    d.next(block).unwrap();
+                }
+                out
+            }
+            let (mut a, mut b) = (
+                parsed().decoder().unwrap(),
+                parsed().decoder_by_symbol().unwrap(),
+            );
+            match container_bytes(width) {
+                1 => assert_eq!(run::<u8>(&mut a, shift, n), run::<u8>(&mut b, shift, n)),
+                2 => assert_eq!(run::<u16>(&mut a, shift, n), run::<u16>(&mut b, shift, n)),
+                4 => assert_eq!(run::<u32>(&mut a, shift, n), run::<u32>(&mut b, shift, n)),
+                _ => assert_eq!(run::<u64>(&mut a, shift, n), run::<u64>(&mut b, shift, n)),
+            }
+        }
+        assert_eq!(decode(&body, width, n).unwrap(), words);
     }
 }
