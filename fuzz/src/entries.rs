@@ -81,7 +81,8 @@ pub fn literal(codec: CodecId, data: &[u8]) {
 
 /// `rans8`'s SIMD decoder against its scalar one on a fuzzed body: the same words, or
 /// an error from both (the kernels read ahead of the state they decode and map symbols
-/// 32 or 64 at a time; the scalar path checks every read).
+/// 32 or 64 at a time, by offset where the coded words span fewer than 256 values; the
+/// scalar path checks every read and looks every symbol up).
 pub fn rans8_simd(data: &[u8]) {
     let Some((ty, body)) = take_ty(data) else {
         return;
