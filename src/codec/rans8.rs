@@ -1222,7 +1222,7 @@ impl<'a> Decoder<'a> {
         symbols: &[u8],
         out: &mut [T],
     ) -> Result<(), CodecError> {
-        let done = if let Some(base) = self.offset.filter(|_| self.shift < 64) {
+        let done = if let Some(base) = self.offset {
             offset_map(symbols, base << self.shift, self.shift, out);
             true
         } else {
