@@ -29,5 +29,8 @@ pub use stale::{stale_temporaries, StaleTemporary};
 pub(crate) use sync_ahead::SyncAhead;
 pub use target::{check_output, write_output_file, write_target, Target, STDOUT_LABEL};
 pub(crate) use target::{check_output_of, check_replaceable, open_direct, EvictReplaced};
-pub use temp::{completed_outputs, is_temporary_name, remove_temporary_files, RemovedTemporaries};
+pub use temp::{
+    cleanup_started, completed_outputs, is_temporary_name, remove_temporary_files,
+    RemovedTemporaries,
+};
 pub(crate) use temp::{persist, rename_temp_dir, temp_beside, temp_beside_dir};

@@ -27,8 +27,9 @@ use crate::dsl::wire::{program_pieces, Piece};
 use crate::dsl::{program_len, Node};
 use crate::error::{Error, Result, Warning};
 pub use crate::files::{
-    check_output, completed_outputs, is_temporary_name, remove_temporary_files, stale_temporaries,
-    write_output_file, write_target, RemovedTemporaries, StaleTemporary, Target, STDOUT_LABEL,
+    check_output, cleanup_started, completed_outputs, is_temporary_name, remove_temporary_files,
+    stale_temporaries, write_output_file, write_target, RemovedTemporaries, StaleTemporary, Target,
+    STDOUT_LABEL,
 };
 use crate::files::{check_output_of, open_direct, persist, temp_beside};
 use crate::hash::{xxh3_64, Xxh3};

@@ -174,6 +174,7 @@ static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Ve
 /// signal that came before a job made its temporary folder left one behind when the
 /// locks were released here). Call it only on the way out of the process.
 pub fn remove_temporary_files() -> RemovedTemporaries {
+    CLEANING_UP.store(true, std::sync::atomic::Ordering::SeqCst);
     // A poisoned list is still the list: a panic elsewhere must not keep its files. Both
     // lists stay locked until the end, so no new temporary file is made and no rename
     // starts meanwhile.
@@ -199,6 +200,20 @@ pub fn remove_temporary_files() -> RemovedTemporaries {
     std::mem::forget(files);
     std::mem::forget(dirs);
     out
+}
+
+/// Set when [`remove_temporary_files`] starts: from then on a job may fail only because
+/// its temporary file or folder was taken from under it.
+static CLEANING_UP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`remove_temporary_files`] has started (a signal handler is removing this
+/// process's temporaries on its way out). A job that fails after that may have failed
+/// because its temporary vanished ("cannot open: No such file or directory"): the caller
+/// should not report that error or exit with its code, but leave the exit to the signal
+/// handler (128 + the signal). An error seen while this is false happened before the
+/// cleanup began, so it is the job's own.
+pub fn cleanup_started() -> bool {
+    CLEANING_UP.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// What [`remove_temporary_files`] did.

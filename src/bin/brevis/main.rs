@@ -109,6 +109,15 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Mismatch) => ExitCode::from(3),
+        Err(_) if brevis::archive::writer::cleanup_started() => {
+            // A signal came and its handler is removing the temporaries: this error may
+            // be their removal seen from inside the job (a shard's temporary file whose
+            // folder is gone). The handler says what happened and exits with 128 + the
+            // signal; wait for it rather than race it with a misleading error and exit 1.
+            loop {
+                std::thread::park();
+            }
+        }
         Err(e) => {
             let mut msg = e.to_string();
             let mut code = 1;
