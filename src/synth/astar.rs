@@ -1574,6 +1574,28 @@ pub fn search_matrix(
             stats: SearchStats::default(),
         };
     }
+    // The fast level codes a target with reuse (a JSON header, repeated rows) as the
+    // match finder's parse with literal children when that is under the literal's
+    // lower bound, without searching it: the search at budget 1 finds the same program
+    // on every corpus file's header (every archive unchanged), at 1.4-1.7x the time
+    // (fracast0-f32's header of 4,408 bytes: 290 -> 175 us; the file's fast compression
+    // 1.14x, fracast0-int8-f32's 1.19x).
+    if opts.level == crate::synth::Level::Fast {
+        if let Some(p) = crate::synth::backref::propose(target) {
+            let children: Vec<Node> = p.children().iter().map(Node::lit).collect();
+            let program =
+                Node::backref(target.len() as u64, children).expect("a parse is well typed");
+            let bytes = program_len(&program);
+            let lit = lit_lower_bound(target, None);
+            if bytes < lit {
+                return Synthesis {
+                    program,
+                    bytes,
+                    stats: SearchStats::default(),
+                };
+            }
+        }
+    }
     // The fast level searches the other targets at budget 1 (those of few values or
     // not floats, whose search costs little and whose tables the layout would overpay).
     let searched;
@@ -1667,6 +1689,61 @@ pub fn search_matrix(
 mod tests {
     use super::*;
     use crate::dsl::program_len;
+    use crate::dsl::Op;
+
+    /// A safetensors-like JSON header of `n` tensors (keys and offsets repeat: what the
+    /// match finder is for).
+    fn json_header(n: usize) -> Words {
+        let mut s = String::from("{");
+        for k in 0..n {
+            let (a, b) = (k * 16384, (k + 1) * 16384);
+            s.push_str(&format!(
+                "\"model.layers.{}.mlp.{}.weight\":{{\"dtype\":\"BF16\",\"shape\":[64,128],\"data_offsets\":[{a},{b}]}},",
+                k / 3,
+                ["up", "down", "gate"][k % 3]
+            ));
+        }
+        s.push('}');
+        Words::from_le_bytes(8, s.as_bytes()).unwrap()
+    }
+
+    /// The fast level codes a stream with reuse as the match finder's parse with literal
+    /// children, unsearched: here the program the search at budget 1 finds too, of the
+    /// same bytes, and it runs back to the stream.
+    #[test]
+    fn the_fast_level_codes_a_header_as_its_parse_with_literal_children() {
+        let header = json_header(60);
+        assert_eq!(header.len(), 5_855);
+        let fast = SearchOptions {
+            level: crate::synth::Level::Fast,
+            budget: crate::synth::Level::Fast.budget(),
+            ..SearchOptions::default()
+        };
+        let got = search_matrix(
+            &Arc::new(header.clone()),
+            None,
+            None,
+            &fast,
+            &Prior::uniform(),
+        );
+        let Op::BackRef(children) = got.program.op() else {
+            panic!("not a backref: {}", got.program);
+        };
+        assert!(
+            children.iter().all(|c| matches!(c.op(), Op::Lit(_))),
+            "{}",
+            got.program
+        );
+        assert_eq!(crate::dsl::execute(&got.program, 1 << 20).unwrap(), header);
+        let searched = SearchOptions {
+            budget: 1,
+            ..SearchOptions::default()
+        };
+        let want = search_matrix(&Arc::new(header), None, None, &searched, &Prior::uniform());
+        assert_eq!(got.program, want.program);
+        assert_eq!((got.bytes, want.bytes), (632, 632));
+        assert_eq!((got.stats.expansions, want.stats.expansions > 0), (0, true));
+    }
 
     /// `--max-nodes 2` admits a two-node program (`scan add` over a constant): the
     /// search used to refuse every split unless two more nodes fitted, so it found
