@@ -340,6 +340,35 @@ mod tests {
         *seed >> 33
     }
 
+    /// The counts of a field and the OR of the words are those of a plain count, for
+    /// every container, at lengths around the 16-bit tables' flush (`4 * 65,535` words),
+    /// and where every word has one field (the most one table slot can take).
+    #[test]
+    fn head_counts_equal_a_plain_count() {
+        let flush = 4 * usize::from(u16::MAX);
+        let mut seed = 11;
+        for (width, head_bits, shift) in [(8, 7, 1), (16, 12, 3), (32, 12, 19), (64, 15, 48)] {
+            for n in [0, 1, 5, flush - 1, flush, flush + 3, 2 * flush + 3] {
+                for one_value in [false, true] {
+                    let w = Words::from_fn(width, n, |_| {
+                        if one_value {
+                            mask(width) - 1
+                        } else {
+                            ((lcg(&mut seed) << 32) ^ lcg(&mut seed)) & mask(width)
+                        }
+                    });
+                    let mut want = vec![0u32; 1 << head_bits];
+                    for x in w.iter() {
+                        want[((x >> shift) & mask(head_bits)) as usize] += 1;
+                    }
+                    let or = w.iter().fold(0, |o, x| o | x);
+                    let got = head_counts(&w, head_bits, shift);
+                    assert!(got == (want, or), "width {width} n {n} one {one_value}");
+                }
+            }
+        }
+    }
+
     /// Gaussian-like BF16 weights: a few exponents, uniform mantissas.
     fn weights(n: usize) -> Words {
         let mut s = 7;
