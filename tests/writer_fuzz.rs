@@ -2,7 +2,7 @@
 //! files (`fuzz/src/entries.rs`, `safetensors_of`: every dtype including sub-byte ones,
 //! empty tensors at any offset, scalars, shapes, gaps and trailing bytes, payloads shared
 //! under other names, dtypes and widths, metadata), each compressed at budgets 0, 1 and
-//! 2, without a base, against itself and against a copy with one tensor changed, then
+//! 2 and at the fast level, without a base, against itself and against a copy with one tensor changed, then
 //! restored byte for byte, each tensor decoded alone, and the archive cut short and
 //! salvaged. A bounded run here; `cargo fuzz run writer` runs it without end (the
 //! committed inputs it found are replayed by `tests/hostile_fuzz_replay.rs`).
@@ -21,16 +21,24 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// Every generated file round-trips at every budget and base, and salvages when cut.
+    /// Every generated file round-trips at every budget, the fast level and every base,
+    /// and salvages when cut.
     #[test]
     fn random_valid_files_round_trip_at_every_budget_and_base(
         choices in proptest::collection::vec(any::<u8>(), 0..400),
         cut in any::<usize>(),
     ) {
         let file = safetensors_of(&mut Choices::new(&choices));
-        for budget in 0..=2 {
+        use brevis::synth::Level;
+        let settings = [
+            (Level::Default, 0),
+            (Level::Default, 1),
+            (Level::Default, 2),
+            (Level::Fast, 0),
+        ];
+        for (level, budget) in settings {
             for base in [BaseChoice::None, BaseChoice::Itself, BaseChoice::OneChanged] {
-                writer_round_trip(&file, budget, base, cut);
+                writer_round_trip(&file, level, budget, base, cut);
             }
         }
     }

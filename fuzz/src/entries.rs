@@ -610,7 +610,8 @@ pub enum BaseChoice {
     OneChanged,
 }
 
-/// Compresses `file` (a valid `.safetensors` file) in memory with search `budget`,
+/// Compresses `file` (a valid `.safetensors` file) in memory at `level` with search
+/// `budget` (ignored at the fast level, which takes no budget),
 /// coded against `base`, with the writer's own program check off (the archive must
 /// restore without it), then checks that the archive restores `file` byte for byte,
 /// that every tensor decodes alone to its bytes, and that the archive cut at byte
@@ -619,7 +620,13 @@ pub enum BaseChoice {
 ///
 /// # Panics
 /// When any of that fails: a bug in the library.
-pub fn writer_round_trip(file: &[u8], budget: u64, base: BaseChoice, cut: usize) {
+pub fn writer_round_trip(
+    file: &[u8],
+    level: brevis::synth::Level,
+    budget: u64,
+    base: BaseChoice,
+    cut: usize,
+) {
     use brevis::archive::base::{BaseSet, OpenedSource};
     use brevis::archive::writer::{write_archive, Links};
     let src = parse(file).expect("the generator makes valid files");
@@ -641,7 +648,12 @@ pub fn writer_round_trip(file: &[u8], budget: u64, base: BaseChoice, cut: usize)
         verify: false,
         ..CompressOptions::default()
     };
-    opts.search.budget = budget;
+    opts.search.level = level;
+    opts.search.budget = if level == brevis::synth::Level::Fast {
+        level.budget()
+    } else {
+        budget
+    };
     if let Some(set) = &set {
         opts.links = Some(std::sync::Arc::new(Links {
             base: Some(set.clone()),
@@ -718,8 +730,9 @@ pub fn writer_round_trip(file: &[u8], budget: u64, base: BaseChoice, cut: usize)
 }
 
 /// The writer fuzzer: a valid `.safetensors` file built from the input
-/// ([`safetensors_of`]), compressed at the budget (0, 1 or 2) and against the base
-/// (none, itself, one tensor changed) the first byte picks, restored and compared byte
+/// ([`safetensors_of`]), compressed at the budget (0, 1 or 2), against the base (none,
+/// itself, one tensor changed) and at the level (default twice in three, fast) the
+/// first byte picks, restored and compared byte
 /// for byte, each tensor decoded alone, and the archive cut where the second byte says
 /// salvaged ([`writer_round_trip`]).
 pub fn writer(data: &[u8]) {
@@ -733,5 +746,16 @@ pub fn writer(data: &[u8]) {
     };
     let file = safetensors_of(&mut Choices::new(rest));
     // A cut anywhere, scaled over the archive's length by the byte.
-    writer_round_trip(&file, u64::from(sel % 3), base, usize::from(*cut) * 4099);
+    let level = if (sel / 9) % 3 == 2 {
+        brevis::synth::Level::Fast
+    } else {
+        brevis::synth::Level::Default
+    };
+    writer_round_trip(
+        &file,
+        level,
+        u64::from(sel % 3),
+        base,
+        usize::from(*cut) * 4099,
+    );
 }
