@@ -2,9 +2,9 @@
 //! files (`fuzz/src/entries.rs`, `safetensors_of`: every dtype including sub-byte ones,
 //! empty tensors at any offset, scalars, shapes, gaps and trailing bytes, payloads shared
 //! under other names, dtypes and widths, metadata), each compressed at budgets 0, 1 and
-//! 2 and at the fast level, without a base, against itself and against a copy with one tensor changed, then
-//! restored byte for byte, each tensor decoded alone, and the archive cut short and
-//! salvaged. A bounded run here; `cargo fuzz run writer` runs it without end (the
+//! 2 and at the fast level, without a base, against itself and against a copy with one
+//! tensor changed, then restored byte for byte, each tensor decoded alone, and the
+//! archive cut short and salvaged. A bounded run here; `cargo fuzz run writer` runs it without end (the
 //! committed inputs it found are replayed by `tests/hostile_fuzz_replay.rs`).
 
 #[allow(dead_code)]

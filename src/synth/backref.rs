@@ -447,6 +447,16 @@ mod tests {
     use super::*;
     use crate::dsl::exec::back_references;
 
+    /// A linear congruential generator from `seed`: its top 31 bits at each call.
+    fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        }
+    }
+
     fn round_trip(t: &Words) -> Parse {
         let p = parse(t);
         let back = back_references(
@@ -478,18 +488,12 @@ mod tests {
 
     #[test]
     fn parses_round_trip_on_every_container() {
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = lcg(7);
         for width in [8, 12, 16, 24, 32, 64] {
             // Random words with copied stretches, some overlapping, some at the end.
             let mut v: Vec<u64> = Vec::new();
             while v.len() < 5000 {
-                if v.len() > 10 && next() % 3 == 0 {
+                if v.len() > 10 && next().is_multiple_of(3) {
                     let d = 1 + (next() as usize % v.len().min(300));
                     for _ in 0..(next() % 40) {
                         v.push(v[v.len() - d]);
@@ -519,13 +523,7 @@ mod tests {
     /// than the best (session 28; the archives of every corpus file were unchanged).
     #[test]
     fn parses_keep_their_exact_shape() {
-        let mut seed = 12345u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = lcg(12345);
         let mut got = Vec::new();
         for width in [8, 16, 32, 64] {
             let top = 1u64 << (width - 1);
