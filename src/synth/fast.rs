@@ -44,7 +44,7 @@ pub fn takes_the_layout(target: &Words, dtype: Option<Dtype>) -> bool {
 }
 
 /// Whether `target` looks like ordinary trained float weights, which the default level
-/// codes in this layout without a search: at least [`SEARCH_BELOW`] words of a float
+/// codes in this layout without a search: at least [`ORDINARY_WORDS`] words of a float
 /// dtype (of `rows` rows when a matrix), not narrower values in a wider dtype (the gates
 /// of `dequant`'s proposals, [`crate::synth::dequant::may_dequantize`]), more than
 /// [`MANY_VALUES`] distinct words in an evenly spaced probe of 4,096 (not a tensor of
@@ -58,7 +58,7 @@ pub fn ordinary_weights(target: &Words, dtype: Option<Dtype>, rows: Option<u64>)
     let Some(dtype) = dtype.filter(|d| d.float_layout().is_some()) else {
         return false;
     };
-    target.len() >= SEARCH_BELOW
+    target.len() >= ORDINARY_WORDS
         && !crate::synth::dequant::may_dequantize(target, dtype, rows.unwrap_or(1))
         && crate::stats::probe_has_more_than(
             target,
@@ -72,6 +72,14 @@ pub fn ordinary_weights(target: &Words, dtype: Option<Dtype>, rows: Option<u64>)
             &target.slice(0, target.len().min(crate::synth::backref::PROBE_WORDS)),
         )
 }
+
+/// Fewest words of a target the default level codes as ordinary weights
+/// ([`ordinary_weights`]). On float weights of 16-64 Ki words the search at budget 1
+/// found the layout or one 0.1-0.2% smaller (silero-vad's four convolutions: 423 bytes
+/// of 320 KB in all) at 20-25 times the layout's time (13.5 of silero's 49.6 ms for one
+/// of them); below 16 Ki words it pays more (fracast0-f32's tensors of 8-16 Ki words:
+/// 319 bytes, 0.09 points of that file). Session 29, `docs/bench.md`.
+pub const ORDINARY_WORDS: usize = 1 << 14;
 
 /// Distinct words a float target of 16 bits or more must show in its probe of 4,096 to
 /// take the layout at the default level ([`ordinary_weights`]): trained weights show
@@ -439,5 +447,22 @@ mod tests {
         let long = Words::from_fn(16, SEARCH_BELOW, |i| i as u64 % 3);
         assert!(takes_the_layout(&long, Some(Dtype::I16)));
         assert!(takes_the_layout(&long, None));
+    }
+
+    /// Which targets the default level takes as ordinary weights (the layout, no
+    /// search): float weights from [`ORDINARY_WORDS`] words, not fewer, not of few values
+    /// and not of another dtype.
+    #[test]
+    fn ordinary_weights_start_at_16_ki_words() {
+        assert_eq!(ORDINARY_WORDS, 16_384);
+        let bf16 = Some(Dtype::BF16);
+        assert!(ordinary_weights(&weights(ORDINARY_WORDS), bf16, None));
+        assert!(ordinary_weights(&weights(ORDINARY_WORDS), bf16, Some(128)));
+        assert!(!ordinary_weights(&weights(ORDINARY_WORDS - 1), bf16, None));
+        assert!(!ordinary_weights(&weights(ORDINARY_WORDS), Some(Dtype::I16), None));
+        assert!(!ordinary_weights(&weights(ORDINARY_WORDS), None, None));
+        let mut s = 5;
+        let few = Words::from_fn(16, ORDINARY_WORDS, |_| 0x3c00 + lcg(&mut s) % 200);
+        assert!(!ordinary_weights(&few, bf16, None));
     }
 }
