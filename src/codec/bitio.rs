@@ -260,7 +260,35 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads an order-`k` Exp-Golomb code (see [`BitWriter::write_eg`]).
+    ///
+    /// A code of at most 55 bits (`k <= 24` and a prefix of at most 15 zeros: every
+    /// code of a table's sets and frequencies) is read from one 64-bit load, its prefix
+    /// counted by one trailing-zero count; a longer one, or one that may run past the
+    /// end, is read field by field ([`BitReader::read_eg_slow`]), with the same result
+    /// and the same errors.
+    #[inline]
     pub fn read_eg(&mut self, k: u32) -> Result<u64, CodecError> {
+        if k <= 24 {
+            // Bits past the end read as zero, so a prefix that would run past it shows
+            // more than 15 zeros or a length past `bits_left`: the slow path then
+            // reports it.
+            let w = peek64(self.data, self.pos);
+            let z = w.trailing_zeros();
+            if z <= 15 {
+                let len = 2 * z + 1 + k;
+                if u64::from(len) <= self.bits_left() {
+                    let q = ((1u64 << z) | ((w >> (z + 1)) & mask(z))) - 1;
+                    let low = (w >> (2 * z + 1)) & mask(k);
+                    self.pos += u64::from(len);
+                    return Ok(q << k | low);
+                }
+            }
+        }
+        self.read_eg_slow(k)
+    }
+
+    /// [`BitReader::read_eg`] field by field: the unary prefix, its `z` bits, then `k`.
+    fn read_eg_slow(&mut self, k: u32) -> Result<u64, CodecError> {
         check_k(self, k)?;
         let z = self.read_unary()?;
         if z > 64 {
@@ -398,6 +426,60 @@ mod tests {
         }
         assert_eq!(r.read_unary().unwrap(), 200);
         r.finish().unwrap();
+    }
+
+    /// The one-load path of `read_eg` reads what the field-by-field path reads, value
+    /// and position, and fails where it fails (codes cut short at every bit).
+    #[test]
+    fn exp_golomb_fast_path_equals_the_slow_path() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            seed >> 11
+        };
+        let mut codes = Vec::new();
+        for _ in 0..4000 {
+            let k = (next() % 30) as u32;
+            let bits = next() % 50;
+            let v = next() & ((1u64 << bits) - 1);
+            codes.push((v, k));
+        }
+        let mut w = BitWriter::new();
+        for &(v, k) in &codes {
+            w.write_eg(v, k);
+        }
+        let bytes = w.finish();
+        let (mut fast, mut slow) = (
+            BitReader::new(&bytes, "test"),
+            BitReader::new(&bytes, "test"),
+        );
+        for &(v, k) in &codes {
+            assert_eq!(fast.read_eg(k).unwrap(), v);
+            assert_eq!(slow.read_eg_slow(k).unwrap(), v);
+            assert_eq!(fast.pos, slow.pos);
+        }
+        // Cut short: every prefix of a few codes' bytes gives the same outcome.
+        let mut w = BitWriter::new();
+        for (v, k) in [(5u64, 0u32), (1000, 3), (77, 24), (1 << 20, 2)] {
+            w.write_eg(v, k);
+        }
+        let bytes = w.finish();
+        for cut in 0..=bytes.len() {
+            for k in [0u32, 3, 24] {
+                let (mut fast, mut slow) = (
+                    BitReader::new(&bytes[..cut], "test"),
+                    BitReader::new(&bytes[..cut], "test"),
+                );
+                for _ in 0..4 {
+                    let (a, b) = (fast.read_eg(k), slow.read_eg_slow(k));
+                    assert_eq!(format!("{a:?}"), format!("{b:?}"), "cut {cut} k {k}");
+                    assert_eq!(fast.pos, slow.pos);
+                    if a.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     #[test]
