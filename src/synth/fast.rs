@@ -459,7 +459,11 @@ mod tests {
         assert!(ordinary_weights(&weights(ORDINARY_WORDS), bf16, None));
         assert!(ordinary_weights(&weights(ORDINARY_WORDS), bf16, Some(128)));
         assert!(!ordinary_weights(&weights(ORDINARY_WORDS - 1), bf16, None));
-        assert!(!ordinary_weights(&weights(ORDINARY_WORDS), Some(Dtype::I16), None));
+        assert!(!ordinary_weights(
+            &weights(ORDINARY_WORDS),
+            Some(Dtype::I16),
+            None
+        ));
         assert!(!ordinary_weights(&weights(ORDINARY_WORDS), None, None));
         let mut s = 5;
         let few = Words::from_fn(16, ORDINARY_WORDS, |_| 0x3c00 + lcg(&mut s) % 200);
