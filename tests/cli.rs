@@ -1847,9 +1847,25 @@ fn the_fast_level_round_trips_and_refuses_a_budget() {
         OsStr::new("--budget"),
         OsStr::new("2"),
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    // A usage error: exit 2, as the help says, and `kind` usage with --json.
+    assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--level fast"));
     assert!(!dir.path().join("g.brv").exists());
+    for command in ["compress", "bench"] {
+        let o = brevis([
+            OsStr::new(command),
+            src.as_os_str(),
+            OsStr::new("--level"),
+            OsStr::new("fast"),
+            OsStr::new("--budget"),
+            OsStr::new("1"),
+            OsStr::new("--json"),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{command}");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["kind"], "usage", "{command}");
+        assert_eq!(v["exit_code"], 2, "{command}");
+    }
     let o = brevis(["compress", "x.safetensors", "--level", "turbo"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("fast (1), default (2) or max (3)"));

@@ -126,6 +126,11 @@ fn main() -> ExitCode {
             let mut kind = "other";
             if let Some(f) = e.downcast_ref::<Failure>() {
                 kind = f.kind;
+                if kind == "usage" {
+                    // What the command's own checks refuse (a budget with the fast level,
+                    // a terminal as standard input) exits as clap's usage errors do.
+                    code = 2;
+                }
             }
             if let Some(be) = e.downcast_ref::<brevis::Error>() {
                 kind = be.kind();
