@@ -192,7 +192,9 @@ fn salvage_on_the_command_line_names_the_region() {
 /// An archive cut at 25%, 50% and 75% of its length (an interrupted download): every
 /// tensor whose record lies before the cut restores byte for byte, every other one is
 /// zero-filled and named (lost or, for a large tensor cut inside its record, the regions
-/// after the cut); through the CLI, exit 3 and a warning that the index is missing.
+/// after the cut); through the CLI, exit 3 and a warning that the index is missing. The
+/// whole archive followed by other bytes: every tensor restored, exit 3 all the same
+/// (the whole file unchecked).
 #[test]
 fn a_cut_archive_salvages_every_tensor_before_the_cut() {
     let dir = tempfile::tempdir().unwrap();
@@ -254,6 +256,54 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
     // Without --salvage a cut archive is refused, as before.
     let o = brevis([Path::new("decompress"), &dir.path().join("cut50.brv")]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    // Other bytes after the archive: salvage finds every record and restores the file
+    // byte for byte, but without the index the whole file is unchecked: exit 3, and
+    // no claim that its checksum matched (found by a tester: it exited 0 and said so).
+    let appended = dir.path().join("appended.brv");
+    let mut bytes = good.clone();
+    bytes.extend_from_slice(&[0x5a; 20]);
+    std::fs::write(&appended, &bytes).unwrap();
+    let out_path = dir.path().join("appended.safetensors");
+    let o = brevis([
+        Path::new("decompress"),
+        Path::new("--salvage"),
+        &appended,
+        Path::new("-o"),
+        &out_path,
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("restored without its index"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        stderr.contains("the whole file could not be checked"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !text(&o).contains("whole-file checksums match"),
+        "{}",
+        text(&o)
+    );
+    assert!(std::fs::read(&out_path).unwrap() == src);
+    let json = dir.path().join("appended.json.safetensors");
+    let o = brevis([
+        Path::new("decompress"),
+        Path::new("--salvage"),
+        &appended,
+        Path::new("-o"),
+        &json,
+        Path::new("--json"),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["whole_file_checked"], false);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["damaged"], serde_json::json!([]));
 }
 
 /// A folder archive with one shard cut short, one with a flipped byte in a tensor's

@@ -22,8 +22,9 @@ pub enum DecompressDetail {
 /// What [`decompress`] did; serializes as `brevis decompress --json` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct DecompressReport {
-    /// True unless [`DecompressOptions::salvage`] zero-filled a damaged region (any
-    /// other failure is an error).
+    /// True unless [`DecompressOptions::salvage`] zero-filled a damaged region or
+    /// restored an archive without its index, so that the whole file could not be
+    /// checked (any other failure is an error).
     pub ok: bool,
     /// The archive or compressed folder.
     #[serde(serialize_with = "lossy")]
@@ -44,6 +45,11 @@ pub struct DecompressReport {
     pub checksums_ok: bool,
     /// Whether the records (names, shapes, programs) hash to their stored checksum.
     pub records_intact: bool,
+    /// Whether the restored bytes were checked against the whole-file checksum: false
+    /// only for an archive [`DecompressOptions::salvage`] restored without its index
+    /// (cut off, damaged, or followed by other bytes), whose tensors were each checked
+    /// against their own checksums.
+    pub whole_file_checked: bool,
     /// The regions [`DecompressOptions::salvage`] zero-filled (their tensors, offsets
     /// and why), in file order; empty otherwise.
     pub damaged: Vec<archive::DamagedRegion>,
@@ -169,6 +175,7 @@ pub fn decompress_into(
             seconds,
             checksums_ok: intact,
             records_intact: restored.damaged_records.is_empty(),
+            whole_file_checked: intact,
             damaged: restored.damaged,
             warnings,
         });
@@ -288,8 +295,9 @@ pub(super) fn decompress_archive(
         warnings.push(w);
     }
     let intact = s.damaged.is_empty();
+    let whole_file_checked = archive.missing_index().is_none();
     Ok(DecompressReport {
-        ok: intact,
+        ok: intact && whole_file_checked,
         input: input.to_path_buf(),
         output: s.output,
         original_bytes: s.original_bytes,
@@ -299,6 +307,7 @@ pub(super) fn decompress_archive(
         seconds,
         checksums_ok: intact,
         records_intact: s.records_intact,
+        whole_file_checked,
         damaged: s.damaged,
         warnings,
     })

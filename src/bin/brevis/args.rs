@@ -85,7 +85,9 @@ pub enum Command {
         With --salvage, a damaged tensor (or group of small tensors, gap, or 1 Mi-word \
         region of a large tensor) is zero-filled instead and named on stderr, every \
         other byte is written as it verifies, and the exit code is 3 if anything was \
-        damaged (0 if nothing was). An archive cut short (an interrupted download) \
+        damaged (0 if nothing was), an archive restored without its index (cut off, \
+        damaged or followed by other bytes, so the whole file could not be checked) \
+        included. An archive cut short (an interrupted download) \
         restores every tensor whose record precedes the cut and names the others; a \
         folder archive restores every file, each with its damage named. An archive \
         whose header record is damaged cannot be salvaged, nor one of format 3 or \

@@ -48,11 +48,8 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
             escape_name(&d.reason)
         );
     }
-    let outcome = if r.damaged.is_empty() {
-        Outcome::Ok
-    } else {
-        Outcome::Mismatch
-    };
+    // Damage is a zero-filled region, or an archive restored without its index.
+    let outcome = if r.ok { Outcome::Ok } else { Outcome::Mismatch };
     if a.json {
         after_writing(&r.output, emit_report(&r))?;
         return Ok(outcome);
@@ -70,6 +67,14 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
                 r.seconds,
             )
         }
+        DecompressDetail::File { .. } if !r.whole_file_checked => format!(
+            "{} -> {}: {} bytes, SALVAGED without the archive's index: every tensor \
+             matches its checksum, the whole file could not be checked, {:.2} s\n",
+            shown(&r.input),
+            shown(&r.output),
+            r.original_bytes,
+            r.seconds,
+        ),
         DecompressDetail::File { .. } => format!(
             "{} -> {}: {} bytes, tensor and whole-file checksums match, {:.2} s ({:.1} MB/s)\n",
             shown(&r.input),
@@ -101,7 +106,7 @@ pub fn run(a: DecompressArgs) -> Result<Outcome> {
             mb_per_s(r.original_bytes, r.seconds),
         ),
     };
-    if is_stdio(a.output.as_deref()) || !r.damaged.is_empty() {
+    if is_stdio(a.output.as_deref()) || !r.ok {
         emit_stderr(&line);
     } else {
         after_writing(&r.output, emit(&line))?;
