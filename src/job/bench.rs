@@ -96,7 +96,7 @@ pub struct BenchRow {
     pub budget: u64,
     /// Bytes of the file.
     pub original_bytes: u64,
-    /// Bytes of its archive.
+    /// Bytes of its archive: what `compress` writes for the file (its name recorded).
     pub archive_bytes: u64,
     /// [`super::percent_smaller`] of the two.
     pub reduction_percent: Option<f64>,
@@ -188,7 +188,9 @@ pub fn bench(files: &[PathBuf], opts: &BenchOptions) -> Result<BenchReport> {
                 force: false,
                 verify: false,
                 prior: opts.prior.clone(),
-                file_name: None,
+                // The name `compress` records, so that the archive measured is the
+                // one `compress` writes, byte for byte.
+                file_name: path.file_name().and_then(|n| n.to_str()).map(String::from),
                 links: None,
             };
             let runs = opts.runs as usize;
