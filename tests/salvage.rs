@@ -18,6 +18,19 @@ use support::{brevis, corpus_bytes};
 /// A tensor of a test file: name, dtype, shape and bytes.
 type Tensor = (String, &'static str, Vec<u64>, Vec<u8>);
 
+/// `brevis decompress --salvage ARCHIVE -o OUT`, then `extra` (`--json`).
+fn salvage_cli(archive: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        Path::new("decompress"),
+        Path::new("--salvage"),
+        archive,
+        Path::new("-o"),
+        out,
+    ];
+    args.extend(extra.iter().map(Path::new));
+    brevis(args)
+}
+
 /// `src` compressed with the defaults, in `dir` (as `name.brv`).
 fn compressed(dir: &Path, name: &str, src: &[u8]) -> PathBuf {
     let input = dir.join(format!("{name}.safetensors"));
@@ -168,13 +181,7 @@ fn salvage_on_the_command_line_names_the_region() {
     bad[r.program.end - 3] ^= 0x01;
     std::fs::write(&path, bad).unwrap();
     let out = dir.path().join("out.safetensors");
-    let o = brevis([
-        Path::new("decompress"),
-        Path::new("--salvage"),
-        &path,
-        Path::new("-o"),
-        &out,
-    ]);
+    let o = salvage_cli(&path, &out, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -233,13 +240,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
         let cut_path = dir.path().join(format!("cut{percent}.brv"));
         std::fs::write(&cut_path, &good[..cut]).unwrap();
         let out_path = dir.path().join(format!("cut{percent}.safetensors"));
-        let o = brevis([
-            Path::new("decompress"),
-            Path::new("--salvage"),
-            &cut_path,
-            Path::new("-o"),
-            &out_path,
-        ]);
+        let o = salvage_cli(&cut_path, &out_path, &[]);
         assert_eq!(o.status.code(), Some(3), "{percent}%: {}", text(&o));
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(
@@ -265,13 +266,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
     bytes.extend_from_slice(&[0x5a; 20]);
     std::fs::write(&appended, &bytes).unwrap();
     let out_path = dir.path().join("appended.safetensors");
-    let o = brevis([
-        Path::new("decompress"),
-        Path::new("--salvage"),
-        &appended,
-        Path::new("-o"),
-        &out_path,
-    ]);
+    let o = salvage_cli(&appended, &out_path, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -291,14 +286,7 @@ fn a_cut_archive_salvages_every_tensor_before_the_cut() {
     );
     assert!(std::fs::read(&out_path).unwrap() == src);
     let json = dir.path().join("appended.json.safetensors");
-    let o = brevis([
-        Path::new("decompress"),
-        Path::new("--salvage"),
-        &appended,
-        Path::new("-o"),
-        &json,
-        Path::new("--json"),
-    ]);
+    let o = salvage_cli(&appended, &json, &["--json"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["whole_file_checked"], false);
@@ -372,13 +360,7 @@ fn a_folder_archive_salvages_every_shard_that_verifies() {
     let o = brevis([Path::new("decompress"), &archive, Path::new("-o"), &out]);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!out.exists());
-    let o = brevis([
-        Path::new("decompress"),
-        Path::new("--salvage"),
-        &archive,
-        Path::new("-o"),
-        &out,
-    ]);
+    let o = salvage_cli(&archive, &out, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     let first = "model-00001-of-00003.safetensors";

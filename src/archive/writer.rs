@@ -44,6 +44,12 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+/// The file name an archive of `input` records for `decompress` to restore
+/// ([`CompressOptions::file_name`]): its last component, when it is UTF-8.
+pub fn recorded_name(input: &Path) -> Option<String> {
+    input.file_name().and_then(|n| n.to_str()).map(String::from)
+}
+
 /// Compresses the `.safetensors` file `input` into the archive `output`.
 ///
 /// The archive is written to a temporary file next to `output` and renamed into place
@@ -155,9 +161,9 @@ pub fn compress_to(
 
     let named;
     let opts = match (&opts.file_name, &source) {
-        (None, Source::File(input)) if input.file_name().and_then(|n| n.to_str()).is_some() => {
+        (None, Source::File(input)) if recorded_name(input).is_some() => {
             named = CompressOptions {
-                file_name: input.file_name().and_then(|n| n.to_str()).map(String::from),
+                file_name: recorded_name(input),
                 ..opts.clone()
             };
             &named

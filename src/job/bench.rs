@@ -190,7 +190,7 @@ pub fn bench(files: &[PathBuf], opts: &BenchOptions) -> Result<BenchReport> {
                 prior: opts.prior.clone(),
                 // The name `compress` records, so that the archive measured is the
                 // one `compress` writes, byte for byte.
-                file_name: path.file_name().and_then(|n| n.to_str()).map(String::from),
+                file_name: writer::recorded_name(path),
                 links: None,
             };
             let runs = opts.runs as usize;

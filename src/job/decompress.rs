@@ -46,9 +46,10 @@ pub struct DecompressReport {
     /// Whether the records (names, shapes, programs) hash to their stored checksum.
     pub records_intact: bool,
     /// Whether the restored bytes were checked against the whole-file checksum: false
-    /// only for an archive [`DecompressOptions::salvage`] restored without its index
-    /// (cut off, damaged, or followed by other bytes), whose tensors were each checked
-    /// against their own checksums.
+    /// for an archive [`DecompressOptions::salvage`] restored without its index (cut
+    /// off, damaged, or followed by other bytes), whose tensors were each checked
+    /// against their own checksums, and for a folder it salvaged with damage (a
+    /// zero-filled shard cannot match its file's checksum).
     pub whole_file_checked: bool,
     /// The regions [`DecompressOptions::salvage`] zero-filled (their tensors, offsets
     /// and why), in file order; empty otherwise.
