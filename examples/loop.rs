@@ -30,10 +30,14 @@ fn main() {
     write_archive(&src, &mut out, &opts, &no_progress, path).unwrap();
     let t = std::time::Instant::now();
     if mode == "c" {
+        let mut v = Vec::new();
         for _ in 0..n {
+            let t = std::time::Instant::now();
             let mut o = Vec::with_capacity(bytes.len() / 2);
             write_archive(&src, &mut o, &opts, &no_progress, path).unwrap();
+            v.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        eprintln!("{:.2?}", &v[..v.len().min(20)]);
     } else {
         let archive = Archive::from_bytes(out, path).unwrap();
         let mut v = Vec::new();

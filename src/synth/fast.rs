@@ -129,17 +129,26 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
     let sign_const = sign_or >> (width - 1) == 0;
     // The histogram of the exponent and `k` mantissa bits, for each `k`, and a cheap
     // estimate of its layout's bytes: the field's order-0 entropy, about two bytes of
-    // table a coded word, and the packed rest.
+    // table a coded word, and the packed rest. The finest histogram (`k = top`) comes
+    // from the dense counts, each coarser one from merging the one before's neighbours
+    // (a scan of the values present, not of the 2^head_bits counts again: that took 6%
+    // of an F32 file's fast compression).
+    let mut finest: Vec<(u64, u64)> = counts
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| c > 0)
+        .map(|(at, &c)| (at as u64, u64::from(c)))
+        .collect();
+    let mut hists: Vec<Vec<(u64, u64)>> = Vec::with_capacity(top as usize + 1);
+    for _ in 0..top {
+        let coarser = halved(&finest);
+        hists.push(std::mem::replace(&mut finest, coarser));
+    }
+    hists.push(finest);
+    hists.reverse();
     let mut candidates: Vec<Candidate> = (0..=top)
-        .map(|k| {
-            let drop = top - k;
-            let mut hist: Vec<(u64, u64)> = Vec::new();
-            for (at, group) in counts.chunks(1 << drop).enumerate() {
-                let c: u64 = group.iter().map(|&c| u64::from(c)).sum();
-                if c > 0 {
-                    hist.push((at as u64, c));
-                }
-            }
+        .zip(hists)
+        .map(|(k, hist)| {
             let h = crate::stats::entropy_bits(hist.iter().map(|&(_, c)| c));
             let table = 2.0 * hist.len().min(rans8::MAX_SYMBOLS) as f64;
             let rest = bitpack::size_for(m - k, n) as f64;
@@ -220,6 +229,19 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
 /// A number `k` of mantissa bits joined to the exponent: its estimated bytes, `k`, and
 /// the histogram of the joined field.
 type Candidate = (f64, u32, Vec<(u64, u64)>);
+
+/// The histogram of a field one bit narrower (its lowest bit dropped) from `hist`'s
+/// (values ascending with their nonzero counts): neighbours `2v` and `2v + 1` merged.
+fn halved(hist: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(hist.len());
+    for &(v, c) in hist {
+        match out.last_mut() {
+            Some(last) if last.0 == v >> 1 => last.1 += c,
+            _ => out.push((v >> 1, c)),
+        }
+    }
+    out
+}
 
 crate::codec::feature_fn! {
     "avx2";
@@ -351,6 +373,14 @@ mod tests {
     /// The counts of a field and the OR of the words are those of a plain count, for
     /// every container, at lengths around the 16-bit tables' flush (`4 * 65,535` words),
     /// and where every word has one field (the most one table slot can take).
+    #[test]
+    fn halved_merges_neighbour_values() {
+        let hist = [(0, 2), (1, 3), (5, 1), (6, 4), (7, 1), (9, 7)];
+        assert_eq!(halved(&hist), vec![(0, 5), (2, 1), (3, 5), (4, 7)]);
+        assert_eq!(halved(&halved(&hist)), vec![(0, 5), (1, 6), (2, 7)]);
+        assert_eq!(halved(&[]), Vec::<(u64, u64)>::new());
+    }
+
     #[test]
     fn head_counts_equal_a_plain_count() {
         let flush = 4 * usize::from(u16::MAX);
