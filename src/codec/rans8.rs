@@ -166,6 +166,30 @@ impl Plan {
     /// not planned; whatever `at_most`, a plan it returns is the plan [`Plan::new`]
     /// returns.
     pub fn new_at_most(hist: &[(u64, u64)], width: u32, n: usize, at_most: u64) -> Option<Plan> {
+        Plan::new_within(hist, width, n, at_most, false)
+    }
+
+    /// [`Plan::new_at_most`] at the highest precision only ([`MAX_SCALE_BITS`]): the
+    /// same coded sets, each quantized once instead of at up to four precisions (the
+    /// fast level's plan: a lower precision saves table bits, a few bytes on a stream
+    /// of 4 Ki words or more, and planning it took a third of an F32 tensor's layout).
+    pub fn new_top_precision(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        at_most: u64,
+    ) -> Option<Plan> {
+        Plan::new_within(hist, width, n, at_most, true)
+    }
+
+    /// [`Plan::new_at_most`], at the highest precision only when `top_only`.
+    fn new_within(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        at_most: u64,
+        top_only: bool,
+    ) -> Option<Plan> {
         if n == 0 || hist.is_empty() {
             return None;
         }
@@ -173,7 +197,9 @@ impl Plan {
         // count earns at least `t` of 4,096 slots (at most 255, the most frequent),
         // the rest escaped.
         let mut by_count: Vec<usize> = (0..hist.len()).collect();
-        by_count.sort_by(|&a, &b| hist[b].1.cmp(&hist[a].1).then(a.cmp(&b)));
+        // Most frequent first, ties by value: a total order, so the unstable sort gives
+        // the stable sort's order.
+        by_count.sort_unstable_by_key(|&i| (std::cmp::Reverse(hist[i].1), i));
         let mut best: Option<Plan> = None;
         let mut considered = false;
         let consider = |best: &mut Option<Plan>, keep: &[usize]| {
@@ -185,7 +211,7 @@ impl Plan {
                 },
                 None => at_most,
             };
-            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit) {
+            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit, top_only) {
                 if best
                     .as_ref()
                     .is_none_or(|b| plan.estimate_bytes() < b.estimate_bytes())
@@ -233,26 +259,26 @@ impl Plan {
         width: u32,
         n: usize,
         limit: u64,
+        top_only: bool,
     ) -> Option<Plan> {
-        let mut keep = keep.to_vec();
-        keep.sort_unstable();
-        let syms: Vec<u64> = keep.iter().map(|&i| hist[i].0).collect();
-        let mut counts: Vec<u64> = keep.iter().map(|&i| hist[i].1).collect();
+        // The kept words in `hist`'s (ascending) order, without sorting `keep`.
+        let mut is_kept = vec![false; hist.len()];
+        for &i in keep {
+            is_kept[i] = true;
+        }
+        let mut syms: Vec<u64> = Vec::with_capacity(keep.len());
+        let mut counts: Vec<u64> = Vec::with_capacity(keep.len() + 1);
+        let mut escape_hist: Vec<(u64, u64)> = Vec::new();
+        for (&(v, c), &k) in hist.iter().zip(&is_kept) {
+            if k {
+                syms.push(v);
+                counts.push(c);
+            } else {
+                escape_hist.push((v, c));
+            }
+        }
         let kept: u64 = counts.iter().sum();
         let escaped = n as u64 - kept;
-        let escape_hist: Vec<(u64, u64)> = if escaped > 0 {
-            let mut is_kept = vec![false; hist.len()];
-            for &i in &keep {
-                is_kept[i] = true;
-            }
-            hist.iter()
-                .zip(&is_kept)
-                .filter(|(_, &k)| !k)
-                .map(|(&h, _)| h)
-                .collect()
-        } else {
-            Vec::new()
-        };
         if escaped > 0 {
             counts.push(escaped);
         }
@@ -278,7 +304,11 @@ impl Plan {
         if k <= 1 {
             return Some(plan);
         }
-        let smin = crate::tensor::bits_needed(k as u64 - 1).max(1);
+        let smin = if top_only {
+            MAX_SCALE_BITS
+        } else {
+            crate::tensor::bits_needed(k as u64 - 1).max(1)
+        };
         let mut best = f64::INFINITY;
         // The least table ([`least_table_bits`]) with the entropy and the rare words'
         // clamp at a precision, or with its payload, is a bound under which the

@@ -87,13 +87,32 @@ impl Analysis {
 /// the codec that comes first in [`super::ALL_CODECS`], and a table codec must beat
 /// the plain codecs by [`table_bar`].
 pub fn encode_best(words: &Words) -> Encoded {
-    encode_analyzed(Stream::Words(words), Analysis::of(words), true)
+    encode_analyzed(Stream::Words(words), Analysis::of(words), Rans::Wide)
 }
 
 /// [`encode_best`] without codec `rans8` (the classic `rans` layout for every length):
 /// the literal of a `rans8` body's escaped words, which may not be `rans8` again.
 pub(crate) fn encode_best_without_rans8(words: &Words) -> Encoded {
-    encode_analyzed(Stream::Words(words), Analysis::of(words), false)
+    encode_analyzed(Stream::Words(words), Analysis::of(words), Rans::Classic)
+}
+
+/// The smallest of raw, bit packing and canonical Huffman for `words`, ties and the
+/// table codec's bar as in [`encode_best`]: the fast level's literal for short
+/// tensors, where planning and running an rANS coder as well (to find it a few bytes
+/// smaller, when it is) took most of their time.
+pub fn encode_without_rans(words: &Words) -> Encoded {
+    encode_analyzed(Stream::Words(words), Analysis::of(words), Rans::Not)
+}
+
+/// Which rANS coder [`encode_analyzed`] tries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rans {
+    /// `rans8` where its layout applies ([`RansPlan::new`] with `wide`), else `rans`.
+    Wide,
+    /// The classic `rans` at every length.
+    Classic,
+    /// None.
+    Not,
 }
 
 /// [`encode_best`] with the histogram of `words` already counted: its distinct words
@@ -117,7 +136,7 @@ pub fn encode_stream_with_histogram(stream: Stream<'_>, hist: Vec<(u64, u64)>) -
         pack_bits: bits_needed(max),
         hist: Some(hist),
     };
-    encode_analyzed(stream, a, true)
+    encode_analyzed(stream, a, Rans::Wide)
 }
 
 /// What both table codecs need before planning: the symbols, their set encoding, and
@@ -141,6 +160,12 @@ impl TableBounds {
     /// The bounds for histogram `hist` (distinct words ascending with their counts) of
     /// `n` words of `width` bits.
     pub(crate) fn of(hist: &[(u64, u64)], width: u32, n: usize) -> TableBounds {
+        TableBounds::for_codecs(hist, width, n, true)
+    }
+
+    /// [`TableBounds::of`], with the rANS bound left at `u64::MAX` (not computed)
+    /// unless `rans`.
+    fn for_codecs(hist: &[(u64, u64)], width: u32, n: usize, rans: bool) -> TableBounds {
         let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
         let set = plan_set(&syms, width);
         let head = count_bits(width, n) + set.bits;
@@ -152,7 +177,11 @@ impl TableBounds {
             counts.sort_unstable();
             (
                 huffman::body_lower_bound(&counts, n, head),
-                rans::body_lower_bound(&counts, n, head),
+                if rans {
+                    rans::body_lower_bound(&counts, n, head)
+                } else {
+                    u64::MAX
+                },
             )
         };
         TableBounds {
@@ -199,7 +228,7 @@ pub fn best_size(words: &Words) -> u64 {
     }
 }
 
-fn encode_analyzed(stream: Stream<'_>, a: Analysis, wide: bool) -> Encoded {
+fn encode_analyzed(stream: Stream<'_>, a: Analysis, rans: Rans) -> Encoded {
     let (width, n) = (stream.width(), stream.len());
     let mut best = (CodecId::Raw, raw::size(width, n));
     let bp = bitpack::size_for(a.pack_bits, n);
@@ -218,7 +247,7 @@ fn encode_analyzed(stream: Stream<'_>, a: Analysis, wide: bool) -> Encoded {
             set,
             huff_lb,
             rans_lb,
-        } = TableBounds::of(hist, width, n);
+        } = TableBounds::for_codecs(hist, width, n, rans != Rans::Not);
         if huff_lb < best.1 {
             let plan = huffman::Plan::with_set(hist, width, n, syms.clone(), set);
             if plan.size() < best.1 {
@@ -226,8 +255,8 @@ fn encode_analyzed(stream: Stream<'_>, a: Analysis, wide: bool) -> Encoded {
             }
             huff = Some(plan);
         }
-        if rans_lb < best.1 {
-            if let Some(e) = encode_rans(stream, hist, syms, set, best.1, wide) {
+        if rans != Rans::Not && rans_lb < best.1 {
+            if let Some(e) = encode_rans(stream, hist, syms, set, best.1, rans == Rans::Wide) {
                 return e;
             }
         }
@@ -612,6 +641,41 @@ mod tests {
             assert_eq!(best_size(w), e.body.len() as u64, "{} words", w.len());
             assert_eq!(best_size(w), chosen_size(&all_sizes(w)));
         }
+    }
+
+    /// The rANS-free literal: never rANS, the smallest of the other codecs, so the same
+    /// body as [`encode_best`] wherever that is not rANS, and not smaller where it is.
+    #[test]
+    fn literals_without_rans_are_the_best_of_the_rest() {
+        let mut seed = 3u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            seed >> 33
+        };
+        let mut kinds = std::collections::BTreeSet::new();
+        for (width, n, spread) in [
+            (16u32, 384usize, 7u64),
+            (32, 512, 1 << 30),
+            (8, 3000, 200),
+            (16, 100, 1),
+            (32, 64, 3),
+        ] {
+            let words = Words::from_fn(width, n, |_| next() % spread * (next() % 3));
+            let best = encode_best(&words);
+            let quick = encode_without_rans(&words);
+            assert!(!matches!(
+                quick.codec,
+                CodecId::Rans | CodecId::Rans8 | CodecId::Rans32
+            ));
+            assert_eq!(decode(quick.codec, &quick.body, width, n).unwrap(), words);
+            if matches!(best.codec, CodecId::Rans | CodecId::Rans8) {
+                assert!(quick.body.len() >= best.body.len());
+            } else {
+                assert_eq!(quick, best);
+            }
+            kinds.insert(format!("{:?}", best.codec));
+        }
+        assert!(kinds.len() >= 2, "{kinds:?}");
     }
 
     #[test]

@@ -345,3 +345,44 @@ fn offset_tables_decode_like_symbol_tables() {
         assert_eq!(decode(&body, width, n).unwrap(), words);
     }
 }
+
+/// The fast level's plan: the same coded set as [`Plan::new`] would pick at the highest
+/// precision, always at that precision, never smaller than the full planner's estimate,
+/// and its body decodes; where the full planner also lands on the highest precision the
+/// two plans write the same bytes.
+#[test]
+fn top_precision_plans_code_at_12_bits_and_decode() {
+    let mut seed = 21u64;
+    let mut same = 0;
+    for (width, n, spread) in [
+        (8u32, 5000usize, 8u64),
+        (8, 200_000, 256),
+        (12, 300_000, 600),
+        (12, 9000, 2000),
+        (16, 4096, 40),
+    ] {
+        // Bell-shaped: the sum of four uniform draws.
+        let words = Words::from_fn(width, n, |_| {
+            (0..4)
+                .map(|_| lcg(&mut seed) % (spread / 4 + 1))
+                .sum::<u64>()
+                & mask(width)
+        });
+        let hist = crate::stats::histogram(&words, usize::MAX).unwrap();
+        let full = Plan::new(&hist, width, n).unwrap();
+        let top = Plan::new_top_precision(&hist, width, n, u64::MAX).unwrap();
+        assert_eq!(top.scale, MAX_SCALE_BITS, "{width}-bit, spread {spread}");
+        assert!(top.estimate_bytes() >= full.estimate_bytes());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        top.encode(Stream::Words(&words), &mut a);
+        full.encode(Stream::Words(&words), &mut b);
+        assert_eq!(decode(&a, width, n).unwrap(), words);
+        if full.scale == MAX_SCALE_BITS {
+            assert_eq!(a, b, "{width}-bit, spread {spread}");
+            same += 1;
+        }
+        // A bound below its estimate gives no plan.
+        assert!(Plan::new_top_precision(&hist, width, n, top.estimate_bytes() - 1).is_none());
+    }
+    assert_eq!(same, 2, "two worked cases plan at 12 bits");
+}
