@@ -304,20 +304,39 @@ fn head_counts_in<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u6
             let (t2, t3) = rest.split_at_mut(size);
             for block in group.chunks(BLOCK) {
                 let keys = &mut keys[..block.len()];
-                for (k, &x) in keys.iter_mut().zip(block) {
-                    let x: u64 = x.into();
-                    *k = ((x >> shift) & head_mask) as u16;
+                if std::mem::size_of::<T>() <= 4 {
+                    // In 32-bit lanes (`shift` < the width <= 32): twice the 64-bit lanes'
+                    // words a vector.
+                    let m = head_mask as u32;
+                    for (k, &x) in keys.iter_mut().zip(block) {
+                        let x = x.into() as u32;
+                        *k = ((x >> shift) & m) as u16;
+                    }
+                } else {
+                    for (k, &x) in keys.iter_mut().zip(block) {
+                        let x: u64 = x.into();
+                        *k = ((x >> shift) & head_mask) as u16;
+                    }
                 }
                 or |= block.iter().fold(0u64, |o, &x| o | x.into());
+                // Masked by `top` (the keys are below `size`, a power of two, so this
+                // changes none): the compiler then drops the four bounds checks.
+                let top = size - 1;
+                let (t0, t1, t2, t3) = (
+                    &mut t0[..=top],
+                    &mut t1[..=top],
+                    &mut t2[..=top],
+                    &mut t3[..=top],
+                );
                 let mut fours = keys.chunks_exact(4);
                 for c in &mut fours {
-                    t0[usize::from(c[0])] += 1;
-                    t1[usize::from(c[1])] += 1;
-                    t2[usize::from(c[2])] += 1;
-                    t3[usize::from(c[3])] += 1;
+                    t0[usize::from(c[0]) & top] += 1;
+                    t1[usize::from(c[1]) & top] += 1;
+                    t2[usize::from(c[2]) & top] += 1;
+                    t3[usize::from(c[3]) & top] += 1;
                 }
                 for &k in fours.remainder() {
-                    t0[usize::from(k)] += 1;
+                    t0[usize::from(k) & top] += 1;
                 }
             }
         }
