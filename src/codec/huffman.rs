@@ -594,15 +594,36 @@ struct LongCodes<T> {
 
 impl<T: Word> LongCodes<T> {
     fn new(syms: &[u64], lens: &[u8], pbits: u32, maxlen: u32) -> LongCodes<T> {
-        let mut by_len: Vec<u32> = (0..syms.len() as u32).collect();
-        by_len.sort_by_key(|&i| (lens[i as usize], i));
-        let sorted = by_len
-            .iter()
-            .map(|&i| T::from_u64(syms[i as usize]))
-            .collect();
+        if maxlen <= pbits {
+            // Every code is in the primary table: [`LongCodes::find`] looks at no
+            // length and finds nothing.
+            return LongCodes {
+                sorted: Vec::new(),
+                base: [0; MAX_CODE_LEN as usize + 1],
+                first_index: [0; MAX_CODE_LEN as usize + 1],
+                limit: [0; MAX_CODE_LEN as usize + 1],
+                pbits,
+                maxlen,
+            };
+        }
         let mut count = [0u32; MAX_CODE_LEN as usize + 1];
         for &l in lens {
             count[usize::from(l)] += 1;
+        }
+        // Symbols ordered by (length, index): a counting sort by length, each length's
+        // symbols in index order (a comparison sort here was two thirds of decoding a
+        // short tensor's Huffman literal).
+        let mut next = [0usize; MAX_CODE_LEN as usize + 1];
+        let mut at = 0;
+        for (l, c) in count.iter().enumerate() {
+            next[l] = at;
+            at += *c as usize;
+        }
+        let mut sorted = vec![T::from_u64(0); syms.len()];
+        for (&sym, &l) in syms.iter().zip(lens) {
+            let l = usize::from(l);
+            sorted[next[l]] = T::from_u64(sym);
+            next[l] += 1;
         }
         count[0] = 0;
         let mut base = [0u32; MAX_CODE_LEN as usize + 1];
