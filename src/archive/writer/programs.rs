@@ -167,7 +167,13 @@ pub(super) fn program_in_regions(
             release(chunk);
         }
         let (at, len) = (k * region_words, words.len());
-        let replayed = first.and_then(|(p, per_word)| {
+        let rows = cols.map(|c| (len / c) as u64);
+        // Ordinary weights are not replayed: the search takes the fast layout for them
+        // at once, one pass and one plan a field, where a replay re-plans each literal
+        // with every codec and precision (the replays were a third of the FP8 file's
+        // default compression, on its 23 MB embedding).
+        let ordinary = first.is_some() && crate::synth::fast::ordinary_weights(&words, dtype, rows);
+        let replayed = first.filter(|_| !ordinary).and_then(|(p, per_word)| {
             let node = crate::synth::replay::replay(p, &words)?;
             let bytes = crate::dsl::program_len(&node);
             let raw = (len as u64 * u64::from(width)).div_ceil(8);
@@ -178,12 +184,14 @@ pub(super) fn program_in_regions(
             Some(node) if !opts.verify || crate::dsl::matches(&node, &words) == Ok(true) => {
                 (node, SearchStats::default(), None)
             }
-            _ => {
-                let rows = cols.map(|c| (len / c) as u64);
-                program_for(words, dtype, rows, opts, || {
-                    format!("{}, words [{at}, {})", region(), at + len)
-                })
-            }
+            _ => program_by(
+                words,
+                dtype,
+                rows,
+                opts,
+                || format!("{}, words [{at}, {})", region(), at + len),
+                ordinary,
+            ),
         };
         let r = RegionSum {
             words: len as u64,
@@ -264,6 +272,20 @@ pub(super) fn program_for(
     opts: &CompressOptions,
     region: impl Fn() -> String,
 ) -> (Node, SearchStats, Option<Warning>) {
+    program_by(shared, dtype, rows, opts, region, false)
+}
+
+/// [`program_for`]; with `layout`, the fast layout ([`crate::synth::fast::program`])
+/// without asking the search (for words the caller found to be ordinary weights, which
+/// the search would code so: its gates are not run twice).
+fn program_by(
+    shared: Arc<Words>,
+    dtype: Option<Dtype>,
+    rows: Option<u64>,
+    opts: &CompressOptions,
+    region: impl Fn() -> String,
+    layout: bool,
+) -> (Node, SearchStats, Option<Warning>) {
     let words: &Words = &shared;
     let literal = |stats: SearchStats| {
         let stats = SearchStats {
@@ -281,7 +303,16 @@ pub(super) fn program_for(
         PriorChoice::Given(p) => p.as_ref(),
         _ => &uniform,
     };
-    let mut syn = synthesize_matrix(&shared, dtype, rows, &opts.search, prior);
+    let mut syn = if layout {
+        let (program, bytes) = crate::synth::fast::program(words, dtype);
+        crate::synth::Synthesis {
+            program,
+            bytes,
+            stats: SearchStats::default(),
+        }
+    } else {
+        synthesize_matrix(&shared, dtype, rows, &opts.search, prior)
+    };
     if test_fault() == Some(Fault::BadProgram) {
         if let Ok(wrong) = Node::map(crate::dsl::MapFn::Xor(1), syn.program.clone()) {
             syn.program = wrong;
@@ -376,6 +407,57 @@ mod tests {
         let (kept, _, _, _) = regions_releasing(300, bytes.len() + 1);
         assert!(released.lock().unwrap().is_empty());
         assert_eq!(kept, node);
+    }
+
+    /// At the default level the regions of a large tensor of ordinary weights are each
+    /// coded in the fast layout (what the search takes for them), not by a replay of
+    /// the first region's program, and the tensor restores.
+    #[test]
+    fn regions_of_ordinary_weights_take_the_layout() {
+        let mut s = 9u64;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 33
+        };
+        let n = 3 * 20_000;
+        let words = Words::from_fn(16, n, |_| {
+            let exp = 127 - (next() % 4096).trailing_zeros() as u64;
+            ((next() & 1) << 15) | (exp << 7) | (next() & 0x7f)
+        });
+        let bytes: Vec<u8> = words
+            .to_u64s()
+            .iter()
+            .flat_map(|&x| (x as u16).to_le_bytes())
+            .collect();
+        let opts = CompressOptions::default();
+        assert_eq!(opts.search.level, crate::synth::Level::Default);
+        let (node, _, warning, sums) = program_in_regions(
+            &bytes,
+            20_000,
+            usize::MAX,
+            (16, Some(Dtype::BF16), None),
+            &opts,
+            String::new,
+            &|_: &[u8]| {},
+        );
+        assert!(warning.is_none());
+        assert_eq!(sums.map(|s| s.len()), Some(3));
+        let Op::Concat(children) = node.op() else {
+            panic!("expected concat, got {:?}", node.op());
+        };
+        for (k, child) in children.iter().enumerate() {
+            let region = Words::from_fn(16, 20_000, |i| words.get(k * 20_000 + i));
+            assert!(crate::synth::fast::ordinary_weights(
+                &region,
+                Some(Dtype::BF16),
+                None
+            ));
+            let (layout, _) = crate::synth::fast::program(&region, Some(Dtype::BF16));
+            assert!(*child == layout, "region {k} is not the fast layout");
+        }
+        assert_eq!(execute(&node, n as u64).unwrap(), words);
     }
 
     /// At the default level a large tensor's regions after the first replay the first
