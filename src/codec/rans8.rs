@@ -166,30 +166,6 @@ impl Plan {
     /// not planned; whatever `at_most`, a plan it returns is the plan [`Plan::new`]
     /// returns.
     pub fn new_at_most(hist: &[(u64, u64)], width: u32, n: usize, at_most: u64) -> Option<Plan> {
-        Plan::new_within(hist, width, n, at_most, false)
-    }
-
-    /// [`Plan::new_at_most`] at the highest precision only ([`MAX_SCALE_BITS`]): the
-    /// same coded sets, each quantized once instead of at up to four precisions (the
-    /// fast level's plan: a lower precision saves table bits, a few bytes on a stream
-    /// of 4 Ki words or more, and planning it took a third of an F32 tensor's layout).
-    pub fn new_top_precision(
-        hist: &[(u64, u64)],
-        width: u32,
-        n: usize,
-        at_most: u64,
-    ) -> Option<Plan> {
-        Plan::new_within(hist, width, n, at_most, true)
-    }
-
-    /// [`Plan::new_at_most`], at the highest precision only when `top_only`.
-    fn new_within(
-        hist: &[(u64, u64)],
-        width: u32,
-        n: usize,
-        at_most: u64,
-        top_only: bool,
-    ) -> Option<Plan> {
         if n == 0 || hist.is_empty() {
             return None;
         }
@@ -211,7 +187,7 @@ impl Plan {
                 },
                 None => at_most,
             };
-            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit, top_only) {
+            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit) {
                 if best
                     .as_ref()
                     .is_none_or(|b| plan.estimate_bytes() < b.estimate_bytes())
@@ -259,7 +235,6 @@ impl Plan {
         width: u32,
         n: usize,
         limit: u64,
-        top_only: bool,
     ) -> Option<Plan> {
         // The kept words in `hist`'s (ascending) order, without sorting `keep`.
         let mut is_kept = vec![false; hist.len()];
@@ -304,11 +279,7 @@ impl Plan {
         if k <= 1 {
             return Some(plan);
         }
-        let smin = if top_only {
-            MAX_SCALE_BITS
-        } else {
-            crate::tensor::bits_needed(k as u64 - 1).max(1)
-        };
+        let smin = crate::tensor::bits_needed(k as u64 - 1).max(1);
         let mut best = f64::INFINITY;
         // The least table ([`least_table_bits`]) with the entropy and the rare words'
         // clamp at a precision, or with its payload, is a bound under which the

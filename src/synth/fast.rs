@@ -188,7 +188,7 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
                 None => continue,
             },
         };
-        let Some(plan) = rans8::Plan::new_top_precision(&hist, e + k, n, at_most) else {
+        let Some(plan) = rans8::Plan::new_at_most(&hist, e + k, n, at_most) else {
             continue;
         };
         let total = plan.estimate_bytes() + rest;
@@ -379,7 +379,7 @@ fn packed(target: &Words, shift: u32, width: u32) -> Node {
 fn stream_literal(stream: Stream<'_>, width: u32, n: usize) -> Option<Node> {
     let words = stream.to_words();
     let hist = crate::stats::histogram(&words, usize::MAX)?;
-    let plan = rans8::Plan::new_top_precision(&hist, width, n, u64::MAX)?;
+    let plan = rans8::Plan::new(&hist, width, n)?;
     if plan.estimate_bytes() >= bitpack::size_for(width, n) {
         return None;
     }
