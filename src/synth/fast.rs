@@ -122,13 +122,9 @@ pub fn program(target: &Words, dtype: Option<Dtype>) -> (Node, u64) {
 /// rANS coder as well made the corpus's fast archives 0-273 bytes smaller (under 0.003
 /// points) and took 16% of silero-vad's fast compression (its eight biases).
 fn short_literal(target: &Words) -> Node {
-    let e = crate::codec::select::encode_without_rans(target);
     Node::lit_encoded(
         Ty::new(target.width(), target.len() as u64),
-        Lit {
-            codec: e.codec,
-            body: e.body.into(),
-        },
+        crate::codec::select::encode_without_rans(target).into(),
     )
     .expect("a literal of the target's type is valid")
 }
@@ -150,18 +146,18 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
     // from the dense counts, each coarser one from merging the one before's neighbours
     // (a scan of the values present, not of the 2^head_bits counts again: that took 6%
     // of an F32 file's fast compression).
-    let mut finest: Vec<(u64, u64)> = counts
+    let finest: Vec<(u64, u64)> = counts
         .iter()
         .enumerate()
         .filter(|&(_, &c)| c > 0)
         .map(|(at, &c)| (at as u64, u64::from(c)))
         .collect();
-    let mut hists: Vec<Vec<(u64, u64)>> = Vec::with_capacity(top as usize + 1);
-    for _ in 0..top {
-        let coarser = halved(&finest);
-        hists.push(std::mem::replace(&mut finest, coarser));
+    let mut hists = vec![finest];
+    for k in 0..top as usize {
+        let coarser = halved(&hists[k]);
+        hists.push(coarser);
     }
-    hists.push(finest);
+    // Indexed by `k`: the coarsest (`k = 0`) first.
     hists.reverse();
     let mut candidates: Vec<Candidate> = (0..=top)
         .zip(hists)

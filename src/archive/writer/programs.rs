@@ -356,11 +356,8 @@ mod tests {
     #[test]
     fn large_regions_become_an_explicit_concat_that_round_trips() {
         let words = Words::from_fn(16, 1000, |i| (i as u64 * 7919) % 300);
-        let bytes: Vec<u8> = words
-            .to_u64s()
-            .iter()
-            .flat_map(|&x| (x as u16).to_le_bytes())
-            .collect();
+        let mut bytes = Vec::new();
+        words.write_le_bytes(&mut bytes);
         let opts = CompressOptions::default();
         // Each region's bytes are released once read: record them as offsets.
         let released = std::sync::Mutex::new(Vec::new());
@@ -426,11 +423,8 @@ mod tests {
             let exp = 127 - (next() % 4096).trailing_zeros() as u64;
             ((next() & 1) << 15) | (exp << 7) | (next() & 0x7f)
         });
-        let bytes: Vec<u8> = words
-            .to_u64s()
-            .iter()
-            .flat_map(|&x| (x as u16).to_le_bytes())
-            .collect();
+        let mut bytes = Vec::new();
+        words.write_le_bytes(&mut bytes);
         let opts = CompressOptions::default();
         assert_eq!(opts.search.level, crate::synth::Level::Default);
         let (node, _, warning, sums) = program_in_regions(
@@ -473,11 +467,8 @@ mod tests {
             (h & 0x8000) | (0x3C00 + (h % 5) * 0x80) | (h >> 7 & 0x7F)
         };
         let words = Words::from_fn(16, 4096, |i| weight(i as u64));
-        let bytes: Vec<u8> = words
-            .to_u64s()
-            .iter()
-            .flat_map(|&x| (x as u16).to_le_bytes())
-            .collect();
+        let mut bytes = Vec::new();
+        words.write_le_bytes(&mut bytes);
         let run = |opts: &CompressOptions, bytes: &[u8]| {
             program_in_regions(
                 bytes,
