@@ -92,8 +92,12 @@ pub fn rans8_simd(data: &[u8]) {
     }
     let n = ty.len as usize;
     let scalar = brevis::codec::rans8::decode_scalar(body, ty.width, n);
-    // The AVX2 kernel too where AVX-512 would run instead.
-    if let Some(avx2) = brevis::codec::rans8::decode_avx2(body, ty.width, n) {
+    // Both AVX2 kernels (gathers and scalar loads) too, whichever this processor runs.
+    let avx2 = [
+        brevis::codec::rans8::decode_avx2(body, ty.width, n),
+        brevis::codec::rans8::decode_avx2_lookup(body, ty.width, n),
+    ];
+    for avx2 in avx2.into_iter().flatten() {
         match (&avx2, &scalar) {
             (Ok(a), Ok(b)) => assert_eq!(a, b, "rans8: AVX2 and scalar decode differ"),
             (Err(_), Err(_)) => {}

@@ -914,7 +914,26 @@ pub fn decode_scalar(body: &[u8], width: u32, n: usize) -> Result<Words, CodecEr
 /// As [`decode`].
 #[doc(hidden)]
 pub fn decode_avx2(body: &[u8], width: u32, n: usize) -> Option<Result<Words, CodecError>> {
-    let kernel = simd::avx2()?;
+    decode_with_kernel(body, width, n, simd::avx2()?)
+}
+
+/// [`decode_avx2`] with the AVX2 kernel that loads table entries one by one instead of
+/// gathering them (which of the two [`decode`] runs is timed per processor); `None`
+/// where the processor lacks AVX2.
+///
+/// # Errors
+/// As [`decode`].
+#[doc(hidden)]
+pub fn decode_avx2_lookup(body: &[u8], width: u32, n: usize) -> Option<Result<Words, CodecError>> {
+    decode_with_kernel(body, width, n, simd::avx2_lookup()?)
+}
+
+fn decode_with_kernel(
+    body: &[u8],
+    width: u32,
+    n: usize,
+    kernel: simd::Kernel,
+) -> Option<Result<Words, CodecError>> {
     Some(parse(body, width, n).and_then(|p| {
         let mut d = p.decoder()?;
         d.simd = false;

@@ -7,10 +7,14 @@
 //! the same.
 //!
 //! Gathers: htscodecs 1.6 replaced its AVX2 gathers with scalar loads after the Downfall
-//! microcode update on Intel and on AMD Zen 4 (`../shared/ENTROPY.md`). Measured on this
-//! project's machine (an Intel Xeon with AVX-512, the update in place) on minilm's
-//! exponent bytes: AVX2 with gathers 0.58 ns a symbol, with eight loads 0.63, AVX-512
-//! with gathers 0.47, scalar 2.5 (docs/bench.md); so gathers, with the AVX-512 path first.
+//! microcode update on Intel and on AMD Zen 4 (`../shared/ENTROPY.md`). Measured on an
+//! Intel Xeon with AVX-512 (the update in place) on minilm's exponent bytes: AVX2 with
+//! gathers 0.58 ns a symbol, with eight loads 0.63, AVX-512 with gathers 0.47, scalar 2.5;
+//! on an AMD EPYC (Zen 3, no AVX-512) AVX2 with gathers 0.80-0.84, with eight loads
+//! inserted into the vector (`vpinsrd` from memory) 0.74-0.78 (docs/bench.md, sessions
+//! 27 and 31). So the AVX-512 path first where there is one, and between the two AVX2
+//! kernels the one that decodes a short synthetic stream faster on this processor
+//! ([`kernel`]).
 //!
 //! Chosen at run time ([`kernel`]); `None` where neither applies (the scalar decoder of
 //! the parent module runs then).
@@ -22,7 +26,10 @@
 /// `scale <= 12`.
 pub(super) type Kernel = fn(&[u32], u32, &mut [u32], &[u8], usize, &mut [u8]) -> usize;
 
-/// The fastest kernel this processor has, if any.
+/// The fastest kernel this processor has, if any: AVX-512's, else the faster of the two
+/// AVX2 kernels ([`avx2`] with gathers, [`avx2_lookup`] with scalar loads) on a short
+/// synthetic stream, timed once a process (about 0.1 ms). `BREVIS_RANS8_KERNEL=gather` or
+/// `=lookup` picks an AVX2 kernel without timing (benchmarks; both decode the same words).
 pub(super) fn kernel() -> Option<Kernel> {
     use std::sync::OnceLock;
     static K: OnceLock<Option<Kernel>> = OnceLock::new();
@@ -30,8 +37,53 @@ pub(super) fn kernel() -> Option<Kernel> {
         if !crate::simd::allowed() {
             return None;
         }
-        imp::avx512().or_else(imp::avx2)
+        if let Some(k) = imp::avx512() {
+            return Some(k);
+        }
+        let (gather, lookup) = (imp::avx2()?, imp::avx2_lookup()?);
+        match std::env::var("BREVIS_RANS8_KERNEL").as_deref() {
+            Ok("gather") => Some(gather),
+            Ok("lookup") => Some(lookup),
+            _ => Some(faster(gather, lookup)),
+        }
     })
+}
+
+/// The faster of two kernels decoding the same synthetic stream (64 states, 8,192
+/// symbols of a 64-symbol table at 12-bit precision, pseudo-random payload words): the
+/// least of 7 timings each, taken alternately; `a` on a tie.
+fn faster(a: Kernel, b: Kernel) -> Kernel {
+    use std::time::{Duration, Instant};
+    const N: usize = 8192;
+    let table: Vec<u32> = (0..1u32 << 12)
+        .map(|slot| super::entry(slot >> 6, 64, slot & 63))
+        .collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let words: Vec<u8> = (0..2 * N)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        })
+        .collect();
+    let mut out = vec![0u8; N];
+    let mut time = |k: Kernel| {
+        let mut x = [super::L; 64];
+        let t = Instant::now();
+        std::hint::black_box(k(&table, 12, &mut x, &words, 0, &mut out));
+        t.elapsed()
+    };
+    let (mut ta, mut tb) = (Duration::MAX, Duration::MAX);
+    for _ in 0..7 {
+        ta = ta.min(time(a));
+        tb = tb.min(time(b));
+    }
+    if tb < ta {
+        b
+    } else {
+        a
+    }
 }
 
 /// The AVX-512 kernel, if this processor has AVX-512 F.
@@ -40,10 +92,17 @@ pub(super) fn avx512() -> Option<Kernel> {
     imp::avx512()
 }
 
-/// The AVX2 kernel, if this processor has AVX2.
+/// The AVX2 kernel with gathers, if this processor has AVX2.
 #[allow(dead_code)]
 pub(super) fn avx2() -> Option<Kernel> {
     imp::avx2()
+}
+
+/// The AVX2 kernel that loads each state's table entry with a scalar load and inserts
+/// the eight into a vector, if this processor has AVX2: the same words as [`avx2`].
+#[allow(dead_code)]
+pub(super) fn avx2_lookup() -> Option<Kernel> {
+    imp::avx2_lookup()
 }
 
 /// Maps symbols to words of at most 8 bits: `out[i] = table[symbols[i]]`, with AVX-512
@@ -214,6 +273,9 @@ mod imp {
         None
     }
     pub(super) fn avx2() -> Option<Kernel> {
+        None
+    }
+    pub(super) fn avx2_lookup() -> Option<Kernel> {
         None
     }
     pub(super) fn fields_available(_: super::Isa) -> bool {
@@ -1043,7 +1105,12 @@ mod imp {
 
     pub(super) fn avx2() -> Option<Kernel> {
         (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt"))
-            .then_some(run256 as Kernel)
+            .then_some(run256::<false> as Kernel)
+    }
+
+    pub(super) fn avx2_lookup() -> Option<Kernel> {
+        (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt"))
+            .then_some(run256::<true> as Kernel)
     }
 
     fn checks(table: &[u32], scale: u32, lanes: usize, words: &[u8], pos: usize, out: &[u8]) {
@@ -1143,7 +1210,8 @@ mod imp {
         t
     };
 
-    fn run256(
+    /// `LOOKUP`: the table entries by scalar loads, not a gather.
+    fn run256<const LOOKUP: bool>(
         table: &[u32],
         scale: u32,
         x: &mut [u32],
@@ -1152,21 +1220,24 @@ mod imp {
         out: &mut [u8],
     ) -> usize {
         checks(table, scale, x.len(), words, pos, out);
-        // SAFETY: AVX2 and POPCNT were detected ([`avx2`]); the bounds hold as in
-        // [`run512`], each 8-word load of a vector's states starting at most
+        // SAFETY: AVX2 and POPCNT were detected ([`avx2`], [`avx2_lookup`]); the bounds
+        // hold as in [`run512`] (a scalar load's slot is masked below `2^scale` as a
+        // gather's is), each 8-word load of a vector's states starting at most
         // `lanes - 8` words past the group's start.
         unsafe {
             match x.len() {
-                32 => decode256::<4>(table, scale, x, words, pos, out),
-                _ => decode256::<8>(table, scale, x, words, pos, out),
+                32 => decode256::<4, LOOKUP>(table, scale, x, words, pos, out),
+                _ => decode256::<8, LOOKUP>(table, scale, x, words, pos, out),
             }
         }
     }
 
     /// `V` vectors of 8 states (`V` a multiple of 4: each 4 vectors' 32 symbols are
-    /// packed to bytes together).
+    /// packed to bytes together). `LOOKUP`: each vector's 8 table entries by scalar
+    /// loads inserted into the vector (`vmovd`/`vpinsrd` from memory; the slots taken
+    /// out as four 64-bit words), else one gather.
     #[target_feature(enable = "avx2,popcnt")]
-    unsafe fn decode256<const V: usize>(
+    unsafe fn decode256<const V: usize, const LOOKUP: bool>(
         table: &[u32],
         scale: u32,
         x: &mut [u32],
@@ -1193,7 +1264,33 @@ mod imp {
             let mut e = [zero; V];
             for (k, xk) in xv.iter_mut().enumerate() {
                 let s = *xk;
-                let ek = _mm256_i32gather_epi32::<4>(base, _mm256_and_si256(s, mask));
+                let slots = _mm256_and_si256(s, mask);
+                let ek = if LOOKUP {
+                    let at = |q: i64, hi: bool| {
+                        let q = q as u64;
+                        *base.add(if hi { q >> 32 } else { q & 0xffff_ffff } as usize)
+                    };
+                    let (q0, q1) = (
+                        _mm256_extract_epi64::<0>(slots),
+                        _mm256_extract_epi64::<1>(slots),
+                    );
+                    let (q2, q3) = (
+                        _mm256_extract_epi64::<2>(slots),
+                        _mm256_extract_epi64::<3>(slots),
+                    );
+                    _mm256_setr_epi32(
+                        at(q0, false),
+                        at(q0, true),
+                        at(q1, false),
+                        at(q1, true),
+                        at(q2, false),
+                        at(q2, true),
+                        at(q3, false),
+                        at(q3, true),
+                    )
+                } else {
+                    _mm256_i32gather_epi32::<4>(base, slots)
+                };
                 e[k] = ek;
                 let f = _mm256_and_si256(_mm256_srli_epi32::<8>(ek), m12);
                 let bias = _mm256_srli_epi32::<20>(ek);

@@ -84,6 +84,9 @@ fn simd_decoder_equals_scalar() {
             if let Some(avx2) = decode_avx2(&body, width, n) {
                 assert_eq!(avx2.unwrap(), words, "AVX2: width {width}, n {n}");
             }
+            if let Some(avx2) = decode_avx2_lookup(&body, width, n) {
+                assert_eq!(avx2.unwrap(), words, "AVX2 lookup: width {width}, n {n}");
+            }
             for damage in 0..6 {
                 let mut bad = body.clone();
                 let at = (lcg(&mut seed) as usize) % bad.len();
@@ -93,7 +96,13 @@ fn simd_decoder_equals_scalar() {
                     bad[at] ^= 1 << (lcg(&mut seed) % 8);
                 }
                 let (a, b) = (decode(&bad, width, n), decode_scalar(&bad, width, n));
-                if let Some(c) = decode_avx2(&bad, width, n) {
+                for c in [
+                    decode_avx2(&bad, width, n),
+                    decode_avx2_lookup(&bad, width, n),
+                ]
+                .into_iter()
+                .flatten()
+                {
                     assert_eq!(c.is_ok(), b.is_ok(), "AVX2: width {width}, n {n}");
                     if let (Ok(c), Ok(b)) = (c, &b) {
                         assert_eq!(c, *b, "AVX2: width {width}, n {n}, damage {damage}");
