@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use support::{brevis, json_of, CASES};
+use support::{brevis, brevis_env, json_of, CASES};
 
 fn case(name: &str) -> PathBuf {
     Path::new(CASES).join(name)
@@ -636,6 +636,17 @@ fn bench_json_reports_every_file() {
     ]));
     let files = v["files"].as_array().unwrap();
     assert_eq!(files.len(), 2);
+    let kernel = v["rans8_kernel"].as_str().unwrap();
+    assert!(
+        [
+            "avx512 gathers",
+            "avx2 gathers",
+            "avx2 scalar loads",
+            "scalar"
+        ]
+        .contains(&kernel),
+        "{kernel}"
+    );
     for f in files {
         for key in [
             "original_bytes",
@@ -647,6 +658,34 @@ fn bench_json_reports_every_file() {
         ] {
             assert!(f[key].is_number(), "bench lacks {key}: {f}");
         }
+    }
+}
+
+/// `bench --json` names the `rans8` decoding kernel its runs used, and the environment
+/// picks it: `BREVIS_NO_SIMD` the scalar decoder, `BREVIS_RANS8_KERNEL` one of the two
+/// AVX2 kernels (on a processor with AVX2 and without AVX-512, whose kernel comes first).
+#[test]
+fn bench_json_names_the_rans8_kernel_the_environment_picks() {
+    let kernel = |env: &[(&str, &str)]| {
+        let v = json_of(&brevis_env(
+            [
+                OsStr::new("bench"),
+                case("B22_float_specials.safetensors").as_os_str(),
+                OsStr::new("--runs"),
+                OsStr::new("1"),
+                OsStr::new("--json"),
+            ],
+            env,
+        ));
+        v["rans8_kernel"].as_str().unwrap().to_string()
+    };
+    assert_eq!(kernel(&[("BREVIS_NO_SIMD", "1")]), "scalar");
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && !is_x86_feature_detected!("avx512f") {
+        let gather = kernel(&[("BREVIS_RANS8_KERNEL", "gather")]);
+        assert_eq!(gather, "avx2 gathers");
+        let lookup = kernel(&[("BREVIS_RANS8_KERNEL", "lookup")]);
+        assert_eq!(lookup, "avx2 scalar loads");
     }
 }
 

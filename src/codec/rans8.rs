@@ -894,6 +894,14 @@ pub fn decode(body: &[u8], width: u32, n: usize) -> Result<Words, CodecError> {
     decode_with(body, width, n, true)
 }
 
+/// Which decoding kernel [`decode`] runs on this processor, chosen once a process:
+/// `avx512 gathers`, `avx2 gathers`, `avx2 scalar loads` (of the two AVX2 kernels the
+/// one that decodes a short synthetic stream faster; `BREVIS_RANS8_KERNEL=gather` or
+/// `=lookup` picks one), or `scalar` (no AVX2, or `BREVIS_NO_SIMD` set).
+pub fn decoding_kernel() -> &'static str {
+    simd::kernel_name()
+}
+
 /// [`decode`] without the SIMD kernels and maps and with a table of symbols (no
 /// offsets, [`Decoder::offset`]), whatever the processor has: the same words or an
 /// error wherever [`decode`] gives one (the differential fuzz target

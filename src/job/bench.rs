@@ -123,6 +123,9 @@ pub struct BenchRow {
 pub struct BenchReport {
     /// Threads of the parallel runs.
     pub threads: usize,
+    /// The `rans8` decoding kernel the runs used
+    /// ([`crate::codec::rans8::decoding_kernel`]): speeds depend on it.
+    pub rans8_kernel: &'static str,
     /// One row per file and budget.
     pub files: Vec<BenchRow>,
 }
@@ -261,6 +264,7 @@ pub fn bench(files: &[PathBuf], opts: &BenchOptions) -> Result<BenchReport> {
     }
     Ok(BenchReport {
         threads: all,
+        rans8_kernel: crate::codec::rans8::decoding_kernel(),
         files: results,
     })
 }

@@ -31,28 +31,44 @@ pub(super) type Kernel = fn(&[u32], u32, &mut [u32], &[u8], usize, &mut [u8]) ->
 /// synthetic stream, timed once a process (about 0.1 ms). `BREVIS_RANS8_KERNEL=gather` or
 /// `=lookup` picks an AVX2 kernel without timing (benchmarks; both decode the same words).
 pub(super) fn kernel() -> Option<Kernel> {
+    chosen().map(|(_, k)| k)
+}
+
+/// The name of [`kernel`]'s choice, as `brevis bench --json` reports it: `avx512
+/// gathers`, `avx2 gathers`, `avx2 scalar loads`, or `scalar` where no kernel runs.
+pub(super) fn kernel_name() -> &'static str {
+    chosen().map_or("scalar", |(name, _)| name)
+}
+
+/// [`kernel`] and its name, chosen once a process.
+fn chosen() -> Option<(&'static str, Kernel)> {
     use std::sync::OnceLock;
-    static K: OnceLock<Option<Kernel>> = OnceLock::new();
+    static K: OnceLock<Option<(&'static str, Kernel)>> = OnceLock::new();
     *K.get_or_init(|| {
         if !crate::simd::allowed() {
             return None;
         }
         if let Some(k) = imp::avx512() {
-            return Some(k);
+            return Some(("avx512 gathers", k));
         }
-        let (gather, lookup) = (imp::avx2()?, imp::avx2_lookup()?);
+        let gather = ("avx2 gathers", imp::avx2()?);
+        let lookup = ("avx2 scalar loads", imp::avx2_lookup()?);
         match std::env::var("BREVIS_RANS8_KERNEL").as_deref() {
             Ok("gather") => Some(gather),
             Ok("lookup") => Some(lookup),
-            _ => Some(faster(gather, lookup)),
+            _ => Some(if faster(gather.1, lookup.1) {
+                lookup
+            } else {
+                gather
+            }),
         }
     })
 }
 
-/// The faster of two kernels decoding the same synthetic stream (64 states, 8,192
-/// symbols of a 64-symbol table at 12-bit precision, pseudo-random payload words): the
-/// least of 7 timings each, taken alternately; `a` on a tie.
-fn faster(a: Kernel, b: Kernel) -> Kernel {
+/// Whether kernel `b` decodes the same synthetic stream (64 states, 8,192 symbols of a
+/// 64-symbol table at 12-bit precision, pseudo-random payload words) faster than `a`:
+/// the least of 7 timings each, taken alternately; `false` on a tie.
+fn faster(a: Kernel, b: Kernel) -> bool {
     use std::time::{Duration, Instant};
     const N: usize = 8192;
     let table: Vec<u32> = (0..1u32 << 12)
@@ -79,11 +95,7 @@ fn faster(a: Kernel, b: Kernel) -> Kernel {
         ta = ta.min(time(a));
         tb = tb.min(time(b));
     }
-    if tb < ta {
-        b
-    } else {
-        a
-    }
+    tb < ta
 }
 
 /// The AVX-512 kernel, if this processor has AVX-512 F.
