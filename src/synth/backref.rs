@@ -143,44 +143,36 @@ pub fn reuses_enough(probe: &Words) -> bool {
 /// [`reuses_enough`] asks for at least one window in this many to be repeated.
 pub const REUSE_SHARE: usize = 16;
 
-/// [`repeated_windows`]'s direct-mapped table, kept by each thread across calls: per
-/// slot the latest key hashed to it and a tag, the call's base plus the key's window
-/// position. Tags below the current call's base are an earlier call's, so nothing is
-/// cleared between calls (the table of a 16 Ki-word probe is 768 KiB, and a fresh zeroed
-/// one per call was about a tenth of a BF16 checkpoint's search in page faults and
-/// clearing). Keys and tags are apart, as before, so that a miss reads the key alone.
+/// [`repeated_windows`]'s direct-mapped table, kept by each thread across calls and
+/// cleared at the start of each: per slot a check of the latest window hashed to it and
+/// its position plus one (0: empty). The table of a 16 Ki-word probe is 128 KiB; a fresh
+/// one per call was about a tenth of a BF16 checkpoint's search in page faults, while
+/// clearing a kept one also brings it into the cache its lookups then hit. Check and
+/// position share one 8-byte slot, so that a window costs one cache line.
 #[derive(Default)]
 struct Slots {
-    keys: Vec<u64>,
-    tags: Vec<u32>,
-    /// The base of the next call's tags.
-    next: u32,
+    slots: Vec<Slot>,
+}
+
+/// One entry of [`Slots`]: 32 bits of the window's canonical key's hash above the
+/// slot index's bits, with the window's orientation in the low two (which of its four
+/// keys, forward, flipped, backward, both, is the canonical one: bit 0 the flip, bit 1
+/// the reversal), and the window's position plus one.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    check: u32,
+    tag: u32,
 }
 
 impl Slots {
-    /// Starts a call of `windows` windows using the first `len` slots: returns its base.
-    fn begin(&mut self, len: usize, windows: usize) -> u32 {
-        if self.keys.len() < len {
-            self.keys.resize(len, 0);
-            self.tags.resize(len, 0);
+    /// The first `len` slots, cleared.
+    fn begin(&mut self, len: usize) -> &mut [Slot] {
+        if self.slots.len() < len {
+            self.slots.resize(len, Slot::default());
         }
-        match u32::try_from(windows)
-            .ok()
-            .and_then(|w| self.next.max(1).checked_add(w))
-        {
-            Some(end) => {
-                let base = self.next.max(1);
-                self.next = end;
-                base
-            }
-            None => {
-                // Tags ran out: every slot empty again (a probe's windows are far
-                // fewer than 2^32).
-                self.tags.fill(0);
-                self.next = 1 + windows as u32;
-                1
-            }
-        }
+        let slots = &mut self.slots[..len];
+        slots.fill(Slot::default());
+        slots
     }
 }
 
@@ -190,11 +182,15 @@ thread_local! {
 
 /// The windows of [`min_match`] words in `v` whose words occur earlier (forward, and
 /// with `with_modes` also backward and with the top bit flipped, as [`parse`] matches),
-/// found through a direct-mapped table of the latest position per hash (so a repeat is
+/// found through a direct-mapped table of the latest position per key (so a repeat is
 /// missed when a later window took its slot); counting stops at `need`. A window is one
 /// key: its words packed into a `u64` when they fit (8-bit words 4 to a key, 16-bit 3,
 /// 32-bit 2), else a 64-bit hash of them (a collision there counts a false repeat,
-/// which only costs the parse that follows).
+/// which only costs the parse that follows). With the modes a window is looked up and
+/// recorded by its canonical key, the least of its four keys (itself, flipped, reversed,
+/// both), which a window and each of its three images share: one table access a window
+/// instead of four. The two windows' orientations say which mode relates them; a
+/// backward source must end before the window starts.
 fn repeated_windows<T: Copy + Into<u64>>(
     v: &[T],
     width: u32,
@@ -209,32 +205,38 @@ fn repeated_windows<T: Copy + Into<u64>>(
     }
     let lane = 8 * std::mem::size_of::<T>();
     let top = 1u64 << (width - 1);
-    let bits = (usize::BITS - n.leading_zeros() + 1).clamp(12, 20);
-    let slot_of = |k: u64| (k.wrapping_mul(MUL) >> (64 - bits)) as usize;
+    let bits = (usize::BITS - (n - 1).leading_zeros() + 1).clamp(10, 21);
+    // The canonical key's hash and orientation of a window of keys `keys` (forward,
+    // flipped, backward, both).
+    let canonical = |keys: [u64; 4]| {
+        let (mut c, mut orient) = (keys[0], 0u32);
+        if with_modes {
+            for (t, &q) in keys.iter().enumerate().skip(1) {
+                if q < c {
+                    (c, orient) = (q, t as u32);
+                }
+            }
+        }
+        (c.wrapping_mul(MUL), orient)
+    };
     SLOTS.with(|cell| {
         let mut table = cell.borrow_mut();
-        let base = table.begin(1 << bits, n - min + 1);
-        let Slots { keys, tags, .. } = &mut *table;
-        let (keys, tags) = (&mut keys[..1 << bits], &mut tags[..1 << bits]);
-        // The position of the latest window with key `q`, if any.
-        let seen = |q: u64, keys: &[u64], tags: &[u32]| -> Option<usize> {
-            let s = slot_of(q);
-            (keys[s] == q && tags[s] >= base).then(|| (tags[s] - base) as usize)
-        };
+        let slots = table.begin(1 << bits);
         let mut repeated = 0;
-        // Window `i` with key `k` and the keys of its other modes (flipped, backward,
-        // both): counted when any was seen (a backward source ends before the window
-        // starts), then recorded.
-        let mut visit = |i: usize, k: u64, others: &dyn Fn() -> [u64; 3]| {
-            let found = seen(k, keys, tags).is_some()
-                || (with_modes
-                    && others().iter().enumerate().any(|(mode, &q)| {
-                        seen(q, keys, tags).is_some_and(|j| mode == 0 || j + min <= i)
-                    }));
+        // Window `i` of keys `keys`: counted when a window of the same canonical key was
+        // recorded (a backward source ending before the window starts), then recorded.
+        let mut visit = |i: usize, keys: [u64; 4]| {
+            let (h, orient) = canonical(keys);
+            let check = ((h >> (32 - bits)) as u32 & !3) | orient;
+            let slot = &mut slots[(h >> (64 - bits)) as usize];
+            let found = (slot.check ^ check) & !3 == 0
+                && slot.tag != 0
+                && ((slot.check ^ check) & 2 == 0 || slot.tag as usize - 1 + min <= i);
             repeated += usize::from(found);
-            let s = slot_of(k);
-            keys[s] = k;
-            tags[s] = base + i as u32;
+            *slot = Slot {
+                check,
+                tag: i as u32 + 1,
+            };
             repeated >= need
         };
         if lane * min <= 64 {
@@ -254,7 +256,7 @@ fn repeated_windows<T: Copy + Into<u64>>(
             for (i, &w) in v[min - 1..].iter().enumerate() {
                 k = (k >> lane) | w.into() << ((min - 1) * lane);
                 r = ((r << lane) & all) | w.into();
-                if visit(i, k, &|| [k ^ flip, r, r ^ flip]) {
+                if visit(i, [k, k ^ flip, r, r ^ flip]) {
                     break;
                 }
             }
@@ -263,14 +265,17 @@ fn repeated_windows<T: Copy + Into<u64>>(
                 |it: &mut dyn Iterator<Item = u64>| it.fold(0, |h, w| (h ^ w).wrapping_mul(MUL));
             for (i, w) in v.windows(min).enumerate() {
                 let k = key(&mut w.iter().map(|&x| x.into()));
-                let others = || {
+                let keys = if with_modes {
                     [
+                        k,
                         key(&mut w.iter().map(|&x| x.into() ^ top)),
                         key(&mut w.iter().rev().map(|&x| x.into())),
                         key(&mut w.iter().rev().map(|&x| x.into() ^ top)),
                     ]
+                } else {
+                    [k; 4]
                 };
-                if visit(i, k, &others) {
+                if visit(i, keys) {
                     break;
                 }
             }
@@ -598,6 +603,14 @@ mod tests {
         // Then negated: 49 more windows, flipped.
         v.extend(ramp.iter().map(|x| x ^ (1 << 31)));
         assert_eq!(repeated_windows(&v, 32, true, usize::MAX), 98);
+        // A backward source must end before the window starts: in a, b, a the window
+        // (b, a) reversed is the window before it, which it overlaps; in a, b, c, b, a the
+        // last window's is two words back and counts, (c, b)'s overlaps and does not.
+        let (a, b, c) = (7u32, 9, 11);
+        assert_eq!(repeated_windows(&[a, b, a], 32, true, usize::MAX), 0);
+        assert_eq!(repeated_windows(&[a, b, c, b, a], 32, true, usize::MAX), 1);
+        // Forward copies may overlap: a run of one word repeats at every window.
+        assert_eq!(repeated_windows(&[a; 6], 32, true, usize::MAX), 4);
         // 64-bit words are hashed, not packed: the same counts.
         let wide: Vec<u64> = v.iter().map(|&x| u64::from(x) << 32 | 5).collect();
         assert_eq!(repeated_windows(&wide, 64, true, usize::MAX), 98);

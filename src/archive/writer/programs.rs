@@ -13,6 +13,7 @@ use crate::hash::xxh3_64;
 use crate::synth::{synthesize_matrix, PriorChoice, SearchStats};
 use crate::tensor::{Dtype, Words};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -63,15 +64,36 @@ pub(super) fn encode_item_whole(
         let mut kids = Vec::with_capacity(rec.tensors.len());
         let mut each = SearchStats::default();
         let mut each_warning = None;
+        // At the default level's budget a tensor whose role (its name with the layer
+        // numbers taken out) and length an earlier tensor of the group had replays that
+        // tensor's program when that costs at most REPLAY_SLACK more bytes a word, as the
+        // regions of a large tensor do: the same bias or norm of each layer.
+        let mut searched: HashMap<(String, usize), (Node, f64)> = HashMap::new();
         for &t in &rec.tensors {
-            let words = Words::from_le_bytes(width, src.tensor_bytes(t))
-                .expect("the parser checked every byte length against its dtype");
+            let words = Arc::new(
+                Words::from_le_bytes(width, src.tensor_bytes(t))
+                    .expect("the parser checked every byte length against its dtype"),
+            );
             let name = &src.tensors()[t].name;
-            let (kid, s, w) = program_for(Arc::new(words), dtype, rows_of(t), opts, || {
-                format!("tensor {name:?}")
-            });
-            each.absorb(&s);
-            each_warning = each_warning.or(w);
+            let role = replays(opts).then(|| (role_of(name), words.len()));
+            let replayed = role
+                .as_ref()
+                .and_then(|r| searched.get(r))
+                .and_then(|(p, per_word)| replay_within(p, *per_word, &words, opts));
+            let kid = if let Some(node) = replayed {
+                node
+            } else {
+                let (kid, s, w) = program_for(words.clone(), dtype, rows_of(t), opts, || {
+                    format!("tensor {name:?}")
+                });
+                each.absorb(&s);
+                each_warning = each_warning.or(w);
+                if let Some(role) = role {
+                    let per_word = program_len(&kid) as f64 / words.len() as f64;
+                    searched.entry(role).or_insert((kid.clone(), per_word));
+                }
+                kid
+            };
             kids.push(kid);
         }
         let apart =
@@ -110,6 +132,51 @@ pub const REGION_WORDS: usize = 1 << 20;
 /// ([`crate::synth::replay`]; the default level). Replaying saves the search on every
 /// region of a large tensor after its first.
 const REPLAY_SLACK: f64 = 0.01;
+
+/// Whether `compress` replays programs (on a large tensor's later regions, and on a
+/// group's tensors of a role it has searched): at the default level's budget; a larger
+/// budget asked for searches every target.
+fn replays(opts: &CompressOptions) -> bool {
+    opts.search.level == crate::synth::Level::Default
+        && opts.search.budget <= crate::synth::Level::Default.budget()
+}
+
+/// `program` replayed on `words` ([`crate::synth::replay`]) when that costs at most
+/// [`REPLAY_SLACK`] more bytes a word than `per_word`, at most the raw words' bytes,
+/// and (when `opts.verify`) restores `words`; `None` otherwise.
+fn replay_within(
+    program: &Node,
+    per_word: f64,
+    words: &Words,
+    opts: &CompressOptions,
+) -> Option<Node> {
+    let node = crate::synth::replay::replay(program, words)?;
+    let (len, bytes) = (words.len(), program_len(&node));
+    let raw = (len as u64 * u64::from(words.width())).div_ceil(8);
+    (bytes as f64 <= per_word * (1.0 + REPLAY_SLACK) * len as f64
+        && bytes <= raw
+        && (!opts.verify || crate::dsl::matches(&node, words) == Ok(true)))
+    .then_some(node)
+}
+
+/// A tensor's role: its name with every run of decimal digits written `#`, so that the
+/// same parameter of each layer (`layer.3.attention.output.dense.bias`) shares one.
+fn role_of(name: &str) -> String {
+    let mut role = String::with_capacity(name.len());
+    let mut digits = false;
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            if !digits {
+                role.push('#');
+            }
+            digits = true;
+        } else {
+            role.push(c);
+            digits = false;
+        }
+    }
+    role
+}
 
 /// Tensors of at least this many bytes have their source pages released region by
 /// region as the workers read them ([`program_in_regions`]), so that a multi-GiB matrix
@@ -173,18 +240,12 @@ pub(super) fn program_in_regions(
         // with every codec and precision (the replays were a third of the FP8 file's
         // default compression, on its 23 MB embedding).
         let ordinary = first.is_some() && crate::synth::fast::ordinary_weights(&words, dtype, rows);
-        let replayed = first.filter(|_| !ordinary).and_then(|(p, per_word)| {
-            let node = crate::synth::replay::replay(p, &words)?;
-            let bytes = crate::dsl::program_len(&node);
-            let raw = (len as u64 * u64::from(width)).div_ceil(8);
-            (bytes as f64 <= per_word * (1.0 + REPLAY_SLACK) * len as f64 && bytes <= raw)
-                .then_some(node)
-        });
+        let replayed = first
+            .filter(|_| !ordinary)
+            .and_then(|(p, per_word)| replay_within(p, per_word, &words, opts));
         let (node, stats, warning) = match replayed {
-            Some(node) if !opts.verify || crate::dsl::matches(&node, &words) == Ok(true) => {
-                (node, SearchStats::default(), None)
-            }
-            _ => program_by(
+            Some(node) => (node, SearchStats::default(), None),
+            None => program_by(
                 words,
                 dtype,
                 rows,
@@ -199,9 +260,7 @@ pub(super) fn program_in_regions(
         };
         (node, stats, warning, r)
     };
-    // At the default level's budget; a larger budget asked for searches every region.
-    let replays = opts.search.level == crate::synth::Level::Default
-        && opts.search.budget <= crate::synth::Level::Default.budget();
+    let replays = replays(opts);
     let mut parts: Vec<(Node, SearchStats, Option<Warning>, RegionSum)> = Vec::new();
     let rest = if replays {
         let head = &bytes[..chunk_bytes.min(bytes.len())];
@@ -404,6 +463,108 @@ mod tests {
         let (kept, _, _, _) = regions_releasing(300, bytes.len() + 1);
         assert!(released.lock().unwrap().is_empty());
         assert_eq!(kept, node);
+    }
+
+    /// A tensor's role: its name with each run of digits written `#`.
+    #[test]
+    fn roles_take_the_layer_numbers_out() {
+        assert_eq!(
+            role_of("encoder.layer.11.attention.self.query.bias"),
+            "encoder.layer.#.attention.self.query.bias"
+        );
+        assert_eq!(role_of("h.0.mlp.c_fc.b2"), "h.#.mlp.c_fc.b#");
+        assert_eq!(role_of("norm"), "norm");
+    }
+
+    /// At the default level a group's tensor of a role an earlier tensor of the group
+    /// was searched for (the same bias of the next layer) replays that program when it
+    /// costs no more a word, and is searched otherwise (noise); the group restores.
+    #[test]
+    fn a_groups_tensors_of_one_role_replay_the_first_ones_program() {
+        // BF16-like weights; later layers hold the first one's words in another order
+        // (the same histogram of every field, so the replay costs the same).
+        let mut s = 9u64;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 33
+        };
+        let n = 2048;
+        let first: Vec<u64> = (0..n)
+            .map(|_| {
+                let exp = 120 - (next() % 256).trailing_zeros() as u64;
+                ((next() & 1) << 15) | (exp << 7) | (next() & 0x7f)
+            })
+            .collect();
+        let mut noise = 5u64;
+        let tensors: Vec<(String, Vec<u64>)> = (0..3)
+            .map(|layer| {
+                let words = match layer {
+                    2 => (0..n)
+                        .map(|_| {
+                            noise = noise.wrapping_mul(6364136223846793005).wrapping_add(1);
+                            noise >> 48
+                        })
+                        .collect(),
+                    _ => (0..n).map(|i| first[(i * (2 * layer + 1)) % n]).collect(),
+                };
+                (format!("layer.{layer}.bias"), words)
+            })
+            .collect();
+        let mut header = String::from("{");
+        let mut data = Vec::new();
+        for (k, (name, words)) in tensors.iter().enumerate() {
+            let at = data.len();
+            Words::from_u64s(16, words).write_le_bytes(&mut data);
+            header.push_str(&format!(
+                "{}\"{name}\":{{\"dtype\":\"BF16\",\"shape\":[{n}],\"data_offsets\":[{at},{}]}}",
+                if k == 0 { "" } else { "," },
+                data.len()
+            ));
+        }
+        header.push('}');
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header.as_bytes());
+        file.extend_from_slice(&data);
+        let src = crate::archive::safetensors::parse(&file).unwrap();
+        let plan = super::super::plan::plan_records(&src, &[None, None, None]);
+        let group = plan
+            .iter()
+            .find(|r| r.kind == RecordKind::Group)
+            .expect("three small BF16 tensors make a group");
+        assert_eq!(group.tensors, [0, 1, 2]);
+        let opts = CompressOptions::default();
+        let enc = encode_item_whole(&src, group, &opts, &|_: &[u8]| {});
+        let all: Vec<u64> = tensors.iter().flat_map(|(_, w)| w.clone()).collect();
+        let program = enc.program.expect("a group has a program");
+        assert_eq!(
+            execute(&program, 1 << 20).unwrap(),
+            Words::from_u64s(16, &all)
+        );
+        // Searched: the group whole, layer 0 and the noise of layer 2; layer 1 replays.
+        let searched = |words: &[u64]| {
+            program_for(
+                Arc::new(Words::from_u64s(16, words)),
+                Some(Dtype::BF16),
+                None,
+                &opts,
+                String::new,
+            )
+        };
+        let whole = searched(&all).1.expansions;
+        let (zero, two) = (searched(&tensors[0].1), searched(&tensors[2].1));
+        assert!(zero.1.expansions > 0 && two.1.expansions > 0);
+        assert_eq!(
+            enc.search.expansions,
+            whole + zero.1.expansions + two.1.expansions
+        );
+        let again = crate::synth::replay::replay(&zero.0, &Words::from_u64s(16, &tensors[1].1))
+            .expect("the first layer's program replays");
+        assert_eq!(program_len(&again), program_len(&zero.0));
+        if let Op::Concat(kids) = program.op() {
+            assert_eq!(kids[1], again, "layer 1 replays layer 0's program");
+        }
     }
 
     /// At the default level the regions of a large tensor of ordinary weights are each
