@@ -1,5 +1,6 @@
-//! Scratch (not shipped): search every tensor of FILE under MAXB bytes N times, at the
-//! default level, for perf.
+//! Profiling loop (not shipped): `small FILE MAXB N [NAME]` searches every tensor of FILE
+//! under MAXB bytes (whose name contains NAME, when given) N times, at the default level,
+//! for `perf record`.
 use brevis::synth::{synthesize_matrix, Prior, SearchOptions};
 use brevis::tensor::{Dtype, Words};
 use std::sync::Arc;
@@ -24,10 +25,13 @@ fn main() {
             off[0].as_u64().unwrap() as usize,
             off[1].as_u64().unwrap() as usize,
         );
-        if e - b > maxb || e == b {
+        if e - b > maxb || e == b || args.get(4).is_some_and(|f| !name.contains(f.as_str())) {
             continue;
         }
+        let shape = v["shape"].as_array().unwrap();
+        let rows = (shape.len() >= 2).then(|| shape[0].as_u64().unwrap());
         ts.push((
+            rows,
             name.clone(),
             dtype,
             Arc::new(Words::from_le_bytes(dtype.word_bits(), &data[b..e]).unwrap()),
@@ -39,8 +43,8 @@ fn main() {
     let mut total = 0u64;
     let mut inb = 0usize;
     for _ in 0..reps {
-        for (_, d, w) in &ts {
-            total += synthesize_matrix(w, Some(*d), None, &opts, &prior).bytes;
+        for (rows, _, d, w) in &ts {
+            total += synthesize_matrix(w, Some(*d), *rows, &opts, &prior).bytes;
             inb += w.len() * w.width().div_ceil(8) as usize;
         }
     }

@@ -409,16 +409,23 @@ fn parse_in<T: Copy + Eq + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> 
     let mut tokens: Vec<[u64; 4]> = Vec::new();
     let mut run_start = 0;
     let mut i = 0;
+    // The match at `i + 1` found by the lazy test at `i`, when the test deferred: the
+    // next step's own, as nothing is inserted in between.
+    let mut deferred: Option<Match> = None;
     while i < n {
-        let m = find(i, &head, &prev);
+        let m = deferred.take().unwrap_or_else(|| find(i, &head, &prev));
         insert(i, &mut head, &mut prev);
         if m.len == 0 {
             i += 1;
             continue;
         }
-        if m.len < NICE && find(i + 1, &head, &prev).len > m.len {
-            i += 1;
-            continue;
+        if m.len < NICE {
+            let later = find(i + 1, &head, &prev);
+            if later.len > m.len {
+                deferred = Some(later);
+                i += 1;
+                continue;
+            }
         }
         lits.extend(v[run_start..i].iter().map(|&x| x.into()));
         tokens.push([(i - run_start) as u64, m.len as u64, m.dist as u64, m.mode]);
