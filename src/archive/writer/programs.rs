@@ -64,10 +64,11 @@ pub(super) fn encode_item_whole(
         let mut kids = Vec::with_capacity(rec.tensors.len());
         let mut each = SearchStats::default();
         let mut each_warning = None;
-        // At the default level's budget a tensor whose role (its name with the layer
-        // numbers taken out) and length an earlier tensor of the group had replays that
-        // tensor's program when that costs at most REPLAY_SLACK more bytes a word, as the
-        // regions of a large tensor do: the same bias or norm of each layer.
+        // At the default level's budget a tensor of the role (its name with the layer
+        // numbers taken out) and length of an earlier tensor of the group that was
+        // searched replays that tensor's program when that costs at most REPLAY_SLACK
+        // more bytes a word, as the regions of a large tensor do: the same bias or norm
+        // of each layer.
         let mut searched: HashMap<(String, usize), (Node, f64)> = HashMap::new();
         for &t in &rec.tensors {
             let words = Arc::new(
