@@ -2,7 +2,7 @@
 //! under MAXB bytes (whose name contains NAME, when given) N times, at the default level,
 //! for `perf record`.
 use brevis::synth::{synthesize_matrix, Prior, SearchOptions};
-use brevis::tensor::{Dtype, Words};
+use brevis::tensor::Words;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,31 +11,19 @@ fn main() {
     let bytes = std::fs::read(&args[1]).unwrap();
     let maxb: usize = args[2].parse().unwrap();
     let reps: usize = args[3].parse().unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let data = &bytes[8 + n..];
+    let src = brevis::archive::safetensors::parse(&bytes).unwrap();
     let mut ts = vec![];
-    for (name, v) in header.as_object().unwrap() {
-        if name == "__metadata__" {
+    for (i, t) in src.tensors().iter().enumerate() {
+        let data = src.tensor_bytes(i);
+        if data.len() > maxb
+            || data.is_empty()
+            || args.get(4).is_some_and(|f| !t.name.contains(f.as_str()))
+        {
             continue;
         }
-        let dtype = Dtype::from_name(v["dtype"].as_str().unwrap()).unwrap();
-        let off = v["data_offsets"].as_array().unwrap();
-        let (b, e) = (
-            off[0].as_u64().unwrap() as usize,
-            off[1].as_u64().unwrap() as usize,
-        );
-        if e - b > maxb || e == b || args.get(4).is_some_and(|f| !name.contains(f.as_str())) {
-            continue;
-        }
-        let shape = v["shape"].as_array().unwrap();
-        let rows = (shape.len() >= 2).then(|| shape[0].as_u64().unwrap());
-        ts.push((
-            rows,
-            name.clone(),
-            dtype,
-            Arc::new(Words::from_le_bytes(dtype.word_bits(), &data[b..e]).unwrap()),
-        ));
+        let rows = (t.shape.len() >= 2).then(|| t.shape[0]);
+        let words = Words::from_le_bytes(t.dtype.word_bits(), data).unwrap();
+        ts.push((rows, t.dtype, Arc::new(words)));
     }
     let opts = SearchOptions::default();
     let prior = Prior::uniform();
@@ -43,7 +31,7 @@ fn main() {
     let mut total = 0u64;
     let mut inb = 0usize;
     for _ in 0..reps {
-        for (rows, _, d, w) in &ts {
+        for (rows, d, w) in &ts {
             total += synthesize_matrix(w, Some(*d), *rows, &opts, &prior).bytes;
             inb += w.len() * w.width().div_ceil(8) as usize;
         }

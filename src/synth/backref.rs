@@ -145,10 +145,11 @@ pub const REUSE_SHARE: usize = 16;
 
 /// [`repeated_windows`]'s direct-mapped table, kept by each thread across calls and
 /// cleared at the start of each: per slot a check of the latest window hashed to it and
-/// its position plus one (0: empty). The table of a 16 Ki-word probe is 128 KiB; a fresh
-/// one per call was about a tenth of a BF16 checkpoint's search in page faults, while
-/// clearing a kept one also brings it into the cache its lookups then hit. Check and
-/// position share one 8-byte slot, so that a window costs one cache line.
+/// its position plus one (0: empty), with twice as many slots as windows. The table of
+/// a 16 Ki-word probe is 256 KiB; a fresh one per call was about a tenth of a BF16
+/// checkpoint's search in page faults, while clearing a kept one also brings it into
+/// the cache its lookups then hit. Check and position share one 8-byte slot, so that a
+/// window costs one cache line.
 #[derive(Default)]
 struct Slots {
     slots: Vec<Slot>,

@@ -70,13 +70,14 @@ pub(super) fn encode_item_whole(
         // more bytes a word, as the regions of a large tensor do: the same bias or norm
         // of each layer.
         let mut searched: HashMap<(String, usize), (Node, f64)> = HashMap::new();
+        let replays = replays(opts);
         for &t in &rec.tensors {
             let words = Arc::new(
                 Words::from_le_bytes(width, src.tensor_bytes(t))
                     .expect("the parser checked every byte length against its dtype"),
             );
             let name = &src.tensors()[t].name;
-            let role = replays(opts).then(|| (role_of(name), words.len()));
+            let role = replays.then(|| (role_of(name), words.len()));
             let replayed = role
                 .as_ref()
                 .and_then(|r| searched.get(r))
@@ -413,6 +414,16 @@ mod tests {
     use crate::dsl::{execute, Op};
     use crate::tensor::{Dtype, Words};
 
+    /// A linear congruential generator from `seed`: its top 31 bits at each call.
+    fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        }
+    }
+
     #[test]
     fn large_regions_become_an_explicit_concat_that_round_trips() {
         let words = Words::from_fn(16, 1000, |i| (i as u64 * 7919) % 300);
@@ -484,13 +495,7 @@ mod tests {
     fn a_groups_tensors_of_one_role_replay_the_first_ones_program() {
         // BF16-like weights; later layers hold the first one's words in another order
         // (the same histogram of every field, so the replay costs the same).
-        let mut s = 9u64;
-        let mut next = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            s >> 33
-        };
+        let mut next = lcg(9);
         let n = 2048;
         let first: Vec<u64> = (0..n)
             .map(|_| {
@@ -573,13 +578,7 @@ mod tests {
     /// the first region's program, and the tensor restores.
     #[test]
     fn regions_of_ordinary_weights_take_the_layout() {
-        let mut s = 9u64;
-        let mut next = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            s >> 33
-        };
+        let mut next = lcg(9);
         let n = 3 * 20_000;
         let words = Words::from_fn(16, n, |_| {
             let exp = 127 - (next() % 4096).trailing_zeros() as u64;
