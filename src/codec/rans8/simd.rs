@@ -344,6 +344,31 @@ mod imp {
         }
     }
 
+    /// [`push_escaped`] of the 16 lanes of `field` (out of the encoder's loop: escapes
+    /// are rare).
+    #[inline(never)]
+    #[target_feature(enable = "avx512f")]
+    fn push_escaped512(field: __m512i, esc: u16, escaped: &mut Vec<u32>) {
+        // The lanes reversed, and their mask with them, compress-stored after the
+        // vector's words.
+        let reversed = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+            field,
+        );
+        escaped.reserve(16);
+        let len = escaped.len();
+        // SAFETY: `reserve` made room for 16 more words; the compress-store writes
+        // `popcnt(esc)` of them, which `set_len` then counts.
+        unsafe {
+            _mm512_mask_compressstoreu_epi32(
+                escaped.as_mut_ptr().add(len).cast(),
+                esc.reverse_bits(),
+                reversed,
+            );
+            escaped.set_len(len + esc.count_ones() as usize);
+        }
+    }
+
     /// Whether the AVX-512 encoders run here (F, BW, VL, VBMI2, POPCNT, FMA).
     fn encoders512() -> bool {
         static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -402,8 +427,10 @@ mod imp {
         // SAFETY: the features were detected; see `encode512` and `encode256` for the
         // accesses.
         Some(unsafe {
-            if wide {
-                encode512(symbols, table, scale, x, words, at)
+            if wide && scale >= DIV_SCALE {
+                encode512::<true>(symbols, table, scale, x, words, at)
+            } else if wide {
+                encode512::<false>(symbols, table, scale, x, words, at)
             } else if scale >= DIV_SCALE {
                 encode256::<true>(symbols, table, scale, x, words, at)
             } else {
@@ -416,7 +443,7 @@ mod imp {
     /// The processor has AVX-512 F, BW, VL, VBMI2, POPCNT and FMA; `symbols.len()` is a
     /// multiple of `x.len()` (32 or 64) and `symbols.len() <= at <= words.len()`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt,fma")]
-    unsafe fn encode512(
+    unsafe fn encode512<const DIV: bool>(
         symbols: &[u8],
         table: &super::EncTable,
         scale: u32,
@@ -451,7 +478,7 @@ mod imp {
                 let f = _mm512_and_si512(e, low16);
                 let c = _mm512_srli_epi32::<16>(e);
                 // SAFETY: as above.
-                xs[v] = unsafe { step512(xs[v], s, f, c, rcp, &k, wp, &mut at) };
+                xs[v] = unsafe { step512::<DIV>(xs[v], s, f, c, rcp, &k, wp, &mut at) };
             }
         }
         for (v, xv) in xs.iter().enumerate().take(vectors) {
@@ -466,6 +493,7 @@ mod imp {
         to_bound: __m128i,
         total: __m512i,
         nudge: __m512d,
+        scale: __m128i,
     }
 
     impl StepConstants {
@@ -478,6 +506,7 @@ mod imp {
                     to_bound: _mm_cvtsi32_si128(32 - scale as i32),
                     total: _mm512_set1_epi32(1 << scale),
                     nudge: _mm512_set1_pd(1.0 / 16384.0),
+                    scale: _mm_cvtsi32_si128(scale as i32),
                 }
             }
         }
@@ -498,7 +527,7 @@ mod imp {
     /// coded) guarantees.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn step512(
+    unsafe fn step512<const DIV: bool>(
         xv: __m512i,
         sym: __m512i,
         f: __m512i,
@@ -515,6 +544,23 @@ mod imp {
             *at -= m.count_ones() as usize;
             _mm256_mask_compressstoreu_epi16(wp.add(*at).cast(), m, _mm512_cvtepi32_epi16(xv));
             let y = _mm512_mask_srli_epi32::<16>(xv, m, xv);
+            let spread = _mm512_sub_epi32(k.total, f);
+            if DIV {
+                // As the AVX2 step: `q0 = trunc(y / f)` in single precision (`y`
+                // rounded once, the quotient once) is within one of `floor(y / f)` for
+                // `s >= DIV_SCALE`; the remainder `r = y - q0 f` says which way.
+                // `(q0 << s) + r + c` then moves by `2^s - f` a unit of `q`.
+                let q0 = _mm512_cvttps_epi32(_mm512_div_ps(
+                    _mm512_cvtepu32_ps(y),
+                    _mm512_cvtepi32_ps(f),
+                ));
+                let r = _mm512_sub_epi32(y, _mm512_mullo_epi32(q0, f));
+                let over = _mm512_cmpge_epi32_mask(r, f);
+                let under = _mm512_cmplt_epi32_mask(r, _mm512_setzero_si512());
+                let x0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_sll_epi32(q0, k.scale), r), c);
+                let x1 = _mm512_mask_add_epi32(x0, over, x0, spread);
+                return _mm512_mask_sub_epi32(x1, under, x1, spread);
+            }
             let r_lo = _mm512_i32gather_pd::<8>(_mm512_castsi512_si256(sym), rcp.cast());
             let r_hi = _mm512_i32gather_pd::<8>(_mm512_extracti64x4_epi64::<1>(sym), rcp.cast());
             let y_lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(y));
@@ -522,7 +568,6 @@ mod imp {
             let q_lo = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_lo, r_lo, k.nudge));
             let q_hi = _mm512_cvttpd_epu32(_mm512_fmadd_pd(y_hi, r_hi, k.nudge));
             let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q_lo), q_hi);
-            let spread = _mm512_sub_epi32(k.total, f);
             _mm512_add_epi32(_mm512_add_epi32(y, c), _mm512_mullo_epi32(q, spread))
         }
     }
@@ -607,11 +652,37 @@ mod imp {
         scale: u32,
         x: &mut [u32],
         words: &mut [u16],
+        at: usize,
+        escaped: &mut Vec<u32>,
+    ) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let run = match (x.len() == 64, scale >= DIV_SCALE) {
+                (true, true) => encode_fields512v::<BYTES, 4, true>,
+                (true, false) => encode_fields512v::<BYTES, 4, false>,
+                (false, true) => encode_fields512v::<BYTES, 2, true>,
+                (false, false) => encode_fields512v::<BYTES, 2, false>,
+            };
+            run(src, n, shift, mask, table, scale, x, words, at, escaped)
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn encode_fields512v<const BYTES: usize, const V: usize, const DIV: bool>(
+        src: *const u8,
+        n: usize,
+        shift: u32,
+        mask: u32,
+        table: &super::FieldTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
         mut at: usize,
         escaped: &mut Vec<u32>,
     ) -> usize {
         let lanes = x.len();
-        let vectors = lanes / 16;
+        let vectors = V;
         let tp = table.entries.as_ptr().cast::<i32>();
         let rcp = table.coding.rcp.as_ptr();
         let low12 = _mm512_set1_epi32(0xFFF);
@@ -620,44 +691,50 @@ mod imp {
         let by = _mm_cvtsi32_si128(shift as i32);
         let k = StepConstants::new(scale);
         let xp = x.as_mut_ptr().cast::<i32>();
-        let mut xs = [_mm512_setzero_si512(); 4];
-        for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
+        let load = |v: usize| {
             // SAFETY: `x` holds `lanes` states.
-            *xv = unsafe { _mm512_loadu_epi32(xp.add(16 * v)) };
-        }
+            unsafe { _mm512_loadu_epi32(xp.add(16 * v.min(vectors - 1))) }
+        };
+        let (mut x0, mut x1, mut x2, mut x3) = (load(0), load(1), load(2), load(3));
         let wp = words.as_mut_ptr();
-        for g in (0..n / lanes).rev() {
-            for v in (0..vectors).rev() {
-                let i = g * lanes + 16 * v;
-                // SAFETY (loads, gathers, stores): the 16 words lie inside `src`'s `n`;
-                // gathers index the table by a field masked below its length; the
-                // compress-store writes `popcnt(m) <= 16` words at `at - popcnt(m)`, and
-                // `at` stays at least the number of words not yet coded.
-                let w = unsafe {
-                    match BYTES {
-                        1 => _mm512_cvtepu8_epi32(_mm_loadu_si128(src.add(i).cast())),
-                        2 => _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.add(2 * i).cast())),
-                        _ => _mm512_loadu_si512(src.add(4 * i).cast()),
-                    }
-                };
-                let field = _mm512_and_si512(_mm512_srl_epi32(w, by), field_mask);
-                let e = unsafe { _mm512_i32gather_epi32::<4>(field, tp) };
-                let sym = _mm512_srli_epi32::<24>(e);
-                let esc = escape.map_or(0, |x| _mm512_cmpeq_epi32_mask(sym, x));
-                if esc != 0 {
-                    let mut lanes_of = [0u32; 16];
-                    unsafe { _mm512_storeu_epi32(lanes_of.as_mut_ptr().cast(), field) };
-                    push_escaped(&lanes_of, u32::from(esc), escaped);
+        // One step of 16 states on the words from `i`: an inlined closure called once
+        // for each of the `V` state vectors, so that each stays in a register.
+        let mut one = |i: usize, xv: __m512i| {
+            // SAFETY (loads, gathers, stores): the 16 words lie inside `src`'s `n`;
+            // gathers index the table by a field masked below its length; the
+            // compress-store writes `popcnt(m) <= 16` words at `at - popcnt(m)`, and
+            // `at` stays at least the number of words not yet coded.
+            let w = unsafe {
+                match BYTES {
+                    1 => _mm512_cvtepu8_epi32(_mm_loadu_si128(src.add(i).cast())),
+                    2 => _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.add(2 * i).cast())),
+                    _ => _mm512_loadu_si512(src.add(4 * i).cast()),
                 }
-                let f = _mm512_and_si512(e, low12);
-                let c = _mm512_and_si512(_mm512_srli_epi32::<12>(e), low12);
-                // SAFETY: as above.
-                xs[v] = unsafe { step512(xs[v], sym, f, c, rcp, &k, wp, &mut at) };
+            };
+            let field = _mm512_and_si512(_mm512_srl_epi32(w, by), field_mask);
+            let e = unsafe { _mm512_i32gather_epi32::<4>(field, tp) };
+            let sym = _mm512_srli_epi32::<24>(e);
+            let esc = escape.map_or(0, |x| _mm512_cmpeq_epi32_mask(sym, x));
+            if esc != 0 {
+                push_escaped512(field, esc, escaped);
             }
+            let f = _mm512_and_si512(e, low12);
+            let c = _mm512_and_si512(_mm512_srli_epi32::<12>(e), low12);
+            // SAFETY: as above.
+            unsafe { step512::<DIV>(xv, sym, f, c, rcp, &k, wp, &mut at) }
+        };
+        for g in (0..n / lanes).rev() {
+            let i = g * lanes;
+            if V == 4 {
+                x3 = one(i + 48, x3);
+                x2 = one(i + 32, x2);
+            }
+            x1 = one(i + 16, x1);
+            x0 = one(i, x0);
         }
-        for (v, xv) in xs.iter().enumerate().take(vectors) {
+        for (v, xv) in [x0, x1, x2, x3].into_iter().enumerate().take(vectors) {
             // SAFETY: `x` holds `lanes` states.
-            unsafe { _mm512_storeu_epi32(xp.add(16 * v), *xv) };
+            unsafe { _mm512_storeu_epi32(xp.add(16 * v), xv) };
         }
         at
     }

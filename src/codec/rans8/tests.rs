@@ -186,7 +186,7 @@ fn simd_encoder_equals_scalar() {
         (64, 64),
         (64, 70_001),
     ] {
-        for scale in [1u32, 5, 8, 12] {
+        for scale in [1u32, 5, 8, 9, 10, 12] {
             for k in [2usize, 3, 17, 256] {
                 let k = k.min(1 << scale);
                 // Frequencies summing to 2^scale, each at least 1, the first largest.
