@@ -34,7 +34,7 @@ use crate::tensor::{bits_needed, mask};
 
 /// A container integer of a word stream (`u8`, `u16`, `u32`, `u64`).
 pub(crate) trait Word:
-    Copy + Default + Into<u64> + bytemuck::Pod + Send + Sync + 'static
+    Copy + Default + Into<u64> + std::ops::BitOr<Output = Self> + bytemuck::Pod + Send + Sync + 'static
 {
     /// Truncating conversion from a word value that fits the container.
     fn from_u64(v: u64) -> Self;

@@ -314,7 +314,9 @@ fn head_counts_in<T: Word>(v: &[T], head_bits: u32, shift: u32) -> (Vec<u32>, u6
                         *k = ((x >> shift) & head_mask) as u16;
                     }
                 }
-                or |= block.iter().fold(0u64, |o, &x| o | x.into());
+                // In the container's width (ORed as 64-bit words, a quarter of the
+                // words a vector).
+                or |= block.iter().fold(T::default(), |o, &x| o | x).into();
                 // Masked by `top` (the keys are below `size`, a power of two, so this
                 // changes none): the compiler then drops the four bounds checks.
                 let top = size - 1;
