@@ -327,8 +327,9 @@ mod imp {
     use std::arch::x86_64::*;
 
     pub(super) fn avx512() -> Option<Kernel> {
-        (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("popcnt"))
-            .then_some(run512 as Kernel)
+        ((crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
+            && is_x86_feature_detected!("popcnt"))
+        .then_some(run512 as Kernel)
     }
 
     use super::DIV_SCALE;
@@ -374,10 +375,10 @@ mod imp {
         static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *OK.get_or_init(|| {
             simd_allowed()
-                && is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512vl")
-                && is_x86_feature_detected!("avx512vbmi2")
+                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
+                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw"))
+                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512vl"))
+                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512vbmi2"))
                 && is_x86_feature_detected!("popcnt")
                 && is_x86_feature_detected!("fma")
         })
@@ -951,11 +952,44 @@ mod imp {
         scale: u32,
         x: &mut [u32],
         words: &mut [u16],
+        at: usize,
+        escaped: &mut Vec<u32>,
+    ) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if x.len() == 64 {
+                encode_fields256v::<BYTES, DIV, 8>(
+                    src, n, shift, mask, table, scale, x, words, at, escaped,
+                )
+            } else {
+                encode_fields256v::<BYTES, DIV, 4>(
+                    src, n, shift, mask, table, scale, x, words, at, escaped,
+                )
+            }
+        }
+    }
+
+    /// [`encode_fields256`] with `V` state vectors (`x.len() == 8 V`), each a variable of
+    /// its own and the loop over them written out, so that none is stored and reloaded
+    /// between steps (as an array indexed in a loop they were).
+    ///
+    /// # Safety
+    /// As [`encode_fields256`].
+    #[target_feature(enable = "avx2,popcnt,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn encode_fields256v<const BYTES: usize, const DIV: bool, const V: usize>(
+        src: *const u8,
+        n: usize,
+        shift: u32,
+        mask: u32,
+        table: &super::FieldTable,
+        scale: u32,
+        x: &mut [u32],
+        words: &mut [u16],
         mut at: usize,
         escaped: &mut Vec<u32>,
     ) -> usize {
         let lanes = x.len();
-        let vectors = lanes / 8;
         let tp = table.entries.as_ptr().cast::<i32>();
         let rcp = table.coding.rcp.as_ptr();
         let low12 = _mm256_set1_epi32(0xFFF);
@@ -964,48 +998,70 @@ mod imp {
         let by = _mm_cvtsi32_si128(shift as i32);
         let k = StepConstants256::new(scale);
         let xp = x.as_mut_ptr().cast::<__m256i>();
-        let mut xs = [_mm256_setzero_si256(); 8];
-        for (v, xv) in xs.iter_mut().enumerate().take(vectors) {
-            // SAFETY: `x` holds `lanes` states.
-            *xv = unsafe { _mm256_loadu_si256(xp.add(v)) };
-        }
+        // SAFETY: `x` holds `lanes = 8 V` states.
+        let load = |v: usize| unsafe { _mm256_loadu_si256(xp.add(v.min(V - 1))) };
+        let (mut x0, mut x1, mut x2, mut x3) = (load(0), load(1), load(2), load(3));
+        let (mut x4, mut x5, mut x6, mut x7) = (load(4), load(5), load(6), load(7));
         let wp = words.as_mut_ptr();
-        for g in (0..n / lanes).rev() {
-            for v in (0..vectors).rev() {
-                let i = g * lanes + 8 * v;
-                // SAFETY (loads, gathers, stores): the 8 words lie inside `src`'s `n`;
-                // gathers index the table by a field masked below its length; `step256`
-                // writes below `at`, which stays at least the number of words not yet
-                // coded.
-                let w = unsafe {
-                    match BYTES {
-                        1 => _mm256_cvtepu8_epi32(_mm_loadl_epi64(src.add(i).cast())),
-                        2 => _mm256_cvtepu16_epi32(_mm_loadu_si128(src.add(2 * i).cast())),
-                        _ => _mm256_loadu_si256(src.add(4 * i).cast()),
-                    }
-                };
-                let field = _mm256_and_si256(_mm256_srl_epi32(w, by), field_mask);
-                let e = unsafe { _mm256_i32gather_epi32::<4>(tp, field) };
-                let sym = _mm256_srli_epi32::<24>(e);
-                let esc = escape.map_or(0, |x| {
-                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(sym, x)))
-                });
-                if esc != 0 {
-                    let mut lanes_of = [0u32; 8];
-                    unsafe { _mm256_storeu_si256(lanes_of.as_mut_ptr().cast(), field) };
-                    push_escaped(&lanes_of, esc as u32, escaped);
+        let mut one = |i: usize, xv: __m256i| {
+            // SAFETY (loads, gathers, stores): the 8 words lie inside `src`'s `n`;
+            // gathers index the table by a field masked below its length; `step256`
+            // writes below `at`, which stays at least the number of words not yet
+            // coded.
+            let w = unsafe {
+                match BYTES {
+                    1 => _mm256_cvtepu8_epi32(_mm_loadl_epi64(src.add(i).cast())),
+                    2 => _mm256_cvtepu16_epi32(_mm_loadu_si128(src.add(2 * i).cast())),
+                    _ => _mm256_loadu_si256(src.add(4 * i).cast()),
                 }
-                let f = _mm256_and_si256(e, low12);
-                let c = _mm256_and_si256(_mm256_srli_epi32::<12>(e), low12);
-                // SAFETY: as above.
-                xs[v] = unsafe { step256::<DIV>(xs[v], sym, f, c, rcp, &k, wp, &mut at) };
+            };
+            let field = _mm256_and_si256(_mm256_srl_epi32(w, by), field_mask);
+            let e = unsafe { _mm256_i32gather_epi32::<4>(tp, field) };
+            let sym = _mm256_srli_epi32::<24>(e);
+            let esc = escape.map_or(0, |x| {
+                _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(sym, x)))
+            });
+            if esc != 0 {
+                push_escaped256(field, esc as u32, escaped);
             }
+            let f = _mm256_and_si256(e, low12);
+            let c = _mm256_and_si256(_mm256_srli_epi32::<12>(e), low12);
+            // SAFETY: as above.
+            unsafe { step256::<DIV>(xv, sym, f, c, rcp, &k, wp, &mut at) }
+        };
+        for g in (0..n / lanes).rev() {
+            let i = g * lanes;
+            if V == 8 {
+                x7 = one(i + 56, x7);
+                x6 = one(i + 48, x6);
+                x5 = one(i + 40, x5);
+                x4 = one(i + 32, x4);
+            }
+            x3 = one(i + 24, x3);
+            x2 = one(i + 16, x2);
+            x1 = one(i + 8, x1);
+            x0 = one(i, x0);
         }
-        for (v, xv) in xs.iter().enumerate().take(vectors) {
+        for (v, xv) in [x0, x1, x2, x3, x4, x5, x6, x7]
+            .into_iter()
+            .enumerate()
+            .take(V)
+        {
             // SAFETY: `x` holds `lanes` states.
-            unsafe { _mm256_storeu_si256(xp.add(v), *xv) };
+            unsafe { _mm256_storeu_si256(xp.add(v), xv) };
         }
         at
+    }
+
+    /// [`push_escaped`] of the 8 lanes of `field` (out of the encoder's loop: escapes are
+    /// rare).
+    #[inline(never)]
+    #[target_feature(enable = "avx2")]
+    fn push_escaped256(field: __m256i, esc: u32, escaped: &mut Vec<u32>) {
+        let mut lanes_of = [0u32; 8];
+        // SAFETY: 8 lanes stored into 8 words.
+        unsafe { _mm256_storeu_si256(lanes_of.as_mut_ptr().cast(), field) };
+        push_escaped(&lanes_of, esc, escaped);
     }
 
     fn simd_allowed() -> bool {
@@ -1014,9 +1070,9 @@ mod imp {
 
     pub(super) fn map_u8(symbols: &[u8], table: &[u8; 256], out: &mut [u8]) -> bool {
         if !(simd_allowed()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vbmi"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512vbmi")))
         {
             return false;
         }
@@ -1054,8 +1110,8 @@ mod imp {
 
     pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bool {
         if !(simd_allowed()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw")))
         {
             return false;
         }
@@ -1100,7 +1156,9 @@ mod imp {
     }
 
     pub(super) fn byte_masks(symbols: &[u8], byte: u8, masks: &mut Vec<u64>) -> bool {
-        if !(simd_allowed() && is_x86_feature_detected!("avx512bw")) {
+        if !(simd_allowed()
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw")))
+        {
             if !(simd_allowed() && is_x86_feature_detected!("avx2")) {
                 return false;
             }
@@ -1142,8 +1200,8 @@ mod imp {
         shift: u32,
     ) -> bool {
         if !(simd_allowed()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
+            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw")))
         {
             return false;
         }
