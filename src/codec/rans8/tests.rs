@@ -127,6 +127,9 @@ fn simd_decoder_equals_scalar() {
 #[test]
 fn fused_encoder_equals_two_passes() {
     let mut seed = 5u64;
+    // The precisions planned: the SIMD steps divide in single precision from
+    // `simd::DIV_SCALE` up and by gathered reciprocals below it; both must be seen.
+    let mut scales = std::collections::BTreeSet::new();
     for (container, shift, width) in [
         (8u32, 0u32, 8u32),
         (8, 2, 5),
@@ -159,6 +162,9 @@ fn fused_encoder_equals_two_passes() {
                 let field = stream.to_words();
                 let hist = crate::stats::histogram(&field, usize::MAX).unwrap();
                 let plan = Plan::new(&hist, width, n).unwrap();
+                if plan.symbols() >= 2 {
+                    scales.insert(plan.scale);
+                }
                 let mut b = vec![9u8];
                 plan.encode_with(stream, &mut b, None);
                 for isa in [simd::Isa::Best, simd::Isa::Avx2] {
@@ -174,6 +180,10 @@ fn fused_encoder_equals_two_passes() {
             }
         }
     }
+    assert!(
+        scales.iter().any(|&s| s < simd::DIV_SCALE) && scales.iter().any(|&s| s >= simd::DIV_SCALE),
+        "precisions planned: {scales:?}"
+    );
 }
 
 #[test]
