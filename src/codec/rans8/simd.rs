@@ -176,15 +176,18 @@ pub(super) fn encode(
     imp::encode(symbols, table, scale, x, words, at, isa)
 }
 
-/// Least precision (bits) at which the AVX2 encoder divides a state by a frequency in
-/// single precision and corrects the quotient by at most one (`tests::
+/// Least precision (bits) at which the AVX2 and AVX-512 encoders divide a state by a
+/// frequency in single precision and correct the quotient by at most one (`tests::
 /// single_precision_quotients_are_within_one` checks the bound; below it the quotient can
-/// be off by more, and the encoder gathers `1 / f` as doubles instead). On an AMD EPYC
-/// (Zen 3) the division beat those gathers by 8-13% in fast compression.
+/// be off by more, and the encoders gather `1 / f` as doubles instead). On an AMD EPYC
+/// (Zen 3) the division beat those gathers by 8-13% in fast compression; on an Intel
+/// Xeon with AVX-512 (session 33) the AVX-512 encoder with it, its states in registers
+/// and its escapes out of line went from 0.89 to 0.63 ns a symbol.
 pub(super) const DIV_SCALE: u32 = 9;
 
-/// The first guess of the AVX2 encoder's quotient `floor(y / f)` for `y < 2^32`: `y`
-/// rounded to single precision once (its halves joined by a fused multiply-add), divided
+/// The first guess of the AVX2 and AVX-512 encoders' quotient `floor(y / f)` for
+/// `y < 2^32`: `y` rounded to single precision once (AVX2: its halves joined by a fused
+/// multiply-add; AVX-512: an unsigned conversion, the same single rounding), divided
 /// by `f` in single precision, truncated. Within one of the quotient for every state
 /// below `f 2^(32 - s)` at precision `s >= DIV_SCALE`; what the SIMD step computes, lane
 /// by lane.
@@ -516,7 +519,9 @@ mod imp {
     /// One encoding step of the 16 states `xv` for symbols `sym` of frequencies `f` and
     /// cumulative frequencies `c`: each state at or above `f << (32 - s)` has its low 16
     /// bits compress-stored below `*at` (which moves down by their number) and is shifted
-    /// down by 16; then `x + c + q (2^s - f)` with `q = floor(x / f)` computed as
+    /// down by 16; then `x + c + q (2^s - f)` with `q = floor(x / f)`: with `DIV` (at
+    /// precision `s >= DIV_SCALE`) a single-precision quotient corrected by the remainder
+    /// (the bound of the tests' `single_precision_quotient`), else computed as
     /// `floor(x * (1 / f) + 2^-14)` in doubles, `1 / f` gathered from `rcp` by symbol
     /// (exact for `x < 2^32` and `f <= 2^12`: see [`super::encode`]). The new states.
     /// Shared by [`encode512`] and [`encode_fields512`], inlined into each.
