@@ -516,6 +516,18 @@ mod tests {
             let h = histogram(&short, 65_536).unwrap();
             assert_eq!(h.iter().map(|&(_, c)| c).sum::<u64>(), 100);
         }
+        // Bytes: every count against a plain count, at lengths around the eight-byte
+        // loads.
+        for n in (0..=17).chain([1001, 4096 + 3]) {
+            let bytes = Words::from_fn(8, n, |i| ((i as u64 * 2_654_435_761) >> 7) % 97 * 2);
+            let mut plain = [0u64; 256];
+            bytes.iter().for_each(|x| plain[x as usize] += 1);
+            let plain: Vec<(u64, u64)> = (0..256u64)
+                .filter(|&s| plain[s as usize] > 0)
+                .map(|s| (s, plain[s as usize]))
+                .collect();
+            assert_eq!(histogram(&bytes, 256).unwrap(), plain, "{n} bytes");
+        }
         let bytes = Words::from_fn(8, 1001, |i| i as u64 * 7);
         let h = histogram(&bytes, 256).unwrap();
         assert_eq!(h.len(), 256);

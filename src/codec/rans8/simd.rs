@@ -673,6 +673,13 @@ mod imp {
         }
     }
 
+    /// [`encode_fields512`] with `V` state vectors (`x.len() == 16 V`), each a variable
+    /// of its own and the loop over them written out, so that none is stored and
+    /// reloaded between steps (as an array indexed in a loop they were), and the
+    /// quotient in single precision when `DIV` ([`step512`]).
+    ///
+    /// # Safety
+    /// As [`encode_fields512`]; `DIV` only at precision `scale >= DIV_SCALE`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt,fma")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn encode_fields512v<const BYTES: usize, const V: usize, const DIV: bool>(
