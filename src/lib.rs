@@ -45,3 +45,17 @@ pub fn keep_freed_memory() {
         libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
     }
 }
+
+/// Helpers the unit tests of several modules share.
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// A linear congruential generator from `seed`: its top 31 bits at each call.
+    pub(crate) fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        }
+    }
+}

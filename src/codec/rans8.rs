@@ -707,13 +707,6 @@ impl PayloadEncoder {
     /// Appends the states and the words written, and gives the buffer back to the
     /// thread ([`SCRATCH_WORDS`]).
     fn finish(self, out: &mut Vec<u8>) {
-        self.append_to(out);
-        if self.words.len() <= MAX_SCRATCH_WORDS {
-            SCRATCH_WORDS.set(self.words);
-        }
-    }
-
-    fn append_to(&self, out: &mut Vec<u8>) {
         let words = &self.words[self.at..];
         out.reserve(state_bytes(self.lanes) as usize + 2 * words.len());
         for s in &self.x[..self.lanes] {
@@ -725,6 +718,9 @@ impl PayloadEncoder {
             for w in words {
                 out.extend_from_slice(&w.to_le_bytes());
             }
+        }
+        if self.words.len() <= MAX_SCRATCH_WORDS {
+            SCRATCH_WORDS.set(self.words);
         }
     }
 }

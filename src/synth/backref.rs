@@ -459,16 +459,7 @@ fn parse_in<T: Copy + Eq + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> 
 mod tests {
     use super::*;
     use crate::dsl::exec::back_references;
-
-    /// A linear congruential generator from `seed`: its top 31 bits at each call.
-    fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
-        move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        }
-    }
+    use crate::test_util::lcg;
 
     fn round_trip(t: &Words) -> Parse {
         let p = parse(t);

@@ -413,16 +413,7 @@ mod tests {
     use super::*;
     use crate::dsl::{execute, Op};
     use crate::tensor::{Dtype, Words};
-
-    /// A linear congruential generator from `seed`: its top 31 bits at each call.
-    fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
-        move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        }
-    }
+    use crate::test_util::lcg;
 
     #[test]
     fn large_regions_become_an_explicit_concat_that_round_trips() {

@@ -50,9 +50,10 @@ pub(super) struct Steps<'a> {
 pub(super) fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f"))
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512bw"))
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512vbmi"))
+        crate::simd::avx512_allowed()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false

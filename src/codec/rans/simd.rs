@@ -162,11 +162,12 @@ mod imp {
     /// Whether the processor has what [`encode512`] needs.
     pub(super) fn available512() -> bool {
         available()
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f"))
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512cd"))
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512bw"))
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512vl"))
-            && (crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512vbmi2"))
+            && crate::simd::avx512_allowed()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512cd")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512vbmi2")
     }
 
     /// Per 8-bit mask of the lanes that take a byte, the index of the byte each such

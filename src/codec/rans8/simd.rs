@@ -330,7 +330,8 @@ mod imp {
     use std::arch::x86_64::*;
 
     pub(super) fn avx512() -> Option<Kernel> {
-        ((crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
+        (crate::simd::avx512_allowed()
+            && is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("popcnt"))
         .then_some(run512 as Kernel)
     }
@@ -378,10 +379,11 @@ mod imp {
         static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *OK.get_or_init(|| {
             simd_allowed()
-                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
-                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw"))
-                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512vl"))
-                && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512vbmi2"))
+                && crate::simd::avx512_allowed()
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512vbmi2")
                 && is_x86_feature_detected!("popcnt")
                 && is_x86_feature_detected!("fma")
         })
@@ -1082,9 +1084,10 @@ mod imp {
 
     pub(super) fn map_u8(symbols: &[u8], table: &[u8; 256], out: &mut [u8]) -> bool {
         if !(simd_allowed()
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw"))
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512vbmi")))
+            && crate::simd::avx512_allowed()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vbmi"))
         {
             return false;
         }
@@ -1122,8 +1125,9 @@ mod imp {
 
     pub(super) fn map_u16(symbols: &[u8], table: &[u16; 256], out: &mut [u16]) -> bool {
         if !(simd_allowed()
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw")))
+            && crate::simd::avx512_allowed()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw"))
         {
             return false;
         }
@@ -1169,7 +1173,8 @@ mod imp {
 
     pub(super) fn byte_masks(symbols: &[u8], byte: u8, masks: &mut Vec<u64>) -> bool {
         if !(simd_allowed()
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw")))
+            && crate::simd::avx512_allowed()
+            && is_x86_feature_detected!("avx512bw"))
         {
             if !(simd_allowed() && is_x86_feature_detected!("avx2")) {
                 return false;
@@ -1212,8 +1217,9 @@ mod imp {
         shift: u32,
     ) -> bool {
         if !(simd_allowed()
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512f"))
-            && (crate::simd::avx512_allowed() && is_x86_feature_detected!("avx512bw")))
+            && crate::simd::avx512_allowed()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw"))
         {
             return false;
         }
