@@ -37,6 +37,22 @@ fn main() {
         }
     }
     let s = t0.elapsed().as_secs_f64();
+    if std::env::var_os("PER").is_some() {
+        for (rows, d, w) in &ts {
+            let t = Instant::now();
+            let mut b = 0;
+            for _ in 0..reps {
+                b = synthesize_matrix(w, Some(*d), *rows, &opts, &prior).bytes;
+            }
+            eprintln!(
+                "{:8} words {:?} -> {:8} bytes {:8.1} us",
+                w.len(),
+                rows,
+                b,
+                t.elapsed().as_secs_f64() * 1e6 / reps as f64
+            );
+        }
+    }
     eprintln!(
         "{} tensors, {} bytes -> {} ; {:.1} us per tensor, {:.2} MB/s",
         ts.len(),

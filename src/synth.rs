@@ -218,6 +218,10 @@ pub struct SearchStats {
     pub expansions: u64,
     /// Complete programs whose exact size was computed.
     pub candidates: u64,
+    /// Proposals of the budget's last expansion not sized, because their children's
+    /// order-0 entropy already put them above the best state found (they could not
+    /// have changed the result).
+    pub pruned: u64,
     /// Whether the budget ran out with open states left.
     pub budget_exhausted: bool,
     /// Whether the result is the literal fallback `Lit(target)`: the search found
@@ -240,6 +244,7 @@ impl SearchStats {
     pub fn absorb(&mut self, other: &SearchStats) {
         self.expansions += other.expansions;
         self.candidates += other.candidates;
+        self.pruned += other.pruned;
         self.budget_exhausted |= other.budget_exhausted;
         self.literal_fallback |= other.literal_fallback;
         self.unrestored |= other.unrestored;

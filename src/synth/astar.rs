@@ -59,12 +59,16 @@ fn choose(plain: u64, table: u64) -> u64 {
 /// of the encoder's output. Costs one histogram pass and no encoding, so the search can
 /// size every hole it opens; the finalists are then sized exactly.
 pub fn lit_node_estimate(words: &Words) -> u64 {
-    let hist = wide_histogram(words);
-    let max = match &hist {
+    estimate_of(wide_histogram(words).as_deref(), words)
+}
+
+/// [`lit_node_estimate`] of `words` from its [`wide_histogram`].
+fn estimate_of(hist: Option<&[(u64, u64)]>, words: &Words) -> u64 {
+    let max = match hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => words.max().unwrap_or(0),
     };
-    estimate_from_hist(hist.as_deref(), max, words.width(), words.len())
+    estimate_from_hist(hist, max, words.width(), words.len())
 }
 
 /// The histogram the estimates size table codecs from, `None` when the stream has more
@@ -361,12 +365,17 @@ fn sample_of(w: &Words) -> Words {
 /// [`lit_node_estimate`] of a stream of `n` words from a sample of it: the sample's
 /// counts scaled to `n` words.
 fn sampled_estimate(sample: &Words, n: usize) -> u64 {
-    let ns = sample.len().max(1) as u64;
     let hist = sample_histogram(sample);
     let max = match &hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => sample.max().unwrap_or(0),
     };
+    sampled_with(hist, max, sample, n)
+}
+
+/// [`sampled_estimate`] from the sample's histogram `hist` and its largest word `max`.
+fn sampled_with(hist: Option<Vec<(u64, u64)>>, max: u64, sample: &Words, n: usize) -> u64 {
+    let ns = sample.len().max(1) as u64;
     // Many words seen once in the sample mean the whole stream has far more distinct
     // words than the sample shows (Good-Turing: singletons estimate the unseen mass), so
     // a table scaled up from the sample would be far too optimistic: size such a stream
@@ -381,6 +390,48 @@ fn sampled_estimate(sample: &Words, n: usize) -> u64 {
             .collect::<Vec<_>>()
     });
     estimate_from_hist(scaled.as_deref(), max, sample.width(), n)
+}
+
+/// A floor under the estimated bytes of the children of any bijection of `words` (a
+/// merge of its fields, bit planes or byte planes; a map), each sized as a literal the
+/// way [`Search::propose_into`] sizes them (from `nonzero`, the hole's dense
+/// histogram, when it has one; else from its sample when longer than [`SAMPLE_WORDS`]
+/// words, filling `sample`; else from its words): `None` where the histogram is not
+/// counted (more distinct words than the tables take).
+///
+/// Every literal codec is an order-0 code, so a literal costs at least its words'
+/// empirical entropy, and the children of a bijection together have at least the
+/// entropy of the words they are cut from (`H(X) <= sum H(F_i)` for fields `F_i` that
+/// determine `X`; a map only relabels the words). The floor is 7/8 of that entropy in
+/// bytes: the estimates scale a sample's counts, which moves their entropy a little.
+fn order0_floor(
+    words: &Words,
+    nonzero: Option<&[(u64, u64)]>,
+    sample: &mut Option<Words>,
+) -> Option<u64> {
+    let n = words.len();
+    let counted;
+    let hist: &[(u64, u64)] = match nonzero {
+        Some(list) => list,
+        None => {
+            counted = if n > SAMPLE_WORDS {
+                sample_histogram(sample.get_or_insert_with(|| sample_of(words)))?
+            } else if n > EXACT_WORDS {
+                wide_histogram(words)?
+            } else {
+                stats::histogram(words, usize::MAX)?
+            };
+            &counted
+        }
+    };
+    Some(floor_of(hist, n))
+}
+
+/// [`order0_floor`] from the histogram `hist` (of the stream or of its sample) for a
+/// stream of `n` words: 7/8 of `n` words at the histogram's entropy, in bytes.
+fn floor_of(hist: &[(u64, u64)], n: usize) -> u64 {
+    let bits = stats::entropy_bits(hist.iter().map(|&(_, c)| c)) * n as f64;
+    (bits / 8.0 * 7.0 / 8.0) as u64
 }
 
 /// The histogram of a stream of words of at most 16 bits, counted in a table indexed
@@ -490,12 +541,16 @@ fn dense_estimate(d: &[(u64, u64)], width: u32, n: usize) -> u64 {
 /// raw and bit packing sizes are exact, the table codecs bounded below without planning
 /// ([`codec::select::TableBounds::lower`]). No encoding.
 fn lit_lower_bound(words: &Words, dense: Option<&[(u64, u64)]>) -> u64 {
+    match dense {
+        Some(d) => lit_lower_bound_of(words, Some(d)),
+        None => lit_lower_bound_of(words, wide_histogram(words).as_deref()),
+    }
+}
+
+/// [`lit_lower_bound`] from the [`wide_histogram`] of `words`.
+fn lit_lower_bound_of(words: &Words, hist: Option<&[(u64, u64)]>) -> u64 {
     let (width, n) = (words.width(), words.len());
-    let hist = match dense {
-        Some(d) => Some(d.to_vec()),
-        None => wide_histogram(words),
-    };
-    let max = match &hist {
+    let max = match hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => words.max().unwrap_or(0),
     };
@@ -525,6 +580,9 @@ struct Hole {
     pos: u32,
     /// Bytes of `Lit(target)`: exact up to [`EXACT_WORDS`], estimated above.
     lit_bytes: u64,
+    /// [`order0_floor`] of the target, when its literal's estimate counted the
+    /// histogram the floor takes.
+    floor: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -620,6 +678,10 @@ struct Search<'a> {
     /// root hole's `lit_bytes` (and so the root state's rollout) then holds the upper
     /// bound, which every child's rollout subtracts again.
     lazy_root: Option<LazyRoot>,
+    /// The root's [`wide_histogram`], once counted: the back-reference proposals'
+    /// literal estimate (of the root, and of its columns, the same words in another
+    /// order) and the final comparison's lower bound share it.
+    root_hist: OnceCell<Option<Vec<(u64, u64)>>>,
 }
 
 /// Holes of at most this many words are sized exactly; larger ones are estimated.
@@ -695,6 +757,7 @@ impl Search<'_> {
             parent,
             pos,
             lit_bytes,
+            floor: None,
         });
         self.holes.len() - 1
     }
@@ -709,17 +772,27 @@ impl Search<'_> {
         pos: u32,
     ) -> usize {
         let (width, len) = (w.width(), w.len());
+        let mut floor = None;
         let (lit, dense) = if len <= EXACT_WORDS {
             (lit_node_len(&w), Some(None))
         } else if width <= 16 {
             let d = dense_of(&w);
             (dense_estimate(&d, width, len), Some(Some(d)))
         } else if len > SAMPLE_WORDS {
-            (sampled_estimate(&sample_of(&w), len), None)
+            let smp = sample_of(&w);
+            let hist = sample_histogram(&smp);
+            floor = hist.as_deref().map(|h| floor_of(h, len));
+            let max = match &hist {
+                Some(h) => h.last().map_or(0, |&(s, _)| s),
+                None => smp.max().unwrap_or(0),
+            };
+            (sampled_with(hist, max, &smp, len), None)
         } else {
-            (lit_node_estimate(&w), None)
+            let hist = wide_histogram(&w);
+            floor = hist.as_deref().map(|h| floor_of(h, len));
+            (estimate_of(hist.as_deref(), &w), None)
         };
-        self.push_hole(
+        let id = self.push_hole(
             Some(w),
             None,
             dense,
@@ -729,7 +802,9 @@ impl Search<'_> {
             parent,
             pos,
             lit,
-        )
+        );
+        self.holes[id].floor = floor;
+        id
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -848,8 +923,24 @@ impl Search<'_> {
             may_split,
             rows,
         };
-        let cands = candidates_with(&words, info, syms.as_deref());
+        let local = OnceCell::new();
+        let hist = if hid == 0 { &self.root_hist } else { &local };
+        let lit = || {
+            estimate_of(
+                hist.get_or_init(|| wide_histogram(&words)).as_deref(),
+                &words,
+            )
+        };
+        let cands = candidates_with(&words, info, syms.as_deref(), &lit);
         let mut sample: Option<Words> = None;
+        // At the budget's last expansion a state that cannot become a record is never
+        // used, so a bijection's state (a merge of fields or planes, a map) whose
+        // rollout cannot come under the best so far is not sized at all (see
+        // `order0_floor`); computed once, when first needed.
+        let last = self.stats.expansions >= self.opts.budget
+            && !self.opts.first_complete
+            && !tests::pruning_off();
+        let mut floor: Option<Option<u64>> = None;
         // Children that are the same bit field of this hole's words (the sign bit under
         // every float split, the low mantissa bits under two) are sized once: their
         // histogram, their words when known, and their literal's size.
@@ -933,6 +1024,26 @@ impl Search<'_> {
                         continue;
                     }
                     let own = shell_own_len(&shell, types.iter().copied());
+                    if last && matches!(shell, Shell::Merge(_) | Shell::Map(_)) {
+                        let best = out
+                            .iter()
+                            .map(|st| st.rollout)
+                            .chain(self.records.last().map(|r| r.0))
+                            .min()
+                            .unwrap_or(u64::MAX);
+                        // Only where some proposal already came well under the literal:
+                        // elsewhere the floor (about the literal's size) rules nothing out.
+                        if best < lit_bytes / 8 * 7 {
+                            let known = self.holes[hid].floor;
+                            let f = *floor.get_or_insert_with(|| {
+                                known.or_else(|| order0_floor(&words, nonzero, &mut sample))
+                            });
+                            if f.is_some_and(|f| rest_rollout + own + f >= best) {
+                                self.stats.pruned += 1;
+                                continue;
+                            }
+                        }
+                    }
                     let first = self.holes.len();
                     let src = Some((hid, shell.clone(), first));
                     let pw = if len <= EXACT_WORDS {
@@ -1377,6 +1488,7 @@ fn explore<'a>(
         finalists: Vec::new(),
         rows,
         lazy_root: None,
+        root_hist: OnceCell::new(),
     };
     // A root with a dense histogram has its literal sized by planning its tables (by
     // rounding; never approximated, however many distinct words), sharing the symbol
@@ -1654,7 +1766,15 @@ pub fn search_matrix(
         // Never larger than Lit(target): encode the literal only when its lower bound
         // and then its exact size (from the root's plans, when there are any) leave it
         // a chance; ties go to the literal.
-        let lb = root_lb.unwrap_or_else(|| lit_lower_bound(target, None));
+        let lb = root_lb.unwrap_or_else(|| {
+            lit_lower_bound_of(
+                target,
+                search
+                    .root_hist
+                    .get_or_init(|| wide_histogram(target))
+                    .as_deref(),
+            )
+        });
         let exceeds = || {
             root_lit
                 .as_ref()
@@ -1685,9 +1805,85 @@ pub fn search_matrix(
     }
 }
 
+#[cfg(not(test))]
+mod tests {
+    /// The unit tests' switch that turns the last expansion's pruning off: off in a
+    /// build without tests.
+    #[inline(always)]
+    pub(super) fn pruning_off() -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        static PRUNING_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Whether this test thread turned the last expansion's pruning off.
+    pub(super) fn pruning_off() -> bool {
+        PRUNING_OFF.with(std::cell::Cell::get)
+    }
+
+    /// A Fourier basis as silero-vad's STFT convolution holds it: `rows` rows of
+    /// `cols` F32 words, the cosines of frequencies 0..rows/2 then their sines.
+    fn fourier_basis(rows: usize, cols: usize) -> Words {
+        let half = rows / 2;
+        let mut v = Vec::with_capacity(rows * cols);
+        for r in 0..rows {
+            let k = (r % half) as f64;
+            for c in 0..cols {
+                let a = 2.0 * std::f64::consts::PI * k * c as f64 / cols as f64;
+                let x = if r < half { a.cos() } else { a.sin() };
+                v.push(u64::from((x as f32).to_bits()));
+            }
+        }
+        Words::from_u64s(32, &v)
+    }
+
+    #[test]
+    fn order0_floor_is_seven_eighths_of_the_entropy() {
+        // Counts 4, 2, 1, 1: 1.75 bits a word, 14 bits in all; 7/8 of 1.75 bytes.
+        let w = Words::from_u64s(32, &[7, 7, 7, 7, 9, 9, 11, 1 << 30]);
+        assert_eq!(order0_floor(&w, None, &mut None), Some(1));
+        let w = Words::from_u64s(32, &(0..4096u64).map(|i| i % 256).collect::<Vec<_>>());
+        // 8 bits a word: 4,096 bytes, 3,584 of them.
+        assert_eq!(order0_floor(&w, None, &mut None), Some(3584));
+    }
+
+    #[test]
+    fn pruning_the_last_expansion_keeps_the_program() {
+        let basis = Arc::new(fourier_basis(258, 256));
+        let opts = SearchOptions::default();
+        let run = |off: bool| {
+            PRUNING_OFF.with(|p| p.set(off));
+            let s = search_matrix(
+                &basis,
+                Some(Dtype::F32),
+                Some(258),
+                &opts,
+                &Prior::uniform(),
+            );
+            PRUNING_OFF.with(|p| p.set(false));
+            s
+        };
+        let (pruned, full) = (run(false), run(true));
+        // The basis is coded as back references, far under any field split,
+        // which are then not sized.
+        assert!(
+            matches!(pruned.program.op(), Op::BackRef(..) | Op::Transpose(..)),
+            "{}",
+            pruned.program
+        );
+        assert!(pruned.stats.pruned >= 4, "{:?}", pruned.stats);
+        assert_eq!(full.stats.pruned, 0);
+        assert_eq!(pruned.program, full.program);
+        assert_eq!(pruned.bytes, full.bytes);
+        assert!(pruned.stats.candidates < full.stats.candidates);
+    }
     use crate::dsl::program_len;
     use crate::dsl::Op;
 

@@ -45,8 +45,10 @@ pub fn min_match(width: u32) -> usize {
     }
 }
 
-/// A parse: the four children of `backref`, in order, and the words matched.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parse: the four children of `backref`, in order, and the words matched. Two
+/// parses are equal when their streams are (whether their estimate was computed yet
+/// does not count).
+#[derive(Clone, Debug)]
 pub struct Parse {
     /// The literal words, of the stream's width.
     pub lits: Words,
@@ -61,7 +63,32 @@ pub struct Parse {
     pub modes: Option<Words>,
     /// Words written by copies (the stream's length minus `lits.len()`).
     pub matched: usize,
+    /// [`Parse::estimate`], once computed (the gate and the search's comparison of the
+    /// rows' and the columns' parses both ask).
+    estimate: std::cell::OnceCell<u64>,
 }
+
+impl PartialEq for Parse {
+    fn eq(&self, other: &Parse) -> bool {
+        (
+            &self.lits,
+            &self.runs,
+            &self.lens,
+            &self.dists,
+            &self.modes,
+            self.matched,
+        ) == (
+            &other.lits,
+            &other.runs,
+            &other.lens,
+            &other.dists,
+            &other.modes,
+            other.matched,
+        )
+    }
+}
+
+impl Eq for Parse {}
 
 impl Parse {
     /// The children `[lits, runs, lens, dists]` and `modes` when present, for
@@ -74,12 +101,14 @@ impl Parse {
 
     /// Estimated bytes of the children as literals (the search's estimate).
     pub fn estimate(&self) -> u64 {
-        [&self.lits, &self.runs, &self.lens, &self.dists]
-            .into_iter()
-            .chain(&self.modes)
-            .map(lit_node_estimate)
-            .sum::<u64>()
-            + 8
+        *self.estimate.get_or_init(|| {
+            [&self.lits, &self.runs, &self.lens, &self.dists]
+                .into_iter()
+                .chain(&self.modes)
+                .map(lit_node_estimate)
+                .sum::<u64>()
+                + 8
+        })
     }
 }
 
@@ -94,18 +123,30 @@ pub fn propose(t: &Words) -> Option<Parse> {
 /// [`propose`] without the [`may_parse`] gate, for a caller that has checked it: the
 /// probe's [reuse](reuses_enough) and [parse](probe_pays), then the whole stream's.
 pub fn propose_unchecked(t: &Words) -> Option<Parse> {
+    propose_unchecked_with(t, &|| lit_node_estimate(t))
+}
+
+/// [`propose_unchecked`] given `lit`, which returns [`lit_node_estimate`] of `t` (a
+/// caller that has it, or will need it, counts it once).
+pub fn propose_unchecked_with(t: &Words, lit: &dyn Fn() -> u64) -> Option<Parse> {
     let n = t.len();
     let probe = t.slice(0, n.min(PROBE_WORDS));
     if !reuses_enough(&probe) || (n > PROBE_WORDS && !probe_pays(&probe)) {
         return None;
     }
-    parse_if_pays(t)
+    parse_if_pays_with(t, lit)
 }
 
 /// The parse of `t` when it [pays](probe_pays) (no other gate).
 pub fn parse_if_pays(t: &Words) -> Option<Parse> {
+    parse_if_pays_with(t, &|| lit_node_estimate(t))
+}
+
+/// [`parse_if_pays`] given `lit`, which returns [`lit_node_estimate`] of `t` or of any
+/// reordering of its words (the estimate counts the words, not their order).
+pub fn parse_if_pays_with(t: &Words, lit: &dyn Fn() -> u64) -> Option<Parse> {
     let p = parse(t);
-    pays(&p, t).then_some(p)
+    pays(&p, t.len(), lit).then_some(p)
 }
 
 /// Whether a stream like `t` (its width, length and distinctness) is parsed at all.
@@ -119,7 +160,7 @@ pub fn may_parse(t: &Words) -> bool {
 /// whole stream is worth parsing. Callers check [`reuses_enough`] first: it rules out
 /// most streams at a fraction of the parse's cost.
 pub fn probe_pays(probe: &Words) -> bool {
-    pays(&parse(probe), probe)
+    pays(&parse(probe), probe.len(), &|| lit_node_estimate(probe))
 }
 
 /// Whether at least 1/[`REUSE_SHARE`] of the windows of [`min_match`] words in `probe`
@@ -285,10 +326,10 @@ fn repeated_windows<T: Copy + Into<u64>>(
     })
 }
 
-/// Whether parse `p` of `of` copies a quarter of it and comes under [`GAIN`] of its
-/// literal, by the search's estimates.
-fn pays(p: &Parse, of: &Words) -> bool {
-    p.matched * 4 >= of.len() && (p.estimate() as f64) <= GAIN * lit_node_estimate(of) as f64
+/// Whether parse `p` of a stream of `n` words copies a quarter of it and comes under
+/// [`GAIN`] of its literal's estimate `lit()`, by the search's estimates.
+fn pays(p: &Parse, n: usize, lit: &dyn Fn() -> u64) -> bool {
+    p.matched * 4 >= n && (p.estimate() as f64) <= GAIN * lit() as f64
 }
 
 /// Parses `t` into literals and tokens (greedy, one step lazy; see the module doc).
@@ -452,6 +493,7 @@ fn parse_in<T: Copy + Eq + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> 
         lens: stream(1),
         dists: stream(2),
         modes: tokens.iter().any(|t| t[3] != 0).then(|| stream(3)),
+        estimate: std::cell::OnceCell::new(),
     }
 }
 

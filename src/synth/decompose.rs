@@ -295,12 +295,21 @@ pub fn merge_fields(shell: &Shell, width: u32) -> Option<Vec<(u32, u32)>> {
 
 /// [`propose`] without computing the children of `Map`, `Scan` and `Merge`.
 pub fn candidates(t: &Words, info: HoleInfo) -> Vec<Cand> {
-    candidates_with(t, info, None)
+    candidates_with(t, info, None, &|| super::astar::lit_node_estimate(t))
 }
 
 /// [`candidates`], given the distinct words of `t` ascending when already known (they
 /// replace the passes that find the minimum, maximum and common bits).
-pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<Cand> {
+///
+/// `lit` returns [`super::astar::lit_node_estimate`] of `t`, which the back-reference
+/// proposals compare their parses with (the search counts it once for them and for its
+/// own bound on the literal).
+pub fn candidates_with(
+    t: &Words,
+    info: HoleInfo,
+    syms: Option<&[u64]>,
+    lit: &dyn Fn() -> u64,
+) -> Vec<Cand> {
     let mut out = Vec::new();
     let n = t.len();
     let b = t.width();
@@ -376,7 +385,7 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
     // that streams without reuse cost little).
     let may_parse = super::backref::may_parse(t);
     let plain = may_parse
-        .then(|| super::backref::propose_unchecked(t))
+        .then(|| super::backref::propose_unchecked_with(t, lit))
         .flatten();
     // The same by columns, for a matrix whose columns repeat or mirror each other (a
     // Fourier basis): only when it beats the rows' parse by a tenth.
@@ -384,7 +393,7 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
         .rows
         .filter(|&r| may_parse && r >= 2 && (n as u64).is_multiple_of(r) && n as u64 / r >= 2)
     {
-        if let Some(p) = by_columns(t, r as usize) {
+        if let Some(p) = by_columns(t, r as usize, lit) {
             if plain
                 .as_ref()
                 .is_none_or(|q| p.estimate() * 10 < q.estimate() * 9)
@@ -454,8 +463,8 @@ pub fn candidates_with(t: &Words, info: HoleInfo, syms: Option<&[u64]>) -> Vec<C
 /// column, when [`super::backref::propose`] would propose it (the caller has checked
 /// [`super::backref::may_parse`], which the columns share with the rows); the columns'
 /// probe is gathered without transposing the whole matrix.
-fn by_columns(t: &Words, rows: usize) -> Option<super::backref::Parse> {
-    use super::backref::{parse_if_pays, probe_pays, reuses_enough, PROBE_WORDS};
+fn by_columns(t: &Words, rows: usize, lit: &dyn Fn() -> u64) -> Option<super::backref::Parse> {
+    use super::backref::{parse_if_pays_with, probe_pays, reuses_enough, PROBE_WORDS};
     let n = t.len();
     let cols = n / rows;
     if n > PROBE_WORDS {
@@ -465,13 +474,13 @@ fn by_columns(t: &Words, rows: usize) -> Option<super::backref::Parse> {
         if !reuses_enough(&probe) || !probe_pays(&probe) {
             return None;
         }
-        parse_if_pays(&crate::dsl::exec::transpose(t, cols))
+        parse_if_pays_with(&crate::dsl::exec::transpose(t, cols), lit)
     } else {
         let columns = crate::dsl::exec::transpose(t, cols);
         if !reuses_enough(&columns) {
             return None;
         }
-        parse_if_pays(&columns)
+        parse_if_pays_with(&columns, lit)
     }
 }
 
