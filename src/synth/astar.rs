@@ -771,7 +771,25 @@ impl Search<'_> {
         parent: Option<ProdKind>,
         pos: u32,
     ) -> usize {
+        self.add_words_hole_known(w, depth, dtype, parent, pos, None)
+    }
+
+    /// [`Search::add_words_hole`], given the words' [`lit_node_estimate`] when known
+    /// (it is their literal's size where the search sizes it that way: words wider
+    /// than 16 bits, more than [`EXACT_WORDS`] and at most [`SAMPLE_WORDS`] of them).
+    fn add_words_hole_known(
+        &mut self,
+        w: Arc<Words>,
+        depth: u32,
+        dtype: Option<Dtype>,
+        parent: Option<ProdKind>,
+        pos: u32,
+        known: Option<u64>,
+    ) -> usize {
         let (width, len) = (w.width(), w.len());
+        // The root's floor is what the last expansion asks for at a budget of 1; a
+        // deeper hole's is counted only if that hole is ever expanded last.
+        let root = self.holes.is_empty();
         let mut floor = None;
         let (lit, dense) = if len <= EXACT_WORDS {
             (lit_node_len(&w), Some(None))
@@ -781,16 +799,26 @@ impl Search<'_> {
         } else if len > SAMPLE_WORDS {
             let smp = sample_of(&w);
             let hist = sample_histogram(&smp);
-            floor = hist.as_deref().map(|h| floor_of(h, len));
+            if root {
+                floor = hist.as_deref().map(|h| floor_of(h, len));
+            }
             let max = match &hist {
                 Some(h) => h.last().map_or(0, |&(s, _)| s),
                 None => smp.max().unwrap_or(0),
             };
             (sampled_with(hist, max, &smp, len), None)
+        } else if let Some(lit) = known.filter(|_| !root) {
+            (lit, None)
         } else {
             let hist = wide_histogram(&w);
-            floor = hist.as_deref().map(|h| floor_of(h, len));
-            (estimate_of(hist.as_deref(), &w), None)
+            let lit = estimate_of(hist.as_deref(), &w);
+            if root {
+                floor = hist.as_deref().map(|h| floor_of(h, len));
+                // The root's whole histogram, which the back-reference gates and the
+                // final lower bound take too.
+                let _ = self.root_hist.set(hist);
+            }
+            (lit, None)
         };
         let id = self.push_hole(
             Some(w),
@@ -962,7 +990,7 @@ impl Search<'_> {
                         seq: self.next_seq(),
                     });
                 }
-                Cand::Eager(kind, shell, targets) => {
+                Cand::Eager(kind, shell, targets, sizes) => {
                     let k = targets.len() as u32;
                     if s.nodes + k > self.opts.max_nodes {
                         continue;
@@ -975,12 +1003,14 @@ impl Search<'_> {
                     let own = shell_own_len(&shell, targets.iter().map(|t| (t.width(), t.len())));
                     let mut ids = Vec::with_capacity(targets.len());
                     for (i, t) in targets.into_iter().enumerate() {
-                        ids.push(self.add_words_hole(
+                        let known = sizes.as_ref().map(|s| s[i]);
+                        ids.push(self.add_words_hole_known(
                             Arc::new(t),
                             depth + 1,
                             shell.child_dtype(i),
                             Some(kind),
                             i as u32,
+                            known,
                         ));
                     }
                     let codes = nest && matches!(&shell, Shell::Dequant(d, _) if d.is_cast());

@@ -63,9 +63,10 @@ pub struct Parse {
     pub modes: Option<Words>,
     /// Words written by copies (the stream's length minus `lits.len()`).
     pub matched: usize,
-    /// [`Parse::estimate`], once computed (the gate and the search's comparison of the
-    /// rows' and the columns' parses both ask).
-    estimate: std::cell::OnceCell<u64>,
+    /// Each child's [`lit_node_estimate`] (in [`Parse::children`]' order), once
+    /// computed: the gate, the search's comparison of the rows' and the columns'
+    /// parses, and the search's sizes of the children all take them.
+    estimates: std::cell::OnceCell<Vec<u64>>,
 }
 
 impl PartialEq for Parse {
@@ -101,14 +102,26 @@ impl Parse {
 
     /// Estimated bytes of the children as literals (the search's estimate).
     pub fn estimate(&self) -> u64 {
-        *self.estimate.get_or_init(|| {
+        self.estimates().iter().sum::<u64>() + 8
+    }
+
+    /// Each child's [`lit_node_estimate`], in [`Parse::children`]' order.
+    fn estimates(&self) -> &[u64] {
+        self.estimates.get_or_init(|| {
             [&self.lits, &self.runs, &self.lens, &self.dists]
                 .into_iter()
                 .chain(&self.modes)
                 .map(lit_node_estimate)
-                .sum::<u64>()
-                + 8
+                .collect()
         })
+    }
+
+    /// [`Parse::children`], with each child's [`lit_node_estimate`] when it was
+    /// computed (by [`Parse::estimate`]).
+    pub fn children_estimated(self) -> (Vec<Words>, Option<Vec<u64>>) {
+        let mut p = self;
+        let sizes = p.estimates.take();
+        (p.children(), sizes)
     }
 }
 
@@ -493,7 +506,7 @@ fn parse_in<T: Copy + Eq + Into<u64>>(v: &[T], width: u32, with_modes: bool) -> 
         lens: stream(1),
         dists: stream(2),
         modes: tokens.iter().any(|t| t[3] != 0).then(|| stream(3)),
-        estimate: std::cell::OnceCell::new(),
+        estimates: std::cell::OnceCell::new(),
     }
 }
 

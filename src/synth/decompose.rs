@@ -202,8 +202,10 @@ const MIN_RUN: usize = 32;
 pub enum Cand {
     /// A complete node (`Const`).
     Leaf(ProdKind, Node),
-    /// An operator whose children are slices of the target (`Repeat`, `Concat`).
-    Eager(ProdKind, Shell, Vec<Words>),
+    /// An operator whose children are computed with the proposal (`Repeat`, `Concat`,
+    /// `BackRef`, `Dequant`), and each child's [`super::astar::lit_node_estimate`] when
+    /// the proposal computed it (a parse, to decide whether it pays).
+    Eager(ProdKind, Shell, Vec<Words>, Option<Vec<u64>>),
     /// An operator whose children follow from the target by [`lazy_children`] (`Map`,
     /// `Scan`, `Merge`); the search sizes them from a histogram or a sample and computes
     /// them only when it needs their words.
@@ -217,7 +219,7 @@ pub fn propose(t: &Words, info: HoleInfo) -> Vec<Proposal> {
         .into_iter()
         .map(|c| match c {
             Cand::Leaf(k, n) => Proposal::Leaf(k, n),
-            Cand::Eager(k, s, kids) => Proposal::Split(k, s, kids),
+            Cand::Eager(k, s, kids, _) => Proposal::Split(k, s, kids),
             Cand::Lazy(k, s) => {
                 let kids = lazy_children(&s, t);
                 Proposal::Split(k, s, kids)
@@ -341,6 +343,7 @@ pub fn candidates_with(
                 n as u64,
             ),
             vec![codes],
+            None,
         ));
         return out;
     }
@@ -350,6 +353,7 @@ pub fn candidates_with(
             ProdKind::Repeat,
             Shell::Repeat((n / p) as u64),
             vec![t.slice(0, p)],
+            None,
         ));
     } else if let Some((p, whole)) = smallest_partial_period(t, 64) {
         // Whole periods, then a short tail (the head of one more period, or other
@@ -367,6 +371,7 @@ pub fn candidates_with(
             ProdKind::Concat,
             Shell::Concat,
             vec![t.slice(0, cut), t.slice(cut, n)],
+            None,
         ));
     }
     // Dequantization: a float tensor whose words are FP8 codes times per-block scales,
@@ -379,6 +384,7 @@ pub fn candidates_with(
             ProdKind::Dequant,
             Shell::Dequant(f.d, n as u64),
             vec![f.codes, f.scales],
+            None,
         ));
     }
     // Back references: earlier runs of words reused (a bounded match finder, gated so
@@ -398,19 +404,23 @@ pub fn candidates_with(
                 .as_ref()
                 .is_none_or(|q| p.estimate() * 10 < q.estimate() * 9)
             {
+                let (kids, sizes) = p.children_estimated();
                 out.push(Cand::Eager(
                     ProdKind::Transpose,
                     Shell::TransposeBackRef(r, n as u64),
-                    p.children(),
+                    kids,
+                    sizes,
                 ));
             }
         }
     }
     if let Some(parse) = plain {
+        let (kids, sizes) = parse.children_estimated();
         out.push(Cand::Eager(
             ProdKind::BackRef,
             Shell::BackRef(n as u64),
-            parse.children(),
+            kids,
+            sizes,
         ));
     }
     // Merge: field splits. Float layouts (and the wider-exponent variants that keep the
