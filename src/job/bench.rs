@@ -48,6 +48,9 @@ pub struct TensorSearch {
     pub expansions: u64,
     /// Candidates generated.
     pub candidates: u64,
+    /// Proposals of the last expansion not sized: their children's order-0 entropy
+    /// alone put them above the best found.
+    pub pruned: u64,
     /// Whether the budget ran out.
     pub budget_exhausted: bool,
     /// Whether it fell back to a literal.
@@ -322,6 +325,7 @@ fn search_report(
             nodes,
             expansions: syn.stats.expansions,
             candidates: syn.stats.candidates,
+            pruned: syn.stats.pruned,
             budget_exhausted: syn.stats.budget_exhausted,
             literal_fallback: syn.stats.literal_fallback,
             seconds: secs,

@@ -361,12 +361,17 @@ fn result_lines(app: &App) -> Vec<Line<'static>> {
                         .fg(if diff < 0 { Color::Green } else { Color::Yellow }),
                 ),
                 Line::raw(format!(
-                    "{budget} · depth {} nodes {} · prior {} · {} expansions, {} candidates · {:.2} s",
+                    "{budget} · depth {} nodes {} · prior {} · {} expansions, {} candidates{} · {:.2} s",
                     r.opts.max_depth,
                     r.opts.max_nodes,
                     escape_typed(&r.prior),
                     thousands(s.expansions),
                     thousands(s.candidates),
+                    if s.pruned > 0 {
+                        format!(" ({} more ruled out by their entropy)", thousands(s.pruned))
+                    } else {
+                        String::new()
+                    },
                     r.elapsed.as_secs_f64()
                 )),
                 Line::raw(ending),
