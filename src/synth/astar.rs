@@ -365,16 +365,15 @@ fn sample_of(w: &Words) -> Words {
 /// [`lit_node_estimate`] of a stream of `n` words from a sample of it: the sample's
 /// counts scaled to `n` words.
 fn sampled_estimate(sample: &Words, n: usize) -> u64 {
-    let hist = sample_histogram(sample);
+    sampled_with(sample_histogram(sample), sample, n)
+}
+
+/// [`sampled_estimate`] from the sample's [`sample_histogram`] `hist`.
+fn sampled_with(hist: Option<Vec<(u64, u64)>>, sample: &Words, n: usize) -> u64 {
     let max = match &hist {
         Some(h) => h.last().map_or(0, |&(s, _)| s),
         None => sample.max().unwrap_or(0),
     };
-    sampled_with(hist, max, sample, n)
-}
-
-/// [`sampled_estimate`] from the sample's histogram `hist` and its largest word `max`.
-fn sampled_with(hist: Option<Vec<(u64, u64)>>, max: u64, sample: &Words, n: usize) -> u64 {
     let ns = sample.len().max(1) as u64;
     // Many words seen once in the sample mean the whole stream has far more distinct
     // words than the sample shows (Good-Turing: singletons estimate the unseen mass), so
@@ -762,22 +761,11 @@ impl Search<'_> {
         self.holes.len() - 1
     }
 
-    /// Adds a hole whose words are known, sizing its literal.
+    /// Adds a hole whose words are known, sizing its literal; `known` is the words'
+    /// [`lit_node_estimate`] when the caller has it (it is their literal's size where
+    /// the search sizes it that way: words wider than 16 bits, more than
+    /// [`EXACT_WORDS`] and at most [`SAMPLE_WORDS`] of them).
     fn add_words_hole(
-        &mut self,
-        w: Arc<Words>,
-        depth: u32,
-        dtype: Option<Dtype>,
-        parent: Option<ProdKind>,
-        pos: u32,
-    ) -> usize {
-        self.add_words_hole_known(w, depth, dtype, parent, pos, None)
-    }
-
-    /// [`Search::add_words_hole`], given the words' [`lit_node_estimate`] when known
-    /// (it is their literal's size where the search sizes it that way: words wider
-    /// than 16 bits, more than [`EXACT_WORDS`] and at most [`SAMPLE_WORDS`] of them).
-    fn add_words_hole_known(
         &mut self,
         w: Arc<Words>,
         depth: u32,
@@ -802,11 +790,7 @@ impl Search<'_> {
             if root {
                 floor = hist.as_deref().map(|h| floor_of(h, len));
             }
-            let max = match &hist {
-                Some(h) => h.last().map_or(0, |&(s, _)| s),
-                None => smp.max().unwrap_or(0),
-            };
-            (sampled_with(hist, max, &smp, len), None)
+            (sampled_with(hist, &smp, len), None)
         } else if let Some(lit) = known.filter(|_| !root) {
             (lit, None)
         } else {
@@ -1004,7 +988,7 @@ impl Search<'_> {
                     let mut ids = Vec::with_capacity(targets.len());
                     for (i, t) in targets.into_iter().enumerate() {
                         let known = sizes.as_ref().map(|s| s[i]);
-                        ids.push(self.add_words_hole_known(
+                        ids.push(self.add_words_hole(
                             Arc::new(t),
                             depth + 1,
                             shell.child_dtype(i),
@@ -1178,6 +1162,7 @@ impl Search<'_> {
                                             None,
                                             Some(kind),
                                             i as u32,
+                                            None,
                                         );
                                         let h = &self.holes[id];
                                         let hole = FieldHole {
@@ -1200,6 +1185,7 @@ impl Search<'_> {
                                     None,
                                     Some(kind),
                                     i as u32,
+                                    None,
                                 );
                                 ids.push(id);
                             }
@@ -1555,7 +1541,7 @@ fn explore<'a>(
         root_lb = Some(node(plain.min(b.lower())));
         root_lit = Some((list, plain, b));
     } else {
-        search.add_words_hole(Arc::clone(target), 1, dtype, None, 0);
+        search.add_words_hole(Arc::clone(target), 1, dtype, None, 0, None);
         if n <= EXACT_WORDS {
             // A short root's literal was sized exactly: that is its bound.
             root_lb = Some(search.holes[0].lit_bytes);
