@@ -1,6 +1,6 @@
 //! Profiling loop (not shipped): `small FILE MAXB N [NAME]` searches every tensor of FILE
 //! under MAXB bytes (whose name contains NAME, when given) N times, at the default level,
-//! for `perf record`.
+//! for `perf record`; `LEVEL=fast` (or `max`) at that level instead.
 use brevis::synth::{synthesize_matrix, Prior, SearchOptions};
 use brevis::tensor::Words;
 use std::sync::Arc;
@@ -25,7 +25,13 @@ fn main() {
         let words = Words::from_le_bytes(t.dtype.word_bits(), data).unwrap();
         ts.push((rows, t.dtype, Arc::new(words)));
     }
-    let opts = SearchOptions::default();
+    let mut opts = SearchOptions::default();
+    opts.level = match std::env::var("LEVEL").as_deref() {
+        Ok("fast") => brevis::synth::Level::Fast,
+        Ok("max") => brevis::synth::Level::Max,
+        _ => brevis::synth::Level::Default,
+    };
+    opts.budget = opts.level.budget();
     let prior = Prior::uniform();
     let t0 = Instant::now();
     let mut total = 0u64;

@@ -78,6 +78,13 @@ fn encode_k_stream_in(stream: Stream<'_>, k: u32, out: &mut Vec<u8>) {
         }
         (_, WordBuf::U16(v)) => {
             let m = m as u16;
+            if u32::from(m).count_ones() == k {
+                out.push(k as u8);
+                if simd::pack_field_u16(v, shift, k, out) {
+                    return;
+                }
+                out.pop();
+            }
             encode_field(
                 v,
                 k,

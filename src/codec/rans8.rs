@@ -126,6 +126,10 @@ pub struct Plan {
     escape_estimate: u64,
     n: usize,
     width: u32,
+    /// Planned from a sample ([`Plan::from_sample`]): an escape symbol in any case,
+    /// `escaped` an estimate, and the words escaped (those outside the coded set; at
+    /// least one) counted when the stream is encoded.
+    open: bool,
 }
 
 /// An estimate in bytes of a literal of the escaped words `hist` (their values and
@@ -166,6 +170,51 @@ impl Plan {
     /// not planned; whatever `at_most`, a plan it returns is the plan [`Plan::new`]
     /// returns.
     pub fn new_at_most(hist: &[(u64, u64)], width: u32, n: usize, at_most: u64) -> Option<Plan> {
+        Plan::of_sets(hist, width, n, at_most, false)
+    }
+
+    /// A plan for a stream of `n` words of `width` bits from the histogram `sample` of
+    /// `sample_n` of its words (distinct words ascending with their counts), whose
+    /// [`Plan::estimate_bytes`] is at most `at_most` (`None` when there is none, or the
+    /// sample is empty): [`Plan::new_at_most`] of the sample's counts scaled to `n`,
+    /// with an escape symbol whatever the sample shows. Words the coded set lacks are
+    /// escaped when the stream is encoded ([`Plan::encode`] counts them; when there are
+    /// none it escapes the first word, so that the escape the table declares is used).
+    /// For a stream of at least `MAX_SYMBOLS` distinct words the sample's order-0
+    /// model costs about `(k - 1) / (2 sample_n ln 2)` bits a word over the stream's
+    /// own (`k` the distinct words: the expected Kullback-Leibler divergence of a
+    /// maximum-likelihood estimate), plus the escape's slot.
+    ///
+    /// # Panics
+    /// When `sample_n` is 0 or above `n`.
+    pub fn from_sample(
+        sample: &[(u64, u64)],
+        sample_n: usize,
+        width: u32,
+        n: usize,
+        at_most: u64,
+    ) -> Option<Plan> {
+        assert!(sample_n >= 1 && sample_n <= n, "a sample of the stream");
+        let scaled: Vec<(u64, u64)> = sample
+            .iter()
+            .map(|&(v, c)| {
+                let c = u128::from(c) * n as u128 / sample_n as u128;
+                (v, (c as u64).max(1))
+            })
+            .collect();
+        Plan::of_sets(&scaled, width, n, at_most, true)
+    }
+
+    /// [`Plan::new_at_most`]'s search over the coded sets; `open` for
+    /// [`Plan::from_sample`] (an escape in every set; the counts of `hist` may then sum
+    /// to more or less than `n`).
+    fn of_sets(
+        hist: &[(u64, u64)],
+        width: u32,
+        n: usize,
+        at_most: u64,
+        open: bool,
+    ) -> Option<Plan> {
         if n == 0 || hist.is_empty() {
             return None;
         }
@@ -187,7 +236,7 @@ impl Plan {
                 },
                 None => at_most,
             };
-            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit) {
+            if let Some(plan) = Plan::with_coded(hist, keep, width, n, limit, open) {
                 if best
                     .as_ref()
                     .is_none_or(|b| plan.estimate_bytes() < b.estimate_bytes())
@@ -196,7 +245,7 @@ impl Plan {
                 }
             }
         };
-        if hist.len() <= MAX_SYMBOLS {
+        if hist.len() <= MAX_SYMBOLS - usize::from(open) {
             considered = true;
             consider(&mut best, &by_count);
         }
@@ -210,7 +259,7 @@ impl Plan {
                 .take(MAX_SYMBOLS - 1)
                 .take_while(|&&i| hist[i].1 << MAX_SCALE_BITS >= t * n64)
                 .count();
-            if kept == 0 || kept == hist.len() || kept == planned {
+            if kept == 0 || (kept == hist.len() && !open) || kept == planned {
                 continue;
             }
             planned = kept;
@@ -235,6 +284,7 @@ impl Plan {
         width: u32,
         n: usize,
         limit: u64,
+        open: bool,
     ) -> Option<Plan> {
         // The kept words in `hist`'s (ascending) order, without sorting `keep`.
         let mut is_kept = vec![false; hist.len()];
@@ -253,7 +303,11 @@ impl Plan {
             }
         }
         let kept: u64 = counts.iter().sum();
-        let escaped = n as u64 - kept;
+        // An open plan's escape stands for at least one word.
+        let escaped = match open {
+            true => (n as u64).saturating_sub(kept).max(1),
+            false => n as u64 - kept,
+        };
         if escaped > 0 {
             counts.push(escaped);
         }
@@ -271,9 +325,14 @@ impl Plan {
             freq_mode: FreqMode::Fixed(0),
             table_bits: head,
             ideal_bits: 0.0,
-            escape_estimate: escape_estimate(&escape_hist, width),
+            escape_estimate: match escape_estimate(&escape_hist, width) {
+                // One word escaped: the literal's codec, length and a raw word.
+                0 if open => 5 + 1 + u64::from(width).div_ceil(8),
+                e => e,
+            },
             n,
             width,
+            open,
         };
         let k = counts.len();
         if k <= 1 {
@@ -372,20 +431,24 @@ impl Plan {
         b
     }
 
-    fn write_table(&self, out: Vec<u8>) -> Vec<u8> {
-        let mut w = BitWriter::from_vec(out);
-        w.write(u64::from(self.escaped > 0), 1);
+    /// Appends the table, with `escaped` escaped words (the plan's count, or for an open
+    /// plan the count the encoder found: at least one).
+    fn write_table(&self, out: &mut Vec<u8>, escaped: u64) {
+        debug_assert!((escaped > 0) == (self.escaped > 0));
+        debug_assert!(self.open || escaped == self.escaped);
+        let mut w = BitWriter::from_vec(std::mem::take(out));
+        w.write(u64::from(escaped > 0), 1);
         w.write(u64::from(lanes_for(self.n) == 64), 1);
         w.write(self.syms.len() as u64 - 1, 8);
         write_set(&mut w, &self.syms, self.width, &self.set);
-        if self.escaped > 0 {
-            w.write_eg(self.escaped - 1, 8);
+        if escaped > 0 {
+            w.write_eg(escaped - 1, 8);
         }
         if self.symbols() >= 2 {
             w.write(u64::from(self.scale - 1), 4);
             write_freqs(&mut w, &self.freqs, self.freq_mode);
         }
-        w.finish()
+        *out = w.finish();
     }
 
     /// Appends the body of `stream` (the stream the plan was made from) to `out`.
@@ -396,7 +459,6 @@ impl Plan {
     /// [`Plan::encode`], in one pass ([`Plan::encode_fused`]) with the SIMD build
     /// `fused` when there is one and it applies (the tests compare the two).
     fn encode_with(&self, stream: Stream<'_>, out: &mut Vec<u8>, fused: Option<simd::Isa>) {
-        *out = self.write_table(std::mem::take(out));
         let (words, shift, m) = stream.parts();
         let index = Index::new(&self.syms, self.width);
         let esc = self.syms.len() as u8;
@@ -406,7 +468,7 @@ impl Plan {
             }
         }
         // Each word's symbol, then the escaped words (a second pass, only when some are).
-        let symbols: Vec<u8> = match (&index, words.buf()) {
+        let mut symbols: Vec<u8> = match (&index, words.buf()) {
             // Whole 8-bit words (FP8, int8): 64 a step by byte permutes.
             (Index::Dense(t), WordBuf::U8(v)) if shift == 0 && t.len() == 256 => {
                 let table: &[u8; 256] = t[..].try_into().expect("256 entries");
@@ -447,7 +509,13 @@ impl Plan {
                 }
             });
         }
-        debug_assert_eq!(escaped.len() as u64, self.escaped);
+        if self.open && escaped.is_empty() {
+            // The table declares an escape: the first word is coded as one.
+            symbols[0] = esc;
+            escaped.push((words.get(0) >> shift) & m);
+        }
+        debug_assert!(self.open || escaped.len() as u64 == self.escaped);
+        self.write_table(out, escaped.len() as u64);
         self.write_escaped(&escaped, out);
         if self.symbols() < 2 {
             return;
@@ -457,9 +525,9 @@ impl Plan {
 }
 
 impl Plan {
-    /// The body's escaped words and payload in one pass over the words with the SIMD
-    /// field encoder ([`simd::encode_fields`]), appended to `out` (which holds the
-    /// table); `false` (nothing appended) where it does not apply: fewer than two
+    /// The body's table, escaped words and payload in one pass over the words with the
+    /// SIMD field encoder ([`simd::encode_fields`]), appended to `out`; `false`
+    /// (nothing appended) where it does not apply: fewer than two
     /// symbols, a field wider than [`simd::FIELD_BITS`], 64-bit words, fewer words than
     /// states, or a processor without the features. The bytes are those of the
     /// two-pass path.
@@ -481,10 +549,16 @@ impl Plan {
         {
             return false;
         }
+        // An open plan's first group of words is coded after the others, one by one, so
+        // that its first word can be escaped when no other word was (the table
+        // declares an escape). The SIMD pass starts at a multiple of `lanes`: its word
+        // `j` is still coded by state `j mod lanes`.
+        let first = if self.open { lanes } else { 0 };
+        let simd_words = first..full;
         let fields = match words.buf() {
-            WordBuf::U8(v) => simd::Container::U8(&v[..full]),
-            WordBuf::U16(v) => simd::Container::U16(&v[..full]),
-            WordBuf::U32(v) => simd::Container::U32(&v[..full]),
+            WordBuf::U8(v) => simd::Container::U8(&v[simd_words]),
+            WordBuf::U16(v) => simd::Container::U16(&v[simd_words]),
+            WordBuf::U32(v) => simd::Container::U32(&v[simd_words]),
             WordBuf::U64(_) => return false,
         };
         // The escape's symbol, when there is one (with 256 coded words the number
@@ -520,23 +594,40 @@ impl Plan {
             }
         });
         let at = enc.at;
-        let Some(at) = simd::encode_fields(
-            fields,
-            shift,
-            &table,
-            self.scale,
-            &mut enc.x[..lanes],
-            &mut enc.words[..at],
-            at,
-            &mut escaped,
-            isa,
-        ) else {
-            return false;
-        };
-        enc.at = at;
-        debug_assert_eq!(escaped.len() as u64, self.escaped);
+        if full > first {
+            let Some(at) = simd::encode_fields(
+                fields,
+                shift,
+                &table,
+                self.scale,
+                &mut enc.x[..lanes],
+                &mut enc.words[..at],
+                at,
+                &mut escaped,
+                isa,
+            ) else {
+                return false;
+            };
+            enc.at = at;
+        }
+        crate::with_buf!(words.buf(), v => {
+            for (i, &x) in v[..first].iter().enumerate().rev() {
+                #[allow(clippy::useless_conversion)]
+                let f = (u64::from(x) >> shift) & m;
+                let mut s = index[f as usize];
+                if i == 0 && escaped.is_empty() {
+                    s = self.syms.len() as u8;
+                }
+                if Some(s) == esc {
+                    escaped.push(f as u32);
+                }
+                enc.step(i, s);
+            }
+        });
+        debug_assert!(self.open || escaped.len() as u64 == self.escaped);
         escaped.reverse();
         let escaped: Vec<u64> = escaped.into_iter().map(u64::from).collect();
+        self.write_table(out, escaped.len() as u64);
         self.write_escaped(&escaped, out);
         enc.finish(out);
         true

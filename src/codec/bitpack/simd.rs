@@ -23,8 +23,19 @@ pub(super) fn unpack_or<T: Word>(data: &[u8], k: u32, out: &mut [T], shift: u32)
     imp::unpack_or(data, k, out, shift)
 }
 
+/// Appends the field `(w >> shift) & (2^k - 1)` of the 16-bit words `v`, packed at `k`
+/// bits, when a SIMD path applies (AVX-512 BW, `k` 1 or 4: the sign bits and low
+/// mantissa nibbles of BF16 words); returns whether it did (nothing appended when not).
+/// The bytes are the scalar packer's.
+pub(super) fn pack_field_u16(v: &[u16], shift: u32, k: u32, out: &mut Vec<u8>) -> bool {
+    imp::pack_field_u16(v, shift, k, out)
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
+    pub(super) fn pack_field_u16(_: &[u16], _: u32, _: u32, _: &mut Vec<u8>) -> bool {
+        false
+    }
     pub(super) fn unpack<T: crate::codec::table::Word>(_: &[u8], _: u32, _: &mut [T]) -> bool {
         false
     }
@@ -45,6 +56,63 @@ mod imp {
 
     fn available() -> bool {
         crate::simd::level().avx512_vbmi
+    }
+
+    pub(super) fn pack_field_u16(v: &[u16], shift: u32, k: u32, out: &mut Vec<u8>) -> bool {
+        if !matches!(k, 1 | 4) || shift + k > 16 || !crate::simd::level().avx512 {
+            return false;
+        }
+        // Steps of 32 words: 4 bytes of sign bits or 16 of nibbles.
+        let groups = v.len() / 32;
+        let step = 4 * k as usize;
+        let start = out.len();
+        out.resize(start + groups * step, 0);
+        let dst = &mut out[start..];
+        // SAFETY: AVX-512 F, BW and VL were detected; step `g` reads words `[32 g, 32 g
+        // + 32)` of `v` and writes bytes `[g step, (g + 1) step)` of `dst`, which holds
+        // `groups * step`.
+        unsafe {
+            match k {
+                1 => pack_bits16(v.as_ptr(), dst.as_mut_ptr(), groups, shift),
+                _ => pack_nibbles16(v.as_ptr(), dst.as_mut_ptr(), groups, shift),
+            }
+        }
+        // The rest (fewer than 32 words, starting on a byte), scalar.
+        let rest: Vec<u8> = v[groups * 32..]
+            .iter()
+            .map(|&x| ((x >> shift) & ((1 << k) - 1)) as u8)
+            .collect();
+        super::super::pack_u8(&rest, k, out);
+        true
+    }
+
+    /// Bit `shift` of 32 words a step: one test into a mask register, stored as four
+    /// bytes (word `j`'s bit is bit `j`, lowest first, as the packer writes them).
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn pack_bits16(src: *const u16, dst: *mut u8, groups: usize, shift: u32) {
+        let bit = _mm512_set1_epi16((1u16 << shift) as i16);
+        for g in 0..groups {
+            let x = _mm512_loadu_si512(src.add(32 * g).cast());
+            let m: u32 = _mm512_test_epi16_mask(x, bit);
+            dst.add(4 * g).cast::<u32>().write_unaligned(m.to_le());
+        }
+    }
+
+    /// Bits `[shift, shift + 4)` of 32 words a step: shifted and masked in 16-bit
+    /// lanes, each pair joined in its 32-bit lane (`lo | hi << 4`) and narrowed to
+    /// bytes, stored as sixteen.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn pack_nibbles16(src: *const u16, dst: *mut u8, groups: usize, shift: u32) {
+        let count = _mm_cvtsi32_si128(shift as i32);
+        let low = _mm512_set1_epi16(0xF);
+        for g in 0..groups {
+            let x = _mm512_loadu_si512(src.add(32 * g).cast());
+            let y = _mm512_and_si512(_mm512_srl_epi16(x, count), low);
+            // The odd word's nibble (bits 16..20 of the lane) lands on bits 4..8; the
+            // even word's bits 12..16 it brings down are zero.
+            let z = _mm512_or_si512(y, _mm512_srli_epi32::<12>(y));
+            _mm_storeu_si128(dst.add(16 * g).cast(), _mm512_cvtepi32_epi8(z));
+        }
     }
 
     pub(super) fn unpack<T: Word>(data: &[u8], k: u32, out: &mut [T]) -> bool {

@@ -100,6 +100,27 @@ fn field_packs_as_its_words(stream: Stream<'_>, k: u32, what: &str) -> Vec<u8> {
 }
 
 #[test]
+fn sign_bits_and_nibbles_of_16_bit_words_pack_as_their_words() {
+    // The AVX-512 packer of 1- and 4-bit fields of 16-bit words (32 words a step) at
+    // every shift, on lengths around its steps; the scalar packer where it does not run.
+    let src = hashed_u16s(1000);
+    for n in [0, 1, 31, 32, 33, 64, 95, 1000] {
+        let words = Words::from_fn(16, n, |i| src[i]);
+        for k in [1, 4] {
+            for shift in 0..=16 - k {
+                let stream = Stream::Field {
+                    words: &words,
+                    shift,
+                    width: k,
+                };
+                let body = field_packs_as_its_words(stream, k, &format!("n {n}"));
+                assert_eq!(body.len() as u64, size_for(k, n));
+            }
+        }
+    }
+}
+
+#[test]
 fn avx2_builds_agree() {
     // The builds picked at run time (AVX2 on processors that have it, as this
     // machine's) pack and unpack as the baseline builds do, and as the field's own

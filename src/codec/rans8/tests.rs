@@ -177,6 +177,35 @@ fn fused_encoder_equals_two_passes() {
                     assert_eq!(a, b, "{what}");
                     assert_eq!(decode(&a[1..], width, n).expect(&what), *field, "{what}");
                 }
+                // Open plans: from every fourth block of 512 words (rare words the
+                // sample misses are escaped) and from the whole stream (no word is
+                // escaped but the first, which the table's escape needs).
+                let quarter: Vec<u64> = (0..n)
+                    .filter(|i| (i / 512) % 4 == 0)
+                    .map(|i| field.get(i))
+                    .collect();
+                let quarter = Words::from_u64s(width, &quarter);
+                for sample in [&quarter, &*field] {
+                    let hist = crate::stats::histogram(sample, usize::MAX).unwrap();
+                    let Some(plan) = Plan::from_sample(&hist, sample.len(), width, n, u64::MAX)
+                    else {
+                        panic!("no open plan");
+                    };
+                    let mut b = vec![9u8];
+                    plan.encode_with(stream, &mut b, None);
+                    for isa in [simd::Isa::Best, simd::Isa::Avx2] {
+                        let mut a = vec![9u8];
+                        plan.encode_with(stream, &mut a, Some(isa));
+                        let what = format!(
+                            "open plan of {} words, {isa:?}: {container}-bit words, field \
+                             ({shift}, {width}), n {n}, spread {spread}",
+                            sample.len()
+                        );
+                        assert_eq!(a, b, "{what}");
+                        assert_eq!(decode(&a[1..], width, n).expect(&what), *field, "{what}");
+                        assert_eq!(decode_scalar(&a[1..], width, n).expect(&what), *field);
+                    }
+                }
             }
         }
     }
@@ -184,6 +213,33 @@ fn fused_encoder_equals_two_passes() {
         scales.iter().any(|&s| s < simd::DIV_SCALE) && scales.iter().any(|&s| s >= simd::DIV_SCALE),
         "precisions planned: {scales:?}"
     );
+}
+
+#[test]
+fn an_open_plan_escapes_the_first_word_when_no_other_is() {
+    // 1,000 words of three values, planned from their own histogram as a sample: the
+    // table declares an escape, so the first word (5) is coded as it.
+    let words = Words::from_fn(8, 1000, |i| [5, 9, 200][i % 3]);
+    let hist = crate::stats::histogram(&words, usize::MAX).unwrap();
+    let plan = Plan::from_sample(&hist, 1000, 8, 1000, u64::MAX).unwrap();
+    assert_eq!((plan.syms.clone(), plan.escaped, plan.symbols()), (vec![5, 9, 200], 1, 4));
+    for fused in [None, Some(simd::Isa::Best)] {
+        let mut body = Vec::new();
+        plan.encode_with(Stream::Words(&words), &mut body, fused);
+        let p = parse(&body, 8, 1000).unwrap();
+        assert!(p.has_escape);
+        assert_eq!(p.escaped, Words::from_u64s(8, &[5]));
+        assert_eq!(decode(&body, 8, 1000).unwrap(), words);
+    }
+    // A sample that misses 77: its two words are escaped, and the first is not.
+    let with_rare = Words::from_fn(8, 1000, |i| match i {
+        400 | 900 => 77,
+        _ => [5, 9, 200][i % 3],
+    });
+    let mut body = Vec::new();
+    plan.encode(Stream::Words(&with_rare), &mut body);
+    assert_eq!(parse(&body, 8, 1000).unwrap().escaped, Words::from_u64s(8, &[77, 77]));
+    assert_eq!(decode(&body, 8, 1000).unwrap(), with_rare);
 }
 
 #[test]
