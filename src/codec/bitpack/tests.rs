@@ -101,12 +101,14 @@ fn field_packs_as_its_words(stream: Stream<'_>, k: u32, what: &str) -> Vec<u8> {
 
 #[test]
 fn sign_bits_and_nibbles_of_16_bit_words_pack_as_their_words() {
-    // The AVX-512 packer of 1- and 4-bit fields of 16-bit words (32 words a step) at
-    // every shift, on lengths around its steps; the scalar packer where it does not run.
+    // The AVX-512 packer of 1- and 4-bit fields of 16-bit words (32 words a step) and
+    // the `pext` one of the others up to 8 bits (8 a step) at every shift, on lengths
+    // around their steps; the scalar packer where they do not run (9 bits, or a
+    // processor without AVX-512).
     let src = hashed_u16s(1000);
     for n in [0, 1, 31, 32, 33, 64, 95, 1000] {
         let words = Words::from_fn(16, n, |i| src[i]);
-        for k in [1, 4] {
+        for k in 1..=9 {
             for shift in 0..=16 - k {
                 let stream = Stream::Field {
                     words: &words,
