@@ -41,6 +41,9 @@ fn main() {
             bitpack::encode_k_stream(stream, width, &mut out);
             std::hint::black_box(&out);
         });
-        println!("field [{shift}, {}) at {width} bits: {t:.3} ns a word", shift + width);
+        println!(
+            "field [{shift}, {}) at {width} bits: {t:.3} ns a word",
+            shift + width
+        );
     }
 }

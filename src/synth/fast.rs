@@ -7,7 +7,9 @@
 //! mantissa bits it predicts. 8-bit words are one `rans8` literal; other words a
 //! literal of the smallest codec. Two passes over the words (count, then code) whatever
 //! the tensor: what ZipNN does per byte plane, with a field split that follows the
-//! exponent instead of the bytes.
+//! exponent instead of the bytes. A stream of [`SAMPLE_WORDS`] words or more is counted
+//! in every second to fourth block only, and its `rans8` table planned from that sample
+//! (the words the sample missed escaped): counting is a fifth of the layout's time.
 
 use crate::codec::table::Word;
 use crate::codec::{bitpack, rans8, CodecId, Stream};
@@ -366,7 +368,7 @@ fn head_counts_in<T: Word>(
             let (t1, rest) = rest.split_at_mut(size);
             let (t2, t3) = rest.split_at_mut(size);
             for (b, block) in group.chunks(BLOCK).enumerate() {
-                if (g * FLUSH + b) % every != 0 {
+                if !(g * FLUSH + b).is_multiple_of(every) {
                     or |= block.iter().fold(T::default(), |o, &x| o | x).into();
                     continue;
                 }
@@ -534,7 +536,7 @@ mod tests {
                         let mut want = vec![0u32; 1 << head_bits];
                         let mut counted = 0;
                         for (i, x) in w.iter().enumerate() {
-                            if (i / SAMPLE_BLOCK) % every == 0 {
+                            if (i / SAMPLE_BLOCK).is_multiple_of(every) {
                                 want[((x >> shift) & mask(head_bits)) as usize] += 1;
                                 counted += 1;
                             }

@@ -109,8 +109,14 @@ mod imp {
         out.resize(start + groups * k + 8, 0);
         let dst = out[start..].as_mut_ptr();
         for (g, w) in v.chunks_exact(8).enumerate() {
-            let lo = u64::from(w[0]) | u64::from(w[1]) << 16 | u64::from(w[2]) << 32 | u64::from(w[3]) << 48;
-            let hi = u64::from(w[4]) | u64::from(w[5]) << 16 | u64::from(w[6]) << 32 | u64::from(w[7]) << 48;
+            let lo = u64::from(w[0])
+                | u64::from(w[1]) << 16
+                | u64::from(w[2]) << 32
+                | u64::from(w[3]) << 48;
+            let hi = u64::from(w[4])
+                | u64::from(w[5]) << 16
+                | u64::from(w[6]) << 32
+                | u64::from(w[7]) << 48;
             let bits = _pext_u64(lo, mask) | _pext_u64(hi, mask) << (4 * k);
             // SAFETY: step `g` writes bytes `[g k, g k + 8)` of the `groups k + 8`
             // after `start`.

@@ -222,7 +222,10 @@ fn an_open_plan_escapes_the_first_word_when_no_other_is() {
     let words = Words::from_fn(8, 1000, |i| [5, 9, 200][i % 3]);
     let hist = crate::stats::histogram(&words, usize::MAX).unwrap();
     let plan = Plan::from_sample(&hist, 1000, 8, 1000, u64::MAX).unwrap();
-    assert_eq!((plan.syms.clone(), plan.escaped, plan.symbols()), (vec![5, 9, 200], 1, 4));
+    assert_eq!(
+        (plan.syms.clone(), plan.escaped, plan.symbols()),
+        (vec![5, 9, 200], 1, 4)
+    );
     for fused in [None, Some(simd::Isa::Best)] {
         let mut body = Vec::new();
         plan.encode_with(Stream::Words(&words), &mut body, fused);
@@ -238,7 +241,10 @@ fn an_open_plan_escapes_the_first_word_when_no_other_is() {
     });
     let mut body = Vec::new();
     plan.encode(Stream::Words(&with_rare), &mut body);
-    assert_eq!(parse(&body, 8, 1000).unwrap().escaped, Words::from_u64s(8, &[77, 77]));
+    assert_eq!(
+        parse(&body, 8, 1000).unwrap().escaped,
+        Words::from_u64s(8, &[77, 77])
+    );
     assert_eq!(decode(&body, 8, 1000).unwrap(), with_rare);
 }
 
