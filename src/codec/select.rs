@@ -215,7 +215,7 @@ pub fn best_size(words: &Words) -> u64 {
         best = best.min(huffman::Plan::with_set(hist, width, n, b.syms.clone(), b.set).size());
     }
     if b.rans_lb < best {
-        if let Some(plan) = RansPlan::new(hist, width, n, b.syms, b.set, true) {
+        if let Some(plan) = RansPlan::new(hist, Stream::Words(words), b.syms, b.set, true) {
             if plan.lower_bound() < best {
                 best = best.min(plan.size(Stream::Words(words)));
             }
@@ -306,14 +306,14 @@ impl RansPlan {
     /// length (the escaped words of a `rans8` body). `None` for an empty stream.
     pub(crate) fn new(
         hist: &[(u64, u64)],
-        width: u32,
-        n: usize,
+        stream: Stream<'_>,
         syms: Vec<u64>,
         set: super::table::SetPlan,
         wide: bool,
     ) -> Option<RansPlan> {
+        let (width, n) = (stream.width(), stream.len());
         if wide && rans::Layout::for_len(n) == rans::Layout::Wide {
-            rans8::Plan::new(hist, width, n).map(RansPlan::Rans8)
+            rans8::Plan::for_stream(stream, hist).map(RansPlan::Rans8)
         } else {
             Some(RansPlan::Classic(rans::Plan::with_set(
                 hist, width, n, syms, set,
@@ -368,8 +368,7 @@ fn encode_rans(
     bar: u64,
     wide: bool,
 ) -> Option<Encoded> {
-    let (width, n) = (stream.width(), stream.len());
-    let plan = RansPlan::new(hist, width, n, syms, set, wide)?;
+    let plan = RansPlan::new(hist, stream, syms, set, wide)?;
     if plan.lower_bound() >= bar {
         return None;
     }
@@ -390,7 +389,7 @@ pub fn all_sizes(words: &Words) -> Sizes {
             let syms: Vec<u64> = hist.iter().map(|&(s, _)| s).collect();
             let set = plan_set(&syms, width);
             let huff = huffman::Plan::with_set(hist, width, n, syms.clone(), set).size();
-            let plan = RansPlan::new(hist, width, n, syms, set, true);
+            let plan = RansPlan::new(hist, Stream::Words(words), syms, set, true);
             (
                 Some(huff),
                 plan.map(|p| (p.size(Stream::Words(words)), p.is_rans8())),

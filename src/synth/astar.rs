@@ -131,11 +131,12 @@ impl RootLit {
     /// Plans the tables for histogram `h` of the root's `n` words of `width` bits, whose
     /// plain body is `plain` bytes.
     #[cfg(test)]
-    fn plan(h: &[(u64, u64)], width: u32, n: usize, plain: u64) -> RootLit {
+    fn plan(h: &[(u64, u64)], target: &Words, plain: u64) -> RootLit {
+        let (width, n) = (target.width(), target.len());
         let syms: Vec<u64> = h.iter().map(|&(s, _)| s).collect();
         let set = codec::table::plan_set(&syms, width);
         let huff = codec::huffman::Plan::with_set(h, width, n, syms.clone(), set).size();
-        let rans = codec::select::RansPlan::new(h, width, n, syms, set, true);
+        let rans = codec::select::RansPlan::new(h, codec::Stream::Words(target), syms, set, true);
         RootLit { plain, huff, rans }
     }
 
@@ -154,7 +155,13 @@ impl RootLit {
         bytes: u64,
     ) -> bool {
         let (width, n) = (target.width(), target.len());
-        let rans = codec::select::RansPlan::new(h, width, n, b.syms.clone(), b.set, true);
+        let rans = codec::select::RansPlan::new(
+            h,
+            codec::Stream::Words(target),
+            b.syms.clone(),
+            b.set,
+            true,
+        );
         let least = plain
             .min(b.huff_lb)
             .min(rans.as_ref().map_or(u64::MAX, |r| r.lower_bound()));
@@ -2086,7 +2093,7 @@ mod tests {
             let max = hist.last().map_or(0, |&(s, _)| s);
             let plain = codec::raw::size(w.width(), w.len())
                 .min(codec::bitpack::size_for(bits_needed(max), w.len()));
-            let root = RootLit::plan(&hist, w.width(), w.len(), plain);
+            let root = RootLit::plan(&hist, &w, plain);
             let exact = root.exact_len(w);
             assert_eq!(exact, program_len(&Node::lit(w)), "{} words", w.len());
             let lb = plain.min(codec::select::TableBounds::of(&hist, w.width(), w.len()).lower());

@@ -7,7 +7,7 @@
 //! mantissa bits it predicts. 8-bit words are one `rans8` literal; other words a
 //! literal of the smallest codec. Two passes over the words (count, then code) whatever
 //! the tensor: what ZipNN does per byte plane, with a field split that follows the
-//! exponent instead of the bytes. A stream of [`SAMPLE_WORDS`] words or more is counted
+//! exponent instead of the bytes. A stream of twice [`rans8::SAMPLE_WORDS`] words or more is counted
 //! in every second to fourth block only, and its `rans8` table planned from that sample
 //! (the words the sample missed escaped): counting is a fifth of the layout's time.
 
@@ -19,31 +19,10 @@ use crate::tensor::{mask, Dtype, WordBuf, Words};
 /// Most mantissa bits coded with the exponent.
 const MAX_JOINED: u32 = 4;
 
-/// Words of a stream the layout's table is planned from, at least: a longer stream's
-/// histogram counts every `s`-th block of [`SAMPLE_BLOCK`] words (`s` the most that
-/// leaves this many, at most [`MAX_SAMPLE_EVERY`]), and its plan is
-/// [`rans8::Plan::from_sample`]'s. Counting is bound by one increment a word (about
-/// 0.3 ns on the machines measured: a fifth of the layout's time); a model from 256 Ki
-/// words costs at most about `(k - 1) / 2^19 / ln 2` bits a word more than the stream's
-/// own (`k` distinct values: 0.006 bits at 2,048).
-const SAMPLE_WORDS: usize = 1 << 18;
-
-/// Words a sample takes at a time: evenly spaced runs, so that the counting loop and
-/// the blocks' reads stay sequential.
-const SAMPLE_BLOCK: usize = 512;
-
-/// The sparsest sample: every fourth block.
-const MAX_SAMPLE_EVERY: usize = 4;
-
-/// Which blocks of [`SAMPLE_BLOCK`] words the histogram of `n` words counts: every
-/// `s`-th, `s` returned (1: all of them).
-fn sample_every(n: usize) -> usize {
-    (n / SAMPLE_WORDS).clamp(1, MAX_SAMPLE_EVERY)
-}
-
 /// A `rans8` plan of a stream of `n` words of `width` bits from `hist`, the histogram
-/// of its words in the blocks [`sample_every`] keeps (`counted` words; all `n` of them
-/// when `every` is 1: then [`rans8::Plan::new_at_most`]'s exact plan).
+/// of its words in the blocks [`rans8::sample_every`] keeps (`counted` words; all `n`
+/// of them when that is 1: then [`rans8::Plan::new_at_most`]'s exact plan): the plan
+/// [`rans8::Plan::for_stream`] makes, so that the program's text rebuilds it.
 fn plan_of(
     hist: &[(u64, u64)],
     counted: usize,
@@ -178,7 +157,8 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
     // One pass: the histogram of the exponent and the top mantissa bits, and the OR of
     // the signs.
     let head_bits = e + top;
-    let (counts, sign_or, counted) = head_counts(target, head_bits, m - top, sample_every(n));
+    let (counts, sign_or, counted) =
+        head_counts(target, head_bits, m - top, rans8::sample_every(n));
     let sign_const = sign_or >> (width - 1) == 0;
     // The histogram of the exponent and `k` mantissa bits, for each `k`, and a cheap
     // estimate of its layout's bytes: the field's order-0 entropy, about two bytes of
@@ -312,7 +292,7 @@ fn halved(hist: &[(u64, u64)]) -> Vec<(u64, u64)> {
 crate::codec::feature_fn! {
     "avx2";
     /// The counts of bits `[shift, shift + head_bits)` (`head_bits <= 16`) of the words
-    /// of `target` in every `every`-th block of [`SAMPLE_BLOCK`] words, the OR of all
+    /// of `target` in every `every`-th block of [`rans8::SAMPLE_BLOCK`] words, the OR of all
     /// the words, and the number of words counted. Compiled for AVX2 too and picked at
     /// run time (the field extraction vectorizes twice as wide).
     fn head_counts(
@@ -351,7 +331,7 @@ fn head_counts_in<T: Word>(
     shift: u32,
     every: usize,
 ) -> (Vec<u32>, u64, usize) {
-    const BLOCK: usize = SAMPLE_BLOCK;
+    const BLOCK: usize = rans8::SAMPLE_BLOCK;
     // Blocks a table's 16-bit counts take before they are added into the totals: each
     // block adds at most `BLOCK / 4` to a count of each table.
     const FLUSH: usize = (u16::MAX as usize) / (BLOCK / 4);
@@ -446,38 +426,12 @@ fn packed(target: &Words, shift: u32, width: u32) -> Node {
     .expect("a field type is valid")
 }
 
-/// The words of every `every`-th block of [`SAMPLE_BLOCK`] words of `words`.
-fn sampled(words: &Words, every: usize) -> Words {
-    if let WordBuf::U8(v) = words.buf() {
-        let mut sample = Vec::with_capacity(v.len() / every + SAMPLE_BLOCK);
-        for block in v.chunks(SAMPLE_BLOCK).step_by(every) {
-            sample.extend_from_slice(block);
-        }
-        return Words::from_buf_trusted(words.width(), WordBuf::U8(sample));
-    }
-    crate::with_buf!(words.buf(), v => {
-        let mut sample = Words::with_capacity(words.width(), v.len() / every + SAMPLE_BLOCK);
-        for block in v.chunks(SAMPLE_BLOCK).step_by(every) {
-            for &x in block {
-                #[allow(clippy::useless_conversion)]
-                sample.push(u64::from(x));
-            }
-        }
-        sample
-    })
-}
-
 /// A `rans8` literal of `stream` (`n` words of `width` bits), or `None` when it is not
 /// smaller than the packed words.
 fn stream_literal(stream: Stream<'_>, width: u32, n: usize) -> Option<Node> {
-    let words = stream.to_words();
-    let every = sample_every(n);
-    let (hist, counted) = match every {
-        1 => (crate::stats::histogram(&words, usize::MAX)?, n),
-        _ => {
-            let sample = sampled(&words, every);
-            (crate::stats::histogram(&sample, usize::MAX)?, sample.len())
-        }
+    let (hist, counted) = match rans8::sample_every(n) {
+        1 => (crate::stats::histogram(&stream.to_words(), usize::MAX)?, n),
+        every => rans8::sample_histogram(stream, every)?,
     };
     let plan = plan_of(&hist, counted, width, n, u64::MAX)?;
     if plan.estimate_bytes() >= bitpack::size_for(width, n) {
@@ -536,7 +490,7 @@ mod tests {
                         let mut want = vec![0u32; 1 << head_bits];
                         let mut counted = 0;
                         for (i, x) in w.iter().enumerate() {
-                            if (i / SAMPLE_BLOCK).is_multiple_of(every) {
+                            if (i / rans8::SAMPLE_BLOCK).is_multiple_of(every) {
                                 want[((x >> shift) & mask(head_bits)) as usize] += 1;
                                 counted += 1;
                             }
@@ -572,6 +526,38 @@ mod tests {
         assert_eq!(crate::dsl::execute(&node, u64::MAX).unwrap(), w);
         // Sign (1 bit) and mantissa (7 bits) are uniform; the exponent holds ~2 bits.
         assert!(bytes < 100_000 * 2 * 11 / 16, "{bytes}");
+    }
+
+    #[test]
+    fn sampled_literals_are_what_the_codec_gives_their_words() {
+        // 600,000 BF16 weights (every second block counted) and as many FP8 bytes: the
+        // layout's `rans8` literal is the body `rans8::encode` gives its words (the
+        // plan a program rebuilt from its text makes), and the program runs back.
+        let w = weights(600_000);
+        let mut s = 9;
+        let fp8 = Words::from_fn(8, 600_000, |_| (lcg(&mut s) % 7 + lcg(&mut s) % 90) & 0xFF);
+        for (w, dtype) in [(&w, Dtype::BF16), (&fp8, Dtype::F8E4M3)] {
+            assert_eq!(rans8::sample_every(w.len()), 2);
+            let (node, _) = program(w, Some(dtype));
+            assert_eq!(crate::dsl::execute(&node, u64::MAX).unwrap(), *w);
+            let lits: Vec<&Node> = match node.op() {
+                crate::dsl::Op::Merge(_, c) => c.iter().collect(),
+                _ => vec![&node],
+            };
+            let mut seen = 0;
+            for lit in lits {
+                if let crate::dsl::Op::Lit(l) = lit.op() {
+                    if l.codec == CodecId::Rans8 {
+                        let words = crate::dsl::execute(lit, u64::MAX).unwrap();
+                        let mut body = Vec::new();
+                        rans8::encode(&words, &mut body).unwrap();
+                        assert!(body[..] == l.body[..], "{dtype:?}");
+                        seen += 1;
+                    }
+                }
+            }
+            assert_eq!(seen, 1, "{dtype:?}: {node}");
+        }
     }
 
     #[test]
