@@ -124,16 +124,16 @@ pub fn sample_histogram(stream: Stream<'_>, every: usize) -> Option<(Vec<(u64, u
             Words::from_buf(8, WordBuf::U8(s)).expect("bytes hold 8-bit words")
         }
         _ => {
-            let mut s = Words::with_capacity(stream.width(), words.len() / every + SAMPLE_BLOCK);
+            // Fields gathered as 64-bit values a block at a time (a loop that
+            // vectorizes), then narrowed to the stream's container in one pass.
+            let mut s: Vec<u64> = Vec::with_capacity(words.len() / every + SAMPLE_BLOCK);
             crate::with_buf!(words.buf(), v => {
                 for block in v.chunks(SAMPLE_BLOCK).step_by(every) {
-                    for &x in block {
-                        #[allow(clippy::useless_conversion)]
-                        s.push((u64::from(x) >> shift) & m);
-                    }
+                    #[allow(clippy::useless_conversion)]
+                    s.extend(block.iter().map(|&x| (u64::from(x) >> shift) & m));
                 }
             });
-            s
+            Words::from_fn(stream.width(), s.len(), |i| s[i])
         }
     };
     let counted = sample.len();
