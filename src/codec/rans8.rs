@@ -121,7 +121,7 @@ pub fn sample_histogram(stream: Stream<'_>, every: usize) -> Option<(Vec<(u64, u
             for block in v.chunks(SAMPLE_BLOCK).step_by(every) {
                 s.extend_from_slice(block);
             }
-            Words::from_buf(8, WordBuf::U8(s)).expect("bytes hold 8-bit words")
+            Words::from_buf_trusted(8, WordBuf::U8(s))
         }
         _ => {
             // Fields gathered as 64-bit values a block at a time (a loop that
@@ -226,8 +226,25 @@ impl Plan {
             1 => Plan::new(hist, width, n),
             every => {
                 let (sample, counted) = sample_histogram(stream, every)?;
-                Plan::from_sample(&sample, counted, width, n, u64::MAX)
+                Plan::from_counts(&sample, counted, width, n, u64::MAX)
             }
+        }
+    }
+
+    /// The plan of a stream of `n` words of `width` bits from `hist`, the histogram of
+    /// `counted` of its words (those of the blocks [`sample_every`] keeps): with all `n`
+    /// counted [`Plan::new_at_most`]'s, else [`Plan::from_sample`]'s; what
+    /// [`Plan::for_stream`] makes, for a caller that has counted the sample itself.
+    pub fn from_counts(
+        hist: &[(u64, u64)],
+        counted: usize,
+        width: u32,
+        n: usize,
+        at_most: u64,
+    ) -> Option<Plan> {
+        match counted == n {
+            true => Plan::new_at_most(hist, width, n, at_most),
+            false => Plan::from_sample(hist, counted, width, n, at_most),
         }
     }
 

@@ -2093,7 +2093,7 @@ mod tests {
             let max = hist.last().map_or(0, |&(s, _)| s);
             let plain = codec::raw::size(w.width(), w.len())
                 .min(codec::bitpack::size_for(bits_needed(max), w.len()));
-            let root = RootLit::plan(&hist, &w, plain);
+            let root = RootLit::plan(&hist, w, plain);
             let exact = root.exact_len(w);
             assert_eq!(exact, program_len(&Node::lit(w)), "{} words", w.len());
             let lb = plain.min(codec::select::TableBounds::of(&hist, w.width(), w.len()).lower());

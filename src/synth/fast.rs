@@ -19,23 +19,6 @@ use crate::tensor::{mask, Dtype, WordBuf, Words};
 /// Most mantissa bits coded with the exponent.
 const MAX_JOINED: u32 = 4;
 
-/// A `rans8` plan of a stream of `n` words of `width` bits from `hist`, the histogram
-/// of its words in the blocks [`rans8::sample_every`] keeps (`counted` words; all `n`
-/// of them when that is 1: then [`rans8::Plan::new_at_most`]'s exact plan): the plan
-/// [`rans8::Plan::for_stream`] makes, so that the program's text rebuilds it.
-fn plan_of(
-    hist: &[(u64, u64)],
-    counted: usize,
-    width: u32,
-    n: usize,
-    at_most: u64,
-) -> Option<rans8::Plan> {
-    match counted == n {
-        true => rans8::Plan::new_at_most(hist, width, n, at_most),
-        false => rans8::Plan::from_sample(hist, counted, width, n, at_most),
-    }
-}
-
 /// Streams shorter than this are coded by the smallest codec ([`Node::lit`]): the
 /// layout's tables would cost more than the search saves on them.
 const SMALL_WORDS: usize = 4096;
@@ -223,7 +206,7 @@ fn fields(target: &Words, e: u32, m: u32) -> Node {
                 }
             }
         };
-        let Some(plan) = plan_of(&hist, counted, e + k, n, at_most) else {
+        let Some(plan) = rans8::Plan::from_counts(&hist, counted, e + k, n, at_most) else {
             continue;
         };
         best = Some((plan.estimate_bytes() + rest, k, plan));
@@ -433,7 +416,7 @@ fn stream_literal(stream: Stream<'_>, width: u32, n: usize) -> Option<Node> {
         1 => (crate::stats::histogram(&stream.to_words(), usize::MAX)?, n),
         every => rans8::sample_histogram(stream, every)?,
     };
-    let plan = plan_of(&hist, counted, width, n, u64::MAX)?;
+    let plan = rans8::Plan::from_counts(&hist, counted, width, n, u64::MAX)?;
     if plan.estimate_bytes() >= bitpack::size_for(width, n) {
         return None;
     }

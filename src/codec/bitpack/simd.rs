@@ -86,13 +86,18 @@ mod imp {
                 _ => pack_nibbles16(v.as_ptr(), dst.as_mut_ptr(), groups, shift),
             }
         }
-        // The rest (fewer than 32 words, starting on a byte), scalar.
-        let rest: Vec<u8> = v[groups * 32..]
+        pack_rest(&v[groups * 32..], shift, k, out);
+        true
+    }
+
+    /// Packs the field of the words `v` the steps left (fewer than a step's, starting on
+    /// a byte) by the scalar packer.
+    fn pack_rest(v: &[u16], shift: u32, k: u32, out: &mut Vec<u8>) {
+        let rest: Vec<u8> = v
             .iter()
             .map(|&x| ((x >> shift) & ((1 << k) - 1)) as u8)
             .collect();
         super::super::pack_u8(&rest, k, out);
-        true
     }
 
     /// Bits `[shift, shift + k)` (`k <= 8`) of eight words a step: two `pext` of four
@@ -123,11 +128,7 @@ mod imp {
             unsafe { dst.add(g * k).cast::<u64>().write_unaligned(bits.to_le()) };
         }
         out.truncate(start + groups * k);
-        let rest: Vec<u8> = v[groups * 8..]
-            .iter()
-            .map(|&x| ((x >> shift) & ((1 << k) - 1)) as u8)
-            .collect();
-        super::super::pack_u8(&rest, k as u32, out);
+        pack_rest(&v[groups * 8..], shift, k as u32, out);
     }
 
     /// Bit `shift` of 32 words a step: one test into a mask register, stored as four
